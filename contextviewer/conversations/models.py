@@ -1,0 +1,235 @@
+"""Sources, conversations, messages, model calls, folds and jobs (names from DESIGN.md)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from contextviewer.accounts.models import Project
+
+
+class SourceStatus(models.TextChoices):
+    PENDING = "pending"
+    IMPORTING = "importing"
+    IMPORTED = "imported"  # every line read; bad lines, if any, are in errors
+    FAILED = "failed"  # the file could not be read at all (errors says why)
+
+
+class Source(models.Model):
+    """One session file: a path on disk or an upload. Append-only imports resume at bytes_consumed."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="sources")
+    path = models.CharField(max_length=1024, help_text="absolute path, or upload:<sha256>/<name>")
+    name = models.CharField(max_length=512)
+    format = models.CharField(max_length=40, default="claude-code")
+    compression = models.CharField(max_length=10, default="", blank=True)
+    sha256 = models.CharField(max_length=64, blank=True)
+    size = models.BigIntegerField(default=0)
+    bytes_consumed = models.BigIntegerField(default=0)
+    lines_consumed = models.IntegerField(default=0)
+    prefix_sha256 = models.CharField(max_length=64, blank=True, help_text="sha256 of the consumed prefix")
+    importer_version = models.CharField(max_length=20, blank=True)
+    status = models.CharField(max_length=20, choices=SourceStatus.choices, default=SourceStatus.PENDING)
+    errors = models.JSONField(default=list, blank=True)  # [{"line": n, "reason": "..."}], capped
+    error_count = models.IntegerField(default=0)
+    duplicate_count = models.IntegerField(default=0)
+    blob = models.CharField(max_length=1024, blank=True, help_text="stored upload, relative to MEDIA_ROOT")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "path"], name="unique_source_path")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ConversationKind(models.TextChoices):
+    MAIN = "main"
+    SUBAGENT = "subagent"
+    COMPACTION = "compaction"  # Claude Code's agent-acompact-*: the summarizer's own call
+    BUILD = "build"
+
+
+class ConversationQuerySet(models.QuerySet):
+    def for_user(self, user):
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(project__memberships__user=user)
+
+    def top_level(self):
+        return self.filter(parent__isnull=True)
+
+
+class Conversation(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="conversations")
+    source = models.ForeignKey(Source, null=True, blank=True, on_delete=models.SET_NULL, related_name="conversations")
+    agent = models.CharField(max_length=40, default="claude-code")
+    external_id = models.CharField(max_length=255, help_text="session id; sub-agents: <session id>/<agent id>")
+    kind = models.CharField(max_length=20, choices=ConversationKind.choices, default=ConversationKind.MAIN)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
+    parent_tool_use_id = models.CharField(max_length=255, blank=True)
+    agent_id = models.CharField(max_length=255, blank=True)
+    agent_type = models.CharField(max_length=100, blank=True)
+    title = models.CharField(max_length=500, blank=True)
+    cwd = models.CharField(max_length=1024, blank=True)
+    git_branch = models.CharField(max_length=255, blank=True)
+    cli_version = models.CharField(max_length=40, blank=True)
+    model_names = models.JSONField(default=list, blank=True)
+    window = models.IntegerField(null=True, blank=True, help_text="context window override (tokens)")
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    # Denormalized figures for the index (recomputed by the ingest service after each import).
+    message_count = models.IntegerField(default=0)
+    model_call_count = models.IntegerField(default=0)
+    tool_call_count = models.IntegerField(default=0)
+    fold_count = models.IntegerField(default=0)
+    peak_context = models.IntegerField(default=0)
+    spend_tokens = models.BigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = ConversationQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "agent", "external_id"], name="unique_conversation")
+        ]
+        indexes = [models.Index(fields=["project", "parent", "started_at"])]
+
+    def __str__(self) -> str:
+        return self.title or self.external_id
+
+
+class Message(models.Model):
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    position = models.IntegerField()
+    turn = models.IntegerField(default=0, help_text="index of the turn the message belongs to")
+    uuid = models.CharField(max_length=255, null=True, blank=True)
+    parent_uuid = models.CharField(max_length=255, null=True, blank=True)
+    role = models.CharField(max_length=20)
+    record_type = models.CharField(max_length=60)
+    subtype = models.CharField(max_length=60, blank=True)
+    blocks = models.JSONField(default=list)
+    raw = models.TextField(help_text="the source line, exactly as read")
+    timestamp = models.DateTimeField(null=True, blank=True)
+    is_sidechain = models.BooleanField(default=False)
+    agent_id = models.CharField(max_length=255, blank=True)
+    is_meta = models.BooleanField(default=False)
+    is_compact_summary = models.BooleanField(default=False)
+    flags = models.JSONField(default=dict, blank=True)
+    tokens = models.JSONField(default=dict, blank=True, help_text="estimated tokens per category")
+    token_total = models.IntegerField(default=0)
+    source = models.ForeignKey(Source, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    line_no = models.IntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["position"]
+        indexes = [models.Index(fields=["conversation", "turn", "position"])]
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "position"], name="unique_message_position"),
+            models.UniqueConstraint(
+                fields=["conversation", "uuid"], condition=Q(uuid__isnull=False), name="unique_message_uuid"
+            ),
+        ]
+
+
+class ModelCall(models.Model):
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="model_calls")
+    message = models.ForeignKey(Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="model_calls")
+    position = models.IntegerField(help_text="position of the call's first message")
+    api_message_id = models.CharField(max_length=255)
+    request_id = models.CharField(max_length=255, blank=True)
+    model = models.CharField(max_length=100, blank=True)
+    input_uncached = models.IntegerField(default=0)
+    cache_write = models.IntegerField(default=0)
+    cache_write_5m = models.IntegerField(null=True, blank=True)
+    cache_write_1h = models.IntegerField(null=True, blank=True)
+    cache_read = models.IntegerField(default=0)
+    output = models.IntegerField(default=0)
+    output_is_lower_bound = models.BooleanField(default=False)
+    timestamp = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "api_message_id", "request_id"], name="unique_model_call"
+            )
+        ]
+
+    @property
+    def context_size(self) -> int:
+        return self.input_uncached + self.cache_write + self.cache_read
+
+
+class FoldOrigin(models.TextChoices):
+    IMPORTED = "imported"
+    GENERATED = "generated"
+
+
+class Fold(models.Model):
+    """A summary that stands in for every message up to `position` (inclusive). Deletes nothing."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="folds")
+    key = models.CharField(max_length=255, help_text="boundary uuid, or a job's idempotency key")
+    position = models.IntegerField(help_text="last position the fold puts away")
+    boundary = models.ForeignKey(Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    summary_message = models.ForeignKey(Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    summary_text = models.TextField(blank=True)
+    kind = models.CharField(max_length=20, default="compact")  # compact | microcompact | handoff
+    origin = models.CharField(max_length=20, choices=FoldOrigin.choices, default=FoldOrigin.IMPORTED)
+    trigger = models.CharField(max_length=40, blank=True)
+    tokens_before = models.IntegerField(null=True, blank=True)
+    tokens_after = models.IntegerField(null=True, blank=True)
+    preserved = models.JSONField(default=list, blank=True, help_text="uuids kept verbatim across the fold")
+    cost = models.JSONField(default=dict, blank=True, help_text="usage of the summarizer's own call(s)")
+    timestamp = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [models.UniqueConstraint(fields=["conversation", "key"], name="unique_fold_key")]
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class JobQuerySet(models.QuerySet):
+    def for_user(self, user):
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(project__memberships__user=user)
+
+
+class Job(models.Model):
+    """The job database (not Celery's result store): what the UI polls through a permissioned view."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="jobs")
+    kind = models.CharField(max_length=40)  # import | handoff | build | title | judge | export
+    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    progress = models.FloatField(default=0.0)
+    progress_text = models.CharField(max_length=500, blank=True)
+    params = models.JSONField(default=dict, blank=True)
+    result = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    attempts = models.IntegerField(default=0)
+    idempotency_key = models.CharField(max_length=255, unique=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = JobQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED}

@@ -1,0 +1,158 @@
+"""Normalized transcript records: what every importer yields and the ingest service stores.
+
+Pure data (no Django). Names follow DESIGN.md: message, block, model call, fold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+# Block kinds shown in the viewer; anything else is kept as "other" with its raw type.
+BLOCK_KINDS = ("text", "thinking", "tool_call", "tool_result", "image", "other")
+ROLES = ("user", "assistant", "system", "tool", "other")
+
+
+@dataclass(slots=True)
+class Block:
+    kind: str  # one of BLOCK_KINDS
+    text: str = ""  # text, thinking text, tool_result text (images excluded), tool input as JSON text
+    tool_id: str | None = None  # tool_call id, or the call id a tool_result answers
+    tool_name: str | None = None
+    tool_input: Any = None  # parsed tool input (tool_call)
+    is_error: bool = False  # tool_result
+    media_type: str | None = None  # image
+    data_size: int = 0  # image: length of the base64 data (the data stays in the raw record)
+    images: int = 0  # tool_result: number of image parts inside it
+    raw_type: str | None = None  # the original block type when it differs (redacted_thinking, document, ...)
+
+    def as_dict(self) -> dict:
+        d: dict[str, Any] = {"kind": self.kind}
+        for name in ("text", "tool_id", "tool_name", "tool_input", "media_type", "raw_type"):
+            value = getattr(self, name)
+            if value not in (None, ""):
+                d[name] = value
+        if self.is_error:
+            d["is_error"] = True
+        if self.data_size:
+            d["data_size"] = self.data_size
+        if self.images:
+            d["images"] = self.images
+        return d
+
+
+@dataclass(slots=True)
+class MessageRecord:
+    """One conversational line (user, assistant, system) or one line of an unknown record type."""
+
+    line_no: int  # 1-based line number in the source file
+    offset: int  # byte offset of the line start in the (decompressed) file
+    role: str  # one of ROLES
+    record_type: str  # the line's raw "type"
+    raw: str  # the original line, decoded, exactly as read (invariant 1)
+    blocks: list[Block] = field(default_factory=list)
+    uuid: str | None = None
+    parent_uuid: str | None = None
+    logical_parent_uuid: str | None = None
+    subtype: str | None = None
+    timestamp: datetime | None = None
+    session_id: str | None = None
+    is_sidechain: bool = False
+    agent_id: str | None = None  # sub-agent the line belongs to (file's agentId, or an inline sidechain's)
+    is_meta: bool = False
+    is_compact_summary: bool = False
+    model: str | None = None
+    api_message_id: str | None = None  # assistant: message.id
+    request_id: str | None = None  # assistant: requestId
+    flags: dict[str, Any] = field(default_factory=dict)  # api_error, synthetic, visible_in_transcript_only, ...
+
+
+@dataclass(slots=True)
+class UsageRecord:
+    """Measured usage of one model call, after dedupe by (message.id, requestId)."""
+
+    api_message_id: str
+    request_id: str | None
+    message_uuid: str | None  # first line of the call
+    line_no: int
+    model: str | None
+    input_uncached: int = 0
+    cache_write: int = 0
+    cache_write_5m: int | None = None
+    cache_write_1h: int | None = None
+    cache_read: int = 0
+    output: int = 0
+    output_is_lower_bound: bool = False  # streaming value seen with stop_reason null
+    agent_id: str | None = None
+    timestamp: datetime | None = None
+
+    @property
+    def context_size(self) -> int:
+        return self.input_uncached + self.cache_write + self.cache_read
+
+
+@dataclass(slots=True)
+class FoldRecord:
+    """A compaction found in the log: compact_boundary (+ isCompactSummary) or microcompact_boundary."""
+
+    line_no: int
+    boundary_uuid: str | None
+    kind: str  # "compact" | "microcompact"
+    trigger: str | None  # auto | manual
+    tokens_before: int | None  # compactMetadata.preTokens
+    tokens_after: int | None = None  # compactMetadata.postTokens where given
+    logical_parent_uuid: str | None = None  # last message of the archived history
+    preserved_uuids: list[str] = field(default_factory=list)
+    summary_uuid: str | None = None  # the isCompactSummary line that heads the loaded segment
+    summary_text: str = ""
+    timestamp: datetime | None = None
+    agent_id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class AgentLink:
+    """A sub-agent run linked to the tool call that started it."""
+
+    agent_id: str
+    tool_use_id: str | None
+    line_no: int
+    agent_type: str | None = None
+    description: str | None = None
+
+
+@dataclass(slots=True)
+class BadLine:
+    line_no: int
+    offset: int
+    reason: str  # a sentence a person can read
+    size: int = 0
+
+
+@dataclass(slots=True)
+class SessionInfo:
+    """What the file says about its session; emitted once, after the last line."""
+
+    external_id: str | None = None  # sessionId
+    title: str | None = None  # ai-title/custom-title/summary record
+    cwd: str | None = None
+    git_branch: str | None = None
+    cli_version: str | None = None
+    models: list[str] = field(default_factory=list)
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    agent_id: str | None = None  # set for a sub-agent file
+    agent_type: str | None = None  # from agent-*.meta.json
+    lines: int = 0  # complete lines consumed
+    bytes_consumed: int = 0  # offset after the last complete line (resume point)
+    duplicate_uuids: int = 0
+
+
+@dataclass(slots=True)
+class ImportProgress:
+    bytes_read: int
+    lines: int
+
+
+Record = MessageRecord | UsageRecord | FoldRecord | AgentLink | BadLine | SessionInfo | ImportProgress

@@ -1,0 +1,218 @@
+"""One settings module, driven by environment variables, with defaults that just run.
+
+Embedded default: SQLite (WAL, IMMEDIATE transactions) + Celery's filesystem broker.
+Team setup: DATABASE_URL=postgres://... and CELERY_BROKER_URL=redis://...
+"""
+
+import os
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+DATA_DIR = Path(env("CONTEXTVIEWER_DATA_DIR", str(BASE_DIR / "var"))).resolve()
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+# Real session logs from public projects, read in place (never copied into the project).
+FIXTURES_DIR = Path(env("CONTEXTVIEWER_FIXTURES", str(BASE_DIR.parent / "shared" / "fixtures")))
+SAMPLES_DIR = env("CONTEXTVIEWER_SAMPLES", "")
+
+DEBUG = env_bool("CONTEXTVIEWER_DEBUG", False)
+
+
+def _secret_key() -> str:
+    key = env("CONTEXTVIEWER_SECRET_KEY")
+    if key:
+        return key
+    # A per-install key kept beside the data, so sessions survive restarts.
+    path = DATA_DIR / "secret_key"
+    if not path.exists():
+        import secrets
+
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(secrets.token_urlsafe(50))
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+ALLOWED_HOSTS = [h for h in env("CONTEXTVIEWER_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if h]
+CSRF_TRUSTED_ORIGINS = [o for o in env("CONTEXTVIEWER_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "template_partials",
+    "django_celery_results",
+    "contextviewer.accounts",
+    "contextviewer.conversations",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "contextviewer.middleware.ContentSecurityPolicyMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "contextviewer.urls"
+WSGI_APPLICATION = "contextviewer.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    }
+]
+
+
+def _database(url: str) -> dict:
+    if not url:
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": env("CONTEXTVIEWER_SQLITE_PATH", str(DATA_DIR / "contextviewer.sqlite3")),
+            "OPTIONS": {
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 30,
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
+            "TEST": {"NAME": env("CONTEXTVIEWER_SQLITE_TEST_PATH", str(DATA_DIR / "test.sqlite3"))},
+        }
+    parsed = urlparse(url)
+    if parsed.scheme not in {"postgres", "postgresql", "pgsql"}:
+        raise ValueError(f"DATABASE_URL: unsupported scheme {parsed.scheme!r} (use postgres://)")
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": unquote(parsed.path.lstrip("/")) or "contextviewer",
+        "USER": unquote(parsed.username or ""),
+        "PASSWORD": unquote(parsed.password or ""),
+        "HOST": parsed.hostname or "",
+        "PORT": str(parsed.port or ""),
+        "CONN_MAX_AGE": 0,
+        "TEST": {"NAME": env("CONTEXTVIEWER_PG_TEST_NAME", "") or None},
+    }
+
+
+DATABASES = {"default": _database(env("DATABASE_URL"))}
+IS_SQLITE = DATABASES["default"]["ENGINE"].endswith("sqlite3")
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "index"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = DATA_DIR / "staticfiles"
+MEDIA_ROOT = DATA_DIR / "media"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True
+
+# Uploads: stream to disk, cap the size. A single session file above the cap is refused with a message.
+MAX_UPLOAD_BYTES = int(env("CONTEXTVIEWER_MAX_UPLOAD_BYTES", str(1024 * 1024 * 1024)))
+DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+DATA_UPLOAD_MAX_NUMBER_FILES = 500
+FILE_UPLOAD_TEMP_DIR = str(DATA_DIR / "tmp")
+Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
+
+# Import limits (bytes): a line above MAX_LINE_BYTES is rejected without being held whole;
+# a gzip file expanding beyond MAX_DECOMPRESSED_BYTES is stopped.
+MAX_LINE_BYTES = int(env("CONTEXTVIEWER_MAX_LINE_BYTES", str(32 * 1024 * 1024)))
+MAX_DECOMPRESSED_BYTES = int(env("CONTEXTVIEWER_MAX_DECOMPRESSED_BYTES", str(4 * 1024 * 1024 * 1024)))
+
+# Caches hold job progress written while an import transaction is open.
+REDIS_URL = env("REDIS_URL", "")
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(DATA_DIR / "cache"),
+        }
+    }
+
+# Celery: a real worker in every run mode. Filesystem broker by default.
+CELERY_BROKER_URL = env("CELERY_BROKER_URL", "filesystem://")
+CELERY_RESULT_BACKEND = "django-db"
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_TIME_LIMIT = int(env("CONTEXTVIEWER_TASK_TIME_LIMIT", "3000"))
+CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 60
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+BROKER_DIR = Path(env("CONTEXTVIEWER_BROKER_DIR", str(DATA_DIR / "broker")))
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    for sub in ("queue", "processed"):
+        (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(BROKER_DIR / "queue"),
+        "data_folder_out": str(BROKER_DIR / "queue"),
+        "processed_folder": str(BROKER_DIR / "processed"),
+        "store_processed": False,
+        "polling_interval": 0.05,
+    }
+else:
+    # Time limits stay below the visibility timeout, so a lost job is redelivered, not duplicated.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 600}
+
+# Tokens: tiktoken reads its rank files from here (placed from the bpe-openai wheel, offline).
+TIKTOKEN_CACHE_DIR = Path(env("TIKTOKEN_CACHE_DIR", str(DATA_DIR / "tiktoken")))
+
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env("CONTEXTVIEWER_LOG_LEVEL", "WARNING")},
+}
