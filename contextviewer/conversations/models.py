@@ -148,6 +148,7 @@ class ModelCall(models.Model):
     cache_read = models.IntegerField(default=0)
     output = models.IntegerField(default=0)
     output_is_lower_bound = models.BooleanField(default=False)
+    estimated_context = models.IntegerField(default=0, help_text="estimate of the visible messages in the call's input")
     timestamp = models.DateTimeField(null=True, blank=True)
 
     class Meta:
