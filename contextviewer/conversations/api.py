@@ -1,0 +1,1 @@
+"""API operations for imports and jobs."""
