@@ -78,6 +78,7 @@ class Conversation(models.Model):
     cli_version = models.CharField(max_length=40, blank=True)
     model_names = models.JSONField(default=list, blank=True)
     window = models.IntegerField(null=True, blank=True, help_text="context window override (tokens)")
+    agent_links = models.JSONField(default=dict, blank=True, help_text="sub-agent id -> the tool call that started it")
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
     # Denormalized figures for the index (recomputed by the ingest service after each import).
