@@ -1,0 +1,688 @@
+"""The ingest service: normalized records -> database, one transaction per file.
+
+Dedupe (uuid, model call), positions, turns, token counts, folds, sub-agent links and the
+denormalized figures of the index all happen here; the importers stay pure.
+
+Invariants kept here (DESIGN.md): re-importing the same file changes nothing; a grown file adds
+only its new lines; a bad line never stops an import; a crash leaves the previous complete state
+(the whole file is one transaction).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Max, Sum
+
+from contextviewer.accounts.models import Project
+from contextviewer.core import tokens as token_core
+from contextviewer.core.curve import estimated_contexts
+from contextviewer.core.records import (
+    AgentLink,
+    BadLine,
+    FoldRecord,
+    ImportProgress,
+    MessageRecord,
+    SessionInfo,
+    UsageRecord,
+)
+from contextviewer.core.segments import FoldSpan
+from contextviewer.core.turns import starts_turn
+from contextviewer.importers import claude_code, detect
+from contextviewer.importers.lines import open_stream
+
+from .models import Conversation, ConversationKind, Fold, Message, ModelCall, Source, SourceStatus
+
+IMPORTER_VERSION = "cc-1"
+BATCH = 2000
+MAX_STORED_ERRORS = 1000
+HASH_CHUNK = 1 << 20
+
+Progress = Callable[[int, int, str], None]  # (bytes done, bytes total, what)
+
+
+@dataclass
+class FileReport:
+    path: str
+    status: str  # imported | unchanged | failed
+    added_messages: int = 0
+    bad_lines: int = 0
+    errors: list[dict] = field(default_factory=list)
+    conversation_ids: list[int] = field(default_factory=list)
+
+
+@dataclass
+class ImportReport:
+    files: list[FileReport] = field(default_factory=list)
+    conversation_ids: list[int] = field(default_factory=list)
+    errors: list[dict] = field(default_factory=list)  # {"path", "line", "reason"}
+
+    def add(self, report: FileReport) -> None:
+        self.files.append(report)
+        for cid in report.conversation_ids:
+            if cid not in self.conversation_ids:
+                self.conversation_ids.append(cid)
+        for err in report.errors:
+            self.errors.append({"path": report.path, **err})
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry points
+
+
+def import_path(project: Project, path: str | os.PathLike, progress: Progress | None = None) -> ImportReport:
+    """Import a session file or a folder of them (recursively), sub-agent files included."""
+    report = ImportReport()
+    path = Path(path).expanduser()
+    if not path.exists():
+        report.errors.append({"path": str(path), "line": 0, "reason": "no such file or folder"})
+        return report
+    groups = detect.discover(path)
+    if not groups:
+        report.errors.append({"path": str(path), "line": 0, "reason": "no Claude Code session files (*.jsonl) found"})
+        return report
+    total = sum(_size(f) for g in groups for f in _group_files(g)) or 1
+    done = 0
+
+    def file_progress(offset: int, what: str) -> None:
+        if progress:
+            progress(min(done + offset, total), total, what)
+
+    for group in groups:
+        main_report = import_file(project, group.main, progress=file_progress)
+        report.add(main_report)
+        done += _size(group.main)
+        parent = _main_conversation(main_report)
+        for sub in group.subagents:
+            sub_report = import_file(
+                project,
+                sub.path,
+                parent=parent,
+                agent_id=sub.agent_id,
+                agent_type=sub.agent_type,
+                kind=ConversationKind.COMPACTION if sub.is_compaction else ConversationKind.SUBAGENT,
+                progress=file_progress,
+            )
+            report.add(sub_report)
+            done += _size(sub.path)
+        if parent is not None:
+            attach_compaction_costs(parent)
+    if progress:
+        progress(total, total, "done")
+    return report
+
+
+def _group_files(group) -> list[Path]:
+    return [group.main, *[s.path for s in group.subagents]]
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _main_conversation(report: FileReport) -> Conversation | None:
+    if not report.conversation_ids:
+        return None
+    return Conversation.objects.filter(pk=report.conversation_ids[0]).first()
+
+
+# ---------------------------------------------------------------------------------------------
+# One file
+
+
+def _hash_file(path: Path, prefix_len: int) -> tuple[str, str | None, int]:
+    """sha256 of the whole file and of its first prefix_len bytes, in one pass."""
+    whole = hashlib.sha256()
+    prefix_digest = None
+    read = 0
+    with open(path, "rb") as fh:
+        while True:
+            if prefix_digest is None and read == prefix_len:
+                prefix_digest = whole.copy().hexdigest()
+            want = HASH_CHUNK if prefix_digest is not None else min(HASH_CHUNK, prefix_len - read)
+            chunk = fh.read(want)
+            if not chunk:
+                break
+            whole.update(chunk)
+            read += len(chunk)
+    if prefix_digest is None and read == prefix_len:
+        prefix_digest = whole.copy().hexdigest()
+    return whole.hexdigest(), prefix_digest, read
+
+
+def _prefix_hash(path: Path, length: int, compression: str) -> str:
+    digest = hashlib.sha256()
+    if compression:
+        stream, _ = open_stream(path, max_decompressed_bytes=settings.MAX_DECOMPRESSED_BYTES)
+    else:
+        stream = open(path, "rb")
+    try:
+        remaining = length
+        while remaining > 0:
+            chunk = stream.read(min(HASH_CHUNK, remaining))
+            if not chunk:
+                break
+            digest.update(chunk)
+            remaining -= len(chunk)
+    finally:
+        stream.close()
+    return digest.hexdigest()
+
+
+def import_file(
+    project: Project,
+    path: str | os.PathLike,
+    *,
+    display_name: str | None = None,
+    source_key: str | None = None,
+    parent: Conversation | None = None,
+    agent_id: str | None = None,
+    agent_type: str | None = None,
+    kind: str = ConversationKind.MAIN,
+    progress: Callable[[int, str], None] | None = None,
+) -> FileReport:
+    """Import one file in one transaction. Safe to call twice at once and to call again later."""
+    path = Path(path)
+    key = source_key or str(path.resolve())
+    report = FileReport(path=display_name or str(path), status="imported")
+    try:
+        source, _ = Source.objects.get_or_create(
+            project=project, path=key, defaults={"name": display_name or path.name}
+        )
+    except IntegrityError:  # created by a concurrent import of the same file
+        source = Source.objects.get(project=project, path=key)
+
+    with transaction.atomic():
+        # The row lock (PostgreSQL) or the IMMEDIATE write lock (SQLite) serializes imports of one file.
+        source = Source.objects.select_for_update().get(pk=source.pk)
+        try:
+            sha, prefix_sha, size = _hash_file(path, source.bytes_consumed)
+        except OSError as exc:
+            source.status = SourceStatus.FAILED
+            source.errors = [{"line": 0, "reason": f"cannot read the file: {exc.strerror or exc}"}]
+            source.error_count = 1
+            source.save()
+            report.status = "failed"
+            report.errors = list(source.errors)
+            return report
+
+        if source.status == SourceStatus.IMPORTED and source.sha256 == sha and source.size == size:
+            report.status = "unchanged"
+            report.bad_lines = source.error_count
+            report.conversation_ids = list(
+                source.conversations.order_by("pk").values_list("pk", flat=True)
+            )
+            return report
+
+        start_offset, start_line = 0, 0
+        if (
+            source.bytes_consumed
+            and not source.compression
+            and size >= source.bytes_consumed
+            and prefix_sha == source.prefix_sha256
+        ):
+            start_offset, start_line = source.bytes_consumed, source.lines_consumed
+        elif source.bytes_consumed:
+            # Rewritten or shrunk: read it all again; uuid dedupe keeps what is already stored.
+            source.errors, source.error_count = [], 0
+
+        writer = _Writer(project, source, parent=parent, agent_id=agent_id, agent_type=agent_type, kind=kind)
+        stream, compression = open_stream(path, max_decompressed_bytes=settings.MAX_DECOMPRESSED_BYTES)
+        try:
+            if start_offset:
+                stream.seek(start_offset)
+            records = claude_code.parse(
+                stream,
+                start_offset=start_offset,
+                start_line=start_line,
+                agent_id=agent_id,
+                agent_type=agent_type,
+                max_line_bytes=settings.MAX_LINE_BYTES,
+            )
+            info = writer.consume(records, progress=progress)
+        finally:
+            stream.close()
+
+        new_errors = writer.errors
+        source.compression = compression or ""
+        source.format = "claude-code"
+        source.sha256 = sha
+        source.size = size
+        source.importer_version = IMPORTER_VERSION
+        if info is not None:
+            source.bytes_consumed = info.bytes_consumed
+            source.lines_consumed = info.lines
+            source.duplicate_count += info.duplicate_uuids
+        source.prefix_sha256 = (
+            _prefix_hash(path, source.bytes_consumed, source.compression) if source.bytes_consumed != size or compression
+            else sha
+        )
+        source.error_count += len(new_errors)
+        source.errors = (list(source.errors) + new_errors)[:MAX_STORED_ERRORS]
+        source.status = SourceStatus.IMPORTED
+        source.save()
+        writer.finish(info)
+
+    report.added_messages = writer.added_messages
+    report.bad_lines = source.error_count
+    report.errors = new_errors
+    report.conversation_ids = [c.pk for c in writer.conversations()]
+    return report
+
+
+# ---------------------------------------------------------------------------------------------
+# The writer: records -> rows
+
+
+class _ConversationState:
+    """Where the next message of one conversation goes."""
+
+    def __init__(self, conversation: Conversation):
+        self.conversation = conversation
+        agg = conversation.messages.aggregate(p=Max("position"), t=Max("turn"))
+        self.next_position = (agg["p"] + 1) if agg["p"] is not None else 0
+        self.turn = agg["t"] if agg["t"] is not None else 0
+        self.has_user_turn = agg["p"] is not None
+        self.uuid_positions: dict[str, int] = dict(
+            conversation.messages.exclude(uuid=None).values_list("uuid", "position")
+        )
+        self.pending: list[Message] = []
+        self.added = 0
+        self.tool_calls = 0
+        self.first_prompt: str | None = None
+        self.models: list[str] = list(conversation.model_names or [])
+        self.min_ts = conversation.started_at
+        self.max_ts = conversation.ended_at
+
+
+class _Writer:
+    def __init__(self, project, source, *, parent, agent_id, agent_type, kind):
+        self.project = project
+        self.source = source
+        self.parent = parent
+        self.agent_id = agent_id
+        self.agent_type = agent_type
+        self.kind = kind
+        self.main: _ConversationState | None = None
+        self.children: dict[str, _ConversationState] = {}  # inline sidechains by agent id
+        self.usage: list[UsageRecord] = []
+        self.folds: list[FoldRecord] = []
+        self.links: list[AgentLink] = []
+        self.errors: list[dict] = []
+        self.added_messages = 0
+        self.session_id: str | None = None
+        self.info: SessionInfo | None = None
+
+    # -- conversations
+
+    def _conversation_for(self, record: MessageRecord) -> _ConversationState:
+        if self.main is None:
+            self.main = _ConversationState(self._get_main(record))
+        agent = record.agent_id
+        if agent and agent != self.agent_id and agent != (self.main.conversation.agent_id or None):
+            state = self.children.get(agent)
+            if state is None:
+                parent = self.main.conversation
+                child, _ = Conversation.objects.get_or_create(
+                    project=self.project,
+                    agent="claude-code",
+                    external_id=f"{parent.external_id}/{agent}",
+                    defaults={
+                        "kind": ConversationKind.SUBAGENT,
+                        "parent": parent,
+                        "agent_id": agent,
+                        "source": self.source,
+                        "cwd": parent.cwd,
+                    },
+                )
+                state = self.children[agent] = _ConversationState(child)
+            return state
+        return self.main
+
+    def _get_main(self, record: MessageRecord) -> Conversation:
+        # The first conversation a source created is its own; later ones are its inline sidechains.
+        existing = self.source.conversations.order_by("pk").first()
+        if existing is not None:
+            return existing
+        session = record.session_id or self.session_id or Path(self.source.name).stem
+        agent_id = self.agent_id
+        # A file whose lines all belong to one sub-agent (2.0.x agent-*.jsonl) is that sub-agent.
+        if agent_id is None and record.agent_id and record.is_sidechain:
+            agent_id = record.agent_id
+        parent = self.parent
+        kind = self.kind
+        if agent_id:
+            if parent is None:
+                parent = Conversation.objects.filter(
+                    project=self.project, agent="claude-code", external_id=session
+                ).first()
+            if kind == ConversationKind.MAIN:
+                kind = ConversationKind.COMPACTION if agent_id.startswith("acompact") else ConversationKind.SUBAGENT
+            external_id = f"{parent.external_id if parent else session}/{agent_id}"
+        else:
+            external_id = session
+        conversation, created = Conversation.objects.get_or_create(
+            project=self.project,
+            agent="claude-code",
+            external_id=external_id,
+            defaults={
+                "kind": kind,
+                "parent": parent,
+                "agent_id": agent_id or "",
+                "agent_type": self.agent_type or "",
+                "source": self.source,
+            },
+        )
+        if not agent_id:
+            # Sub-agents imported before their parent are adopted now.
+            Conversation.objects.filter(
+                project=self.project, parent__isnull=True, external_id__startswith=f"{external_id}/"
+            ).update(parent=conversation)
+        if conversation.source_id is None:
+            conversation.source = self.source
+            conversation.save(update_fields=["source"])
+        self.agent_id = agent_id
+        return conversation
+
+    def conversations(self) -> list[Conversation]:
+        states = ([self.main] if self.main else []) + list(self.children.values())
+        return [s.conversation for s in states]
+
+    # -- records
+
+    def consume(self, records, progress=None) -> SessionInfo | None:
+        for record in records:
+            if isinstance(record, MessageRecord):
+                if self.session_id is None and record.session_id:
+                    self.session_id = record.session_id
+                self._add_message(record)
+            elif isinstance(record, UsageRecord):
+                self.usage.append(record)
+            elif isinstance(record, FoldRecord):
+                self.folds.append(record)
+            elif isinstance(record, AgentLink):
+                self.links.append(record)
+            elif isinstance(record, BadLine):
+                self.errors.append({"line": record.line_no, "reason": record.reason})
+            elif isinstance(record, ImportProgress):
+                if progress:
+                    progress(record.bytes_read, self.source.name)
+            elif isinstance(record, SessionInfo):
+                self.info = record
+        self._flush_all()
+        return self.info
+
+    def _add_message(self, record: MessageRecord) -> None:
+        state = self._conversation_for(record)
+        if record.uuid is not None and record.uuid in state.uuid_positions:
+            return  # already stored (re-read after a rewrite, or a duplicated row)
+        blocks = [b.as_dict() for b in record.blocks]
+        categories = token_core.count_message(
+            record.role, blocks, is_compact_summary=record.is_compact_summary, record_type=record.record_type
+        )
+        if starts_turn(record.role, blocks, record.is_meta, record.is_compact_summary):
+            if state.has_user_turn:
+                state.turn += 1
+            state.has_user_turn = True
+            if state.first_prompt is None and not record.is_compact_summary:
+                state.first_prompt = next((b.get("text") for b in blocks if b.get("text")), None)
+        position = state.next_position
+        state.next_position += 1
+        if record.uuid is not None:
+            state.uuid_positions[record.uuid] = position
+        state.tool_calls += sum(1 for b in blocks if b["kind"] == "tool_call")
+        if record.model and record.model != "<synthetic>" and record.model not in state.models:
+            state.models.append(record.model)
+        if record.timestamp is not None:
+            if state.min_ts is None or record.timestamp < state.min_ts:
+                state.min_ts = record.timestamp
+            if state.max_ts is None or record.timestamp > state.max_ts:
+                state.max_ts = record.timestamp
+        state.pending.append(
+            Message(
+                conversation=state.conversation,
+                position=position,
+                turn=state.turn,
+                uuid=record.uuid,
+                parent_uuid=record.parent_uuid,
+                role=record.role,
+                record_type=record.record_type[:60],
+                subtype=(record.subtype or "")[:60],
+                blocks=blocks,
+                raw=record.raw,
+                timestamp=record.timestamp,
+                is_sidechain=record.is_sidechain,
+                agent_id=record.agent_id or "",
+                is_meta=record.is_meta,
+                is_compact_summary=record.is_compact_summary,
+                flags=record.flags,
+                tokens=categories,
+                token_total=sum(categories.values()),
+                source=self.source,
+                line_no=record.line_no,
+            )
+        )
+        state.added += 1
+        self.added_messages += 1
+        if len(state.pending) >= BATCH:
+            self._flush(state)
+
+    def _flush(self, state: _ConversationState) -> None:
+        if state.pending:
+            Message.objects.bulk_create(state.pending, batch_size=500)
+            state.pending = []
+
+    def _flush_all(self) -> None:
+        for state in [self.main, *self.children.values()]:
+            if state is not None:
+                self._flush(state)
+
+    # -- after the last line
+
+    def finish(self, info: SessionInfo | None) -> None:
+        if self.main is None:
+            return
+        main = self.main
+        self._write_model_calls(main)
+        self._write_folds(main)
+        self._write_links(main)
+        for state in [main, *self.children.values()]:
+            _refresh_conversation(state, info if state is main else None)
+        if self.children:
+            _refresh_figures(main.conversation)
+
+    def _write_model_calls(self, main: _ConversationState) -> None:
+        by_agent: dict[str | None, list[UsageRecord]] = {}
+        for usage in self.usage:
+            by_agent.setdefault(usage.agent_id, []).append(usage)
+        for agent, calls in by_agent.items():
+            state = self.children.get(agent) if agent and agent in self.children else main
+            conversation = state.conversation
+            existing = {
+                (m.api_message_id, m.request_id): m
+                for m in conversation.model_calls.filter(api_message_id__in=[c.api_message_id for c in calls])
+            }
+            new_rows, changed = [], []
+            for call in calls:
+                key = (call.api_message_id, call.request_id or "")
+                if key in existing:
+                    row = existing[key]
+                    if call.output > row.output:
+                        row.output = call.output
+                        row.output_is_lower_bound = call.output_is_lower_bound
+                        changed.append(row)
+                    continue
+                position = state.uuid_positions.get(call.message_uuid or "", None)
+                if position is None:
+                    continue  # the line was a duplicate of a call already stored elsewhere
+                new_rows.append(
+                    ModelCall(
+                        conversation=conversation,
+                        position=position,
+                        api_message_id=call.api_message_id,
+                        request_id=call.request_id or "",
+                        model=(call.model or "")[:100],
+                        input_uncached=call.input_uncached,
+                        cache_write=call.cache_write,
+                        cache_write_5m=call.cache_write_5m,
+                        cache_write_1h=call.cache_write_1h,
+                        cache_read=call.cache_read,
+                        output=call.output,
+                        output_is_lower_bound=call.output_is_lower_bound,
+                        timestamp=call.timestamp,
+                    )
+                )
+            if new_rows:
+                ids = dict(
+                    conversation.messages.filter(position__in=[r.position for r in new_rows]).values_list(
+                        "position", "pk"
+                    )
+                )
+                for row in new_rows:
+                    row.message_id = ids.get(row.position)
+                ModelCall.objects.bulk_create(new_rows, batch_size=500)
+            if changed:
+                ModelCall.objects.bulk_update(changed, ["output", "output_is_lower_bound"], batch_size=500)
+
+    def _write_folds(self, main: _ConversationState) -> None:
+        for fold in self.folds:
+            state = self.children.get(fold.agent_id) if fold.agent_id in self.children else main
+            conversation = state.conversation
+            key = fold.boundary_uuid or f"line:{self.source.pk}:{fold.line_no}"
+            boundary_position = state.uuid_positions.get(fold.boundary_uuid or "")
+            if boundary_position is None:
+                continue
+            summary_position = state.uuid_positions.get(fold.summary_uuid or "")
+            ids = dict(
+                conversation.messages.filter(
+                    position__in=[p for p in (boundary_position, summary_position) if p is not None]
+                ).values_list("position", "pk")
+            )
+            Fold.objects.get_or_create(
+                conversation=conversation,
+                key=key[:255],
+                defaults={
+                    "position": boundary_position - 1,
+                    "boundary_id": ids.get(boundary_position),
+                    "summary_message_id": ids.get(summary_position) if summary_position is not None else None,
+                    "summary_text": fold.summary_text,
+                    "kind": fold.kind,
+                    "trigger": (fold.trigger or "")[:40],
+                    "tokens_before": fold.tokens_before,
+                    "tokens_after": fold.tokens_after,
+                    "preserved": fold.preserved_uuids,
+                    "timestamp": fold.timestamp,
+                },
+            )
+
+    def _write_links(self, main: _ConversationState) -> None:
+        if not self.links:
+            return
+        conversation = main.conversation
+        links = dict(conversation.agent_links or {})
+        for link in self.links:
+            entry = links.setdefault(link.agent_id, {})
+            for name in ("tool_use_id", "agent_type", "description"):
+                value = getattr(link, name)
+                if value and not entry.get(name):
+                    entry[name] = value
+        conversation.agent_links = links
+        conversation.save(update_fields=["agent_links"])
+        for child in conversation.children.all():
+            entry = links.get(child.agent_id)
+            if entry and (not child.parent_tool_use_id or not child.agent_type):
+                child.parent_tool_use_id = child.parent_tool_use_id or entry.get("tool_use_id") or ""
+                child.agent_type = child.agent_type or (entry.get("agent_type") or "")[:100]
+                child.save(update_fields=["parent_tool_use_id", "agent_type"])
+
+
+def _refresh_conversation(state: _ConversationState, info: SessionInfo | None) -> None:
+    conversation = state.conversation
+    if info is not None:
+        if info.title:
+            conversation.title = info.title[:500]
+        conversation.cwd = conversation.cwd or (info.cwd or "")[:1024]
+        conversation.git_branch = (info.git_branch or conversation.git_branch or "")[:255]
+        conversation.cli_version = (info.cli_version or conversation.cli_version or "")[:40]
+        if info.agent_type and not conversation.agent_type:
+            conversation.agent_type = info.agent_type[:100]
+    if not conversation.title and state.first_prompt:
+        conversation.title = " ".join(state.first_prompt.split())[:120]
+    if conversation.parent_id and not conversation.parent_tool_use_id:
+        entry = (conversation.parent.agent_links or {}).get(conversation.agent_id)
+        if entry:
+            conversation.parent_tool_use_id = entry.get("tool_use_id") or ""
+            conversation.agent_type = conversation.agent_type or (entry.get("agent_type") or "")[:100]
+    conversation.model_names = state.models
+    conversation.started_at = state.min_ts
+    conversation.ended_at = state.max_ts
+    conversation.tool_call_count += state.tool_calls
+    conversation.save()
+    _refresh_figures(conversation)
+
+
+def _refresh_figures(conversation: Conversation) -> None:
+    """Recompute the index figures and the estimated context of every model call."""
+    folds = [
+        FoldSpan(key=f.key, position=f.position, summary_position=None, preserved_positions=())
+        for f in conversation.folds.filter(kind="compact").only("key", "position")
+    ]
+    calls = list(conversation.model_calls.order_by("position", "pk"))
+    if calls:
+        message_tokens = conversation.messages.order_by("position").values_list("position", "token_total")
+        estimates = estimated_contexts(message_tokens.iterator(chunk_size=5000), [c.position for c in calls], folds)
+        changed = []
+        for call, estimate in zip(calls, estimates):
+            if call.estimated_context != estimate:
+                call.estimated_context = estimate
+                changed.append(call)
+        if changed:
+            ModelCall.objects.bulk_update(changed, ["estimated_context"], batch_size=500)
+    agg = conversation.model_calls.aggregate(
+        uncached=Sum("input_uncached"), write=Sum("cache_write"), read=Sum("cache_read"), out=Sum("output")
+    )
+    conversation.message_count = conversation.messages.count()
+    conversation.model_call_count = len(calls)
+    conversation.fold_count = conversation.folds.count()
+    conversation.peak_context = max((c.context_size for c in calls), default=0)
+    conversation.spend_tokens = sum(v or 0 for v in agg.values())
+    conversation.save(
+        update_fields=["message_count", "model_call_count", "fold_count", "peak_context", "spend_tokens"]
+    )
+
+
+def attach_compaction_costs(parent: Conversation) -> None:
+    """The compaction sub-agent's own usage is the cost of the fold it wrote (nearest in time)."""
+    folds = list(parent.folds.filter(kind="compact", origin="imported"))
+    if not folds:
+        return
+    for child in parent.children.filter(kind=ConversationKind.COMPACTION):
+        calls = list(child.model_calls.all())
+        if not calls:
+            continue
+        when = child.ended_at
+        fold = min(
+            folds,
+            key=lambda f: abs((f.timestamp - when).total_seconds()) if f.timestamp and when else float("inf"),
+        )
+        cost = {
+            "calls": len(calls),
+            "input_uncached": sum(c.input_uncached for c in calls),
+            "cache_write": sum(c.cache_write for c in calls),
+            "cache_read": sum(c.cache_read for c in calls),
+            "output": sum(c.output for c in calls),
+            "model": calls[0].model,
+            "conversation_id": child.pk,
+        }
+        if fold.cost != cost:
+            fold.cost = cost
+            fold.save(update_fields=["cost"])

@@ -1,0 +1,155 @@
+"""One way to run jobs: a Job row claimed with a conditional update, run by a Celery task by id.
+
+Progress written while a job's transaction is open goes to the cache (a SQLite write lock would
+block a second writer), and is folded into the Job row when the job ends.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+
+from django.core.cache import cache
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from .models import Job, JobStatus
+
+log = logging.getLogger(__name__)
+
+PROGRESS_TTL = 24 * 3600
+STALE_AFTER = timedelta(hours=1)
+
+# kind -> callable(job, progress) -> result dict. Registered by the modules that own each kind.
+RUNNERS: dict[str, Callable[[Job, Callable[[float, str], None]], dict]] = {}
+
+
+def runner(kind: str):
+    def register(fn):
+        RUNNERS[kind] = fn
+        return fn
+
+    return register
+
+
+class JobCancelled(Exception):
+    pass
+
+
+def create_job(project, kind: str, params: dict, *, user=None, idempotency_key: str | None = None, enqueue=True) -> tuple[Job, bool]:
+    """Create (or find, by idempotency key) a job and enqueue it once the transaction commits."""
+    key = idempotency_key or f"{kind}:{uuid.uuid4()}"
+    try:
+        with transaction.atomic():
+            job = Job.objects.create(
+                project=project, kind=kind, params=params, idempotency_key=key, created_by=user
+            )
+    except IntegrityError:
+        return Job.objects.get(idempotency_key=key), False
+    if enqueue:
+        transaction.on_commit(lambda: enqueue_job(job.pk))
+    return job, True
+
+
+def enqueue_job(job_id: int) -> None:
+    from .tasks import run_job_task
+
+    run_job_task.delay(job_id)
+
+
+def claim(job_id: int) -> Job | None:
+    """Take a queued job (or one left running by a dead worker past STALE_AFTER). None if taken."""
+    now = timezone.now()
+    claimable = Q(status=JobStatus.QUEUED) | Q(status=JobStatus.RUNNING, started_at__lt=now - STALE_AFTER)
+    updated = Job.objects.filter(claimable, pk=job_id).update(
+        status=JobStatus.RUNNING, started_at=now, attempts=F("attempts") + 1, error=""
+    )
+    return Job.objects.get(pk=job_id) if updated else None
+
+
+def progress_key(job_id: int) -> str:
+    return f"job-progress:{job_id}"
+
+
+def set_progress(job_id: int, fraction: float, text: str = "") -> None:
+    cache.set(progress_key(job_id), {"progress": max(0.0, min(1.0, fraction)), "text": text[:500]}, PROGRESS_TTL)
+
+
+def current_progress(job: Job) -> tuple[float, str]:
+    if job.status == JobStatus.RUNNING:
+        live = cache.get(progress_key(job.pk))
+        if live:
+            return live["progress"], live["text"]
+    return job.progress, job.progress_text
+
+
+def is_cancel_requested(job_id: int) -> bool:
+    return bool(cache.get(f"job-cancel:{job_id}"))
+
+
+def cancel(job: Job) -> bool:
+    """Queued jobs stop at once; running ones at their next progress report."""
+    if job.is_finished:
+        return False
+    cache.set(f"job-cancel:{job.pk}", True, PROGRESS_TTL)
+    Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
+        status=JobStatus.CANCELLED, finished_at=timezone.now(), progress_text="cancelled"
+    )
+    return True
+
+
+def retry(job: Job) -> bool:
+    """Run a failed, cancelled or abandoned (its worker died) job again: same job, same key.
+
+    Jobs are idempotent, so retrying one that is in fact still running produces one result."""
+    updated = Job.objects.filter(
+        pk=job.pk, status__in=[JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.RUNNING]
+    ).update(status=JobStatus.QUEUED, error="", finished_at=None)
+    if updated:
+        cache.delete(f"job-cancel:{job.pk}")
+        transaction.on_commit(lambda: enqueue_job(job.pk))
+    return bool(updated)
+
+
+def run(job_id: int, *, on_progress: Callable[[float, str], None] | None = None) -> Job | None:
+    """Claim and run one job; the Celery task and the CLI both come here."""
+    job = claim(job_id)
+    if job is None:
+        return None
+
+    def progress(fraction: float, text: str = "") -> None:
+        if is_cancel_requested(job.pk):
+            raise JobCancelled()
+        set_progress(job.pk, fraction, text)
+        if on_progress:
+            on_progress(fraction, text)
+
+    fn = RUNNERS.get(job.kind)
+    try:
+        if fn is None:
+            raise RuntimeError(f"no runner for job kind {job.kind!r}")
+        result = fn(job, progress)
+    except JobCancelled:
+        _finish(job, JobStatus.CANCELLED, job.result, "", "cancelled")
+    except Exception as exc:  # the job row says what went wrong; the worker stays up
+        log.exception("job %s failed", job.pk)
+        _finish(job, JobStatus.FAILED, job.result, f"{type(exc).__name__}: {exc}", "failed")
+    else:
+        _finish(job, JobStatus.SUCCEEDED, result, "", "done")
+    job.refresh_from_db()
+    return job
+
+
+def _finish(job: Job, status: str, result: dict, error: str, text: str) -> None:
+    Job.objects.filter(pk=job.pk).update(
+        status=status,
+        result=result or {},
+        error=error,
+        progress=1.0 if status == JobStatus.SUCCEEDED else job.progress,
+        progress_text=text,
+        finished_at=timezone.now(),
+    )
+    cache.delete(progress_key(job.pk))

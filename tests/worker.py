@@ -1,0 +1,91 @@
+"""A real Celery worker process for tests, against the test database and the configured broker."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def worker_env() -> dict:
+    env = dict(os.environ)
+    db = connection.settings_dict
+    if settings.IS_SQLITE:
+        env["CONTEXTVIEWER_SQLITE_PATH"] = str(db["NAME"])
+        env["DATABASE_URL"] = ""
+    else:
+        auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
+        env["DATABASE_URL"] = f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    env["CONTEXTVIEWER_DATA_DIR"] = str(settings.DATA_DIR)
+    return env
+
+
+def purge_broker() -> None:
+    """Messages left by an earlier test run must not reach this run's worker."""
+    if settings.CELERY_BROKER_URL.startswith("filesystem://"):
+        for sub in ("queue", "processed"):
+            folder = Path(settings.BROKER_DIR) / sub
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True, exist_ok=True)
+    else:
+        from contextviewer.celery import app
+
+        with app.connection_for_write() as conn:
+            conn.default_channel.client.flushdb()
+
+
+class Worker:
+    def __init__(self, concurrency: int = 1):
+        self.log = Path(settings.DATA_DIR) / f"worker-{os.getpid()}-{time.time_ns()}.log"
+        cmd = [sys.executable, "-m", "celery", "-A", "contextviewer", "worker", "--loglevel", "INFO",
+               "--concurrency", str(concurrency), "--without-gossip", "--without-mingle", "--without-heartbeat"]
+        self.proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=worker_env(), stdout=open(self.log, "wb"), stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self._wait_ready()
+
+    def _wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"worker exited: {self.log.read_text()[-3000:]}")
+            if b"ready." in self.log.read_bytes():
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"worker not ready after {timeout}s: {self.log.read_text()[-3000:]}")
+
+    def kill(self) -> None:
+        """kill -9 of the worker and its pool processes, as a crash would."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=30)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                self.kill()
+
+
+def wait_for(predicate, timeout: float = 60, interval: float = 0.05, message: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {message}")
