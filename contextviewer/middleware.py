@@ -24,3 +24,29 @@ class ContentSecurityPolicyMiddleware:
         response = self.get_response(request)
         response.headers.setdefault("Content-Security-Policy", CSP)
         return response
+
+
+class UploadLimitMiddleware:
+    """Refuse a request body above the upload cap before Django reads any of it."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        from django.conf import settings
+        from django.http import HttpResponse, JsonResponse
+
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        limit = settings.MAX_UPLOAD_BYTES
+        if length > limit + 1024 * 1024:  # room for the multipart envelope
+            message = (
+                f"The upload is {length / 1e6:.0f} MB, over the {limit / 1e6:.0f} MB limit. "
+                "Import large files from disk with `python manage.py import PATH`."
+            )
+            if request.path.startswith("/api/"):
+                return JsonResponse({"detail": message}, status=413)
+            return HttpResponse(message, status=413, content_type="text/plain; charset=utf-8")
+        return self.get_response(request)

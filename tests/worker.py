@@ -26,6 +26,10 @@ def worker_env() -> dict:
         auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
         env["DATABASE_URL"] = f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
     env["CONTEXTVIEWER_DATA_DIR"] = str(settings.DATA_DIR)
+    # Limits a test lowered with the settings fixture reach the worker too.
+    env["CONTEXTVIEWER_MAX_LINE_BYTES"] = str(settings.MAX_LINE_BYTES)
+    env["CONTEXTVIEWER_MAX_DECOMPRESSED_BYTES"] = str(settings.MAX_DECOMPRESSED_BYTES)
+    env["CONTEXTVIEWER_MAX_UPLOAD_BYTES"] = str(settings.MAX_UPLOAD_BYTES)
     return env
 
 

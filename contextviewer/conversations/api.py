@@ -1,1 +1,92 @@
-"""API operations for imports and jobs."""
+"""API operations for imports and jobs. Every operation checks project membership."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from ninja import File, Form, Router, Schema
+from ninja.files import UploadedFile
+
+from contextviewer.api import api
+
+from . import jobs, services
+from .models import Job
+
+router = Router(tags=["imports"])
+
+
+class JobOut(Schema):
+    id: int
+    kind: str
+    status: str
+    progress: float
+    progress_text: str
+    error: str
+    attempts: int
+    result: dict
+    url: str
+    poll: str
+
+
+class ErrorOut(Schema):
+    detail: str
+
+
+def job_out(request, job: Job) -> dict:
+    progress, text = jobs.current_progress(job)
+    return {
+        "id": job.pk,
+        "kind": job.kind,
+        "status": job.status,
+        "progress": progress,
+        "progress_text": text,
+        "error": job.error,
+        "attempts": job.attempts,
+        "result": job.result,
+        "url": request.build_absolute_uri(reverse("job_detail", args=[job.pk])),
+        "poll": request.build_absolute_uri(f"/api/jobs/{job.pk}"),
+    }
+
+
+@router.post("/imports", response={202: JobOut, 400: ErrorOut, 403: ErrorOut, 413: ErrorOut})
+def create_import(
+    request,
+    files: list[UploadedFile] = File(...),
+    project: str | None = Form(None),
+    idempotency_key: str | None = Form(None),
+):
+    """Upload one or more session files (multipart field `files`); answered with the job to poll."""
+    memberships = [m for m in request.user.memberships.select_related("project") if m.can("import")]
+    if project:
+        memberships = [m for m in memberships if m.project.slug == project]
+    if not memberships:
+        return 403, {"detail": "You may not import into this project." if project else "You have no project to import into."}
+    if not files:
+        return 400, {"detail": "Send one or more files in the multipart field 'files'."}
+    limit = settings.MAX_UPLOAD_BYTES
+    try:
+        stored = [services.store_upload(f, limit) for f in files]
+    except services.UploadTooLarge as exc:
+        return 413, {"detail": str(exc)}
+    key = f"import:{request.user.pk}:{idempotency_key}" if idempotency_key else None
+    job, _ = services.start_import(memberships[0].project, uploads=stored, user=request.user, idempotency_key=key)
+    return 202, job_out(request, job)
+
+
+@router.get("/jobs/{job_id}", response={200: JobOut, 404: ErrorOut})
+def get_job(request, job_id: int):
+    job = get_object_or_404(Job.objects.for_user(request.user), pk=job_id)
+    return 200, job_out(request, job)
+
+
+@router.post("/jobs/{job_id}/cancel", response={200: JobOut, 404: ErrorOut, 409: ErrorOut})
+def cancel_job(request, job_id: int):
+    job = get_object_or_404(Job.objects.for_user(request.user), pk=job_id)
+    if not jobs.cancel(job):
+        return 409, {"detail": "This job has already ended."}
+    job.refresh_from_db()
+    return 200, job_out(request, job)
+
+
+api.add_router("/", router)

@@ -95,10 +95,15 @@ def import_path(project: Project, path: str | os.PathLike, progress: Progress | 
             progress(min(done + offset, total), total, what)
 
     for group in groups:
-        main_report = import_file(project, group.main, progress=file_progress)
-        report.add(main_report)
-        done += _size(group.main)
-        parent = _main_conversation(main_report)
+        if group.main is not None:
+            main_report = import_file(project, group.main, progress=file_progress)
+            report.add(main_report)
+            done += _size(group.main)
+            parent = _main_conversation(main_report)
+        else:  # sub-agent files named without their session's main file
+            parent = Conversation.objects.filter(
+                project=project, agent="claude-code", external_id=group.session_id or ""
+            ).first()
         for sub in group.subagents:
             sub_report = import_file(
                 project,
@@ -119,7 +124,7 @@ def import_path(project: Project, path: str | os.PathLike, progress: Progress | 
 
 
 def _group_files(group) -> list[Path]:
-    return [group.main, *[s.path for s in group.subagents]]
+    return [p for p in (group.main, *[s.path for s in group.subagents]) if p is not None]
 
 
 def _size(path: Path) -> int:
@@ -328,6 +333,8 @@ class _Writer:
         if self.main is None:
             self.main = _ConversationState(self._get_main(record))
         agent = record.agent_id
+        if record.is_compact_summary and agent and agent.startswith("sidechain-"):
+            agent = None  # a compaction summary heads the file's own loaded segment, never a sidechain run
         if agent and agent != self.agent_id and agent != (self.main.conversation.agent_id or None):
             state = self.children.get(agent)
             if state is None:
@@ -356,7 +363,7 @@ class _Writer:
         session = record.session_id or self.session_id or Path(self.source.name).stem
         agent_id = self.agent_id
         # A file whose lines all belong to one sub-agent (2.0.x agent-*.jsonl) is that sub-agent.
-        if agent_id is None and record.agent_id and record.is_sidechain:
+        if agent_id is None and record.agent_id and record.is_sidechain and not record.agent_id.startswith("sidechain-"):
             agent_id = record.agent_id
         parent = self.parent
         kind = self.kind
@@ -571,7 +578,7 @@ class _Writer:
                 conversation=conversation,
                 key=key[:255],
                 defaults={
-                    "position": boundary_position - 1,
+                    "position": boundary_position,  # the boundary marker closes the archived segment
                     "boundary_id": ids.get(boundary_position),
                     "summary_message_id": ids.get(summary_position) if summary_position is not None else None,
                     "summary_text": fold.summary_text,

@@ -1,17 +1,90 @@
+"""Upload page, jobs page and the self-polling job progress fragment."""
+
+from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from contextviewer.accounts.models import Project
+
+from . import jobs, services
+from .models import Job
+
+
+def _projects_for(request: HttpRequest, permission: str) -> list[Project]:
+    return [
+        m.project
+        for m in request.user.memberships.select_related("project").order_by("project__name")
+        if m.can(permission)
+    ]
+
+
+def _get_job_for_user(request: HttpRequest, job_id: int) -> Job:
+    job = Job.objects.for_user(request.user).filter(pk=job_id).first()
+    if job is None:
+        raise Http404("No such job")
+    return job
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def upload(request: HttpRequest) -> HttpResponse:
-    return HttpResponse("upload")
+    projects = _projects_for(request, "import")
+    context = {"projects": projects, "max_upload_mb": settings.MAX_UPLOAD_BYTES // 1_000_000}
+    if request.method == "GET":
+        return render(request, "jobs/upload.html", context)
+    if not projects:
+        return HttpResponse("You have no project you may import into.", status=403)
+    project = next((p for p in projects if p.slug == request.POST.get("project")), projects[0])
+    files = request.FILES.getlist("files")
+    if not files:
+        context["error"] = "Choose one or more session files (.jsonl or .jsonl.gz) to import."
+        return render(request, "jobs/upload.html", context, status=400)
+    try:
+        stored = [services.store_upload(f) for f in files]
+    except services.UploadTooLarge as exc:
+        context["error"] = str(exc)
+        return render(request, "jobs/upload.html", context, status=413)
+    job, _ = services.start_import(project, uploads=stored, user=request.user)
+    messages.info(request, f"Importing {len(stored)} file(s).")
+    return redirect("job_detail", job_id=job.pk)
 
 
 @login_required
-def jobs(request: HttpRequest) -> HttpResponse:
-    return HttpResponse("jobs")
+def jobs_page(request: HttpRequest) -> HttpResponse:
+    rows = Job.objects.for_user(request.user).select_related("project")[:200]
+    return render(request, "jobs/list.html", {"jobs": rows})
 
 
 @login_required
+@vary_on_headers("HX-Request")
 def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
-    return HttpResponse("job")
+    job = _get_job_for_user(request, job_id)
+    progress, text = jobs.current_progress(job)
+    context = {"job": job, "progress": progress, "progress_pct": int(progress * 100), "progress_text": text}
+    template = "jobs/detail.html#progress" if request.htmx else "jobs/detail.html"
+    return render(request, template, context)
+
+
+@login_required
+@require_POST
+def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
+    job = _get_job_for_user(request, job_id)
+    if not any(m.can("import") for m in request.user.memberships.filter(project=job.project)):
+        return HttpResponse(status=403)
+    if not jobs.cancel(job):
+        return HttpResponseBadRequest("This job has already ended.")
+    return redirect("job_detail", job_id=job.pk)
+
+
+@login_required
+@require_POST
+def job_retry(request: HttpRequest, job_id: int) -> HttpResponse:
+    job = _get_job_for_user(request, job_id)
+    if not any(m.can("import") for m in request.user.memberships.filter(project=job.project)):
+        return HttpResponse(status=403)
+    jobs.retry(job)
+    return redirect("job_detail", job_id=job.pk)

@@ -1,0 +1,160 @@
+"""Bad input: a clear message in the CLI, the API and the page, and every valid line still imported."""
+
+import gzip
+import io
+import json
+import zlib
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from contextviewer.conversations.models import Job, JobStatus, Message
+from tests.sessions import SessionBuilder, session_lines
+from tests.worker import wait_for
+
+BIG_LINE_BYTES = 50 * 1024 * 1024
+LINE_CAP = 32 * 1024 * 1024
+BOMB_CAP = 64 * 1024 * 1024
+
+
+def _valid(turns: int = 2) -> list[str]:
+    return session_lines(turns, SessionBuilder())
+
+
+def _write(path: Path, parts: list[bytes]) -> Path:
+    with open(path, "wb") as fh:
+        for part in parts:
+            fh.write(part)
+    return path
+
+
+def _lines(lines: list[str]) -> bytes:
+    return ("\n".join(lines) + "\n").encode()
+
+
+def make_case(name: str, folder: Path) -> tuple[Path, int, str]:
+    """(file, valid messages it holds, words the message must contain)."""
+    valid = _valid()
+    head, tail = _lines(valid[:6]), _lines(valid[6:])
+    n = len(valid)
+    if name == "non_json":
+        return _write(folder / "non_json.jsonl", [head, b"this is not json at all\n", tail]), n, "line 7 is not valid JSON"
+    if name == "truncated_last_line":
+        return _write(folder / "truncated.jsonl", [head + tail, b'{"type":"user","message":{"ro']), n, "incomplete"
+    if name == "invalid_utf8":
+        bad = valid[0].replace("Step 0", "Step \udcff").encode("utf-8", "surrogateescape")
+        return _write(folder / "utf8.jsonl", [head, bad + b"\n", tail]), n, "line 7 is not valid UTF-8"
+    if name == "huge_line":
+        path = folder / "huge.jsonl"
+        with open(path, "wb") as fh:
+            fh.write(head)
+            fh.write(b'{"type":"user","message":{"role":"user","content":"')
+            block = b"a" * (1024 * 1024)
+            for _ in range(BIG_LINE_BYTES // len(block)):
+                fh.write(block)
+            fh.write(b'"}}\n')
+            fh.write(tail)
+        return path, n, "line 7 is 50.0 MB, over the 32.0 MB limit"
+    if name == "empty":
+        return _write(folder / "empty.jsonl", []), 0, "the file is empty"
+    if name == "binary":
+        return _write(folder / "binary.jsonl", [bytes(range(256)) * 64]), 0, "binary file"
+    if name == "json_array":
+        objects = [json.loads(line) for line in valid]
+        return _write(folder / "array.json", [json.dumps(objects, indent=2).encode()]), n, "JSON array, not JSONL"
+    if name == "gzip":
+        return _write(folder / "session.jsonl.gz", [gzip.compress(head + tail)]), n, ""
+    if name == "gzip_bomb":
+        path = folder / "bomb.jsonl.gz"
+        compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
+        with open(path, "wb") as fh:
+            fh.write(compressor.compress(head + tail))
+            zeros = b"\n" * (8 * 1024 * 1024)
+            for _ in range(BOMB_CAP * 4 // len(zeros)):
+                fh.write(compressor.compress(zeros))
+            fh.write(compressor.flush())
+        return path, n, "possible gzip bomb"
+    raise ValueError(name)
+
+
+CASES = ["non_json", "truncated_last_line", "invalid_utf8", "huge_line", "empty", "binary", "json_array", "gzip", "gzip_bomb"]
+
+
+@pytest.fixture(scope="module")
+def case_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("bad-input")
+
+
+@pytest.fixture
+def limits(settings):
+    settings.MAX_LINE_BYTES = LINE_CAP
+    settings.MAX_DECOMPRESSED_BYTES = BOMB_CAP
+    return settings
+
+
+def _assert_result(result: dict, valid_messages: int, words: str, name: str) -> None:
+    messages = sum(c["messages"] for c in result["conversations"])
+    assert messages == valid_messages, (name, result)
+    reasons = " | ".join(e["reason"] for e in result["errors"])
+    if words:
+        assert words in reasons, (name, reasons)
+    else:
+        assert not result["errors"], (name, reasons)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", CASES)
+def test_cli_reports_bad_input_and_imports_the_valid_lines(name, case_dir, limits, project):
+    path, valid_messages, words = make_case(name, case_dir)
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command("import", str(path), "--project", project.name, "--json", stdout=out, stderr=err)
+    except SystemExit as exc:  # a file with nothing importable exits non-zero, after printing its JSON
+        assert valid_messages == 0 and exc.code == 1
+    result = json.loads(out.getvalue())
+    _assert_result(result, valid_messages, words, name)
+    assert Message.objects.count() == valid_messages
+    # The same problems in the human form, with the file and line.
+    human = io.StringIO()
+    human_err = io.StringIO()
+    try:
+        call_command("import", str(path), "--project", "Another", stdout=human, stderr=human_err)
+    except SystemExit:
+        pass
+    if words:
+        assert words in human_err.getvalue()
+
+
+def _wait_job(job_id: int) -> Job:
+    return wait_for(
+        lambda: Job.objects.filter(pk=job_id, status__in=[JobStatus.SUCCEEDED, JobStatus.FAILED]).first(),
+        timeout=180,
+        message=f"job {job_id}",
+    )
+
+
+@pytest.mark.worker
+@pytest.mark.parametrize("name", CASES)
+def test_api_and_page_report_bad_input(name, case_dir, limits, project, user, worker, client):
+    path, valid_messages, words = make_case(name, case_dir)
+    client.force_login(user)
+
+    with open(path, "rb") as fh:
+        response = client.post("/api/imports", {"files": [fh]})
+    assert response.status_code == 202, response.content
+    job = _wait_job(response.json()["id"])
+    polled = client.get(f"/api/jobs/{job.pk}").json()
+    assert polled["status"] == "succeeded", polled
+    _assert_result(polled["result"], valid_messages, words, name)
+
+    # The upload page: the job page lists the problem, in words, with the file name.
+    with open(path, "rb") as fh:
+        response = client.post("/import/", {"files": [fh]}, follow=True)
+    assert response.status_code == 200
+    job = _wait_job(Job.objects.latest("pk").pk)
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    if words:
+        assert words in page.replace("&#x27;", "'").replace("&quot;", '"')
+        assert path.name in page
+    assert Message.objects.count() == valid_messages  # the second upload of the same bytes added nothing

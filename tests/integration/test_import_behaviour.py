@@ -1,0 +1,134 @@
+"""Re-import, growth, concurrent imports and a crash in the middle of an import."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from contextviewer.conversations import ingest, jobs, services
+from contextviewer.conversations.models import Conversation, Job, JobStatus, Message, ModelCall, Source
+from tests.sessions import SessionBuilder, session_lines, write_lines
+from tests.worker import ROOT, Worker, purge_broker, wait_for, worker_env
+
+
+def _message_count(project) -> int:
+    return Message.objects.filter(conversation__project=project).count()
+
+
+@pytest.mark.django_db
+def test_reimport_of_the_same_file_adds_nothing(project, tmp_path):
+    path = tmp_path / "s.jsonl"
+    write_lines(path, session_lines(5))
+    first = ingest.import_file(project, path)
+    assert first.status == "imported" and first.added_messages == 5 * 6
+    before = (_message_count(project), ModelCall.objects.count())
+    second = ingest.import_file(project, path)
+    assert second.status == "unchanged"
+    assert (_message_count(project), ModelCall.objects.count()) == before
+
+
+@pytest.mark.django_db
+def test_a_grown_file_adds_exactly_what_the_new_lines_hold(project, tmp_path):
+    builder = SessionBuilder()
+    path = tmp_path / "s.jsonl"
+    lines = session_lines(3, builder)
+    write_lines(path, lines)
+    ingest.import_file(project, path)
+    conversation = Conversation.objects.get()
+    assert conversation.message_count == 18 and conversation.model_call_count == 6
+
+    new_lines = builder.turn(3) + builder.turn(4)  # 2 user prompts, 4 model calls in 6 lines, 2 results
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write("\n".join(new_lines) + "\n")
+    report = ingest.import_file(project, path)
+
+    assert report.added_messages == len(new_lines)
+    conversation.refresh_from_db()
+    assert conversation.message_count == 18 + len(new_lines)
+    assert conversation.model_call_count == 6 + 4
+    assert conversation.tool_call_count == 3 + 2
+    positions = list(conversation.messages.values_list("position", flat=True))
+    assert positions == list(range(len(positions)))
+    # Turns continue across the two imports: one turn per user prompt.
+    assert conversation.messages.filter(role="user").values("turn").distinct().count() == 5
+    assert set(conversation.messages.values_list("turn", flat=True)) == {0, 1, 2, 3, 4}
+    source = Source.objects.get()
+    assert source.bytes_consumed == path.stat().st_size
+
+
+@pytest.mark.django_db
+def test_a_truncated_last_line_is_read_again_when_the_file_grows(project, tmp_path):
+    builder = SessionBuilder()
+    path = tmp_path / "s.jsonl"
+    lines = session_lines(2, builder)
+    complete = builder.user("the next prompt")
+    path.write_text("\n".join(lines) + "\n" + complete[:25], encoding="utf-8")
+    report = ingest.import_file(project, path)
+    assert report.added_messages == len(lines)
+    assert [e["line"] for e in report.errors] == [len(lines) + 1]
+    assert "incomplete" in report.errors[0]["reason"]
+
+    path.write_text("\n".join(lines) + "\n" + complete + "\n", encoding="utf-8")
+    report = ingest.import_file(project, path)
+    assert report.added_messages == 1
+    assert Message.objects.filter(raw=complete).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_importing_the_same_file_twice_at_once_creates_no_duplicates(project, tmp_path):
+    path = tmp_path / "s.jsonl"
+    write_lines(path, session_lines(150))
+    env = worker_env()
+    cmd = [sys.executable, "manage.py", "import", str(path), "--project", project.name, "--json"]
+    procs = [subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    outputs = [p.communicate(timeout=300) for p in procs]
+    for proc, (out, err) in zip(procs, outputs):
+        assert proc.returncode == 0, err.decode()
+        assert json.loads(out)["conversations"][0]["messages"] == 150 * 6
+    assert Source.objects.count() == 1
+    assert Conversation.objects.count() == 1
+    assert _message_count(project) == 150 * 6
+    assert ModelCall.objects.count() == 300
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.worker
+def test_a_killed_worker_leaves_the_previous_state_and_the_job_completes_when_run_again(project, tmp_path):
+    builder = SessionBuilder()
+    path = tmp_path / "big.jsonl"
+    small = session_lines(10, builder)
+    write_lines(path, small)
+    ingest.import_file(project, path)
+    assert _message_count(project) == 60
+
+    # Grow it a lot, so that the import takes long enough to be killed in the middle.
+    padding = "x" * 4000
+    with open(path, "a", encoding="utf-8") as fh:
+        for i in range(10, 6010):
+            for line in builder.turn(i):
+                fh.write(line.replace("Fixed it.", f"Fixed it. {padding}") + "\n")
+    purge_broker()
+    worker = Worker()
+    try:
+        job, _ = services.start_import(project, paths=[str(path)])
+        wait_for(lambda: jobs.current_progress(Job.objects.get(pk=job.pk))[0] > 0.2, timeout=120,
+                 message="the import to be under way")
+        worker.kill()
+    finally:
+        worker.stop()
+    assert Job.objects.get(pk=job.pk).status == JobStatus.RUNNING  # its worker died with it
+    assert _message_count(project) == 60  # the previous complete state
+    assert Source.objects.get().lines_consumed == 60
+
+    worker = Worker()
+    try:
+        assert jobs.retry(Job.objects.get(pk=job.pk))
+        done = wait_for(lambda: Job.objects.filter(pk=job.pk, status__in=[JobStatus.SUCCEEDED, JobStatus.FAILED]).first(),
+                        timeout=300, message="the job to end")
+    finally:
+        worker.stop()
+    assert done.status == JobStatus.SUCCEEDED, done.error
+    assert done.attempts == 2
+    assert _message_count(project) == 6010 * 6
+    assert Conversation.objects.get().model_call_count == 6010 * 2
