@@ -1,7 +1,131 @@
+"""The viewer: conversation index, conversation page, and the htmx fragments of the page.
+
+Every URL works without JavaScript (a full page); with htmx it answers with a partial of the same
+template (`page.html#partial`). Page data comes from pages.py; views only check access and pick
+the template.
+"""
+
+from __future__ import annotations
+
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+
+from . import pages, search
+from .models import Conversation, Message
+
+
+def _get_conversation_for_user(request: HttpRequest, pk: int) -> Conversation:
+    """The conversation, if the user is a member of its project (any role may view); else 404."""
+    conv = Conversation.objects.for_user(request.user).select_related("project", "parent").filter(pk=pk).first()
+    if conv is None:
+        raise Http404("No such conversation")
+    return conv
+
+
+def _get_message(conv: Conversation, message_id: int, *, with_raw: bool = False) -> Message:
+    qs = Message.objects.filter(conversation=conv, pk=message_id)
+    if not with_raw:
+        qs = qs.defer("raw")
+    message = qs.first()
+    if message is None:
+        raise Http404("No such message")
+    return message
+
+
+def _int(value: str | None, default: int | None = None) -> int | None:
+    try:
+        return int(value) if value not in (None, "") else default
+    except (TypeError, ValueError):
+        return default
 
 
 @login_required
+@require_GET
+@vary_on_headers("HX-Request")
 def index(request: HttpRequest) -> HttpResponse:
-    return HttpResponse("contextviewer")
+    data = pages.index_page(request.user, request.GET)
+    hits = search.search(request.user, data.filters.q, limit=50) if data.filters.q.strip() else None
+    context = {"data": data, "hits": hits}
+    if request.htmx and request.htmx.target == "results":
+        return render(request, "conversations/index.html#results", context)
+    return render(request, "conversations/index.html", context)
+
+
+@login_required
+@require_GET
+def conversation(request: HttpRequest, pk: int) -> HttpResponse:
+    conv = _get_conversation_for_user(request, pk)
+    page = pages.conversation_page(
+        conv, focus_turn=_int(request.GET.get("turn")), show_all_archived=request.GET.get("archived") == "all"
+    )
+    return render(request, "conversations/conversation.html", {"page": page, "conv": conv})
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def segment_turns(request: HttpRequest, pk: int, index: int) -> HttpResponse:
+    """One window of turn headers of a segment (unfolding an archived segment, scrolling on)."""
+    conv = _get_conversation_for_user(request, pk)
+    segment = pages.segment_by_index(conv, index)
+    if segment is None:
+        raise Http404("No such segment")
+    window = pages.turn_window(
+        conv, index, segment.start, segment.end, _int(request.GET.get("from")), _int(request.GET.get("to"))
+    )
+    context = {"conv": conv, "window": window, "segment": segment}
+    if request.htmx:
+        return render(request, "conversations/conversation.html#turn-window", context)
+    return render(request, "conversations/segment.html", context)
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def turn(request: HttpRequest, pk: int, turn: int) -> HttpResponse:
+    """The messages and blocks of one turn (expanding a turn header)."""
+    conv = _get_conversation_for_user(request, pk)
+    view = pages.turn_view(conv, turn, from_position=_int(request.GET.get("from")))
+    if not view.messages and request.GET.get("from") is None:
+        raise Http404("No such turn")
+    context = {"conv": conv, "turn": view}
+    if request.htmx:
+        return render(request, "conversations/conversation.html#turn-body", context)
+    return render(request, "conversations/turn.html", context)
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def block(request: HttpRequest, pk: int, message_id: int, index: int) -> HttpResponse:
+    """The whole of a long block (its head and tail were shown)."""
+    conv = _get_conversation_for_user(request, pk)
+    message = _get_message(conv, message_id)
+    view = pages.full_block(message, index)
+    if view is None:
+        raise Http404("No such block")
+    context = {"conv": conv, "b": view, "message": message}
+    if request.htmx:
+        return render(request, "conversations/conversation.html#block-content", context)
+    return render(request, "conversations/block.html", context)
+
+
+@login_required
+@require_GET
+def image(request: HttpRequest, pk: int, message_id: int, index: int) -> HttpResponse:
+    """An image carried in a message (base64 in the raw line), served from here, never from afar."""
+    conv = _get_conversation_for_user(request, pk)
+    message = _get_message(conv, message_id, with_raw=True)
+    found = pages.image_data(message, index)
+    if found is None:
+        raise Http404("No such image")
+    media_type, data = found
+    response = HttpResponse(data, content_type=media_type)
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Disposition"] = f'inline; filename="image-{message_id}-{index}"'
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    response["Cache-Control"] = "private, max-age=3600"
+    return response

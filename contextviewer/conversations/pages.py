@@ -1,0 +1,951 @@
+"""Page data: queries in, plain data out. Views stay thin; templates only print.
+
+Every function here issues a number of queries that does not grow with the conversation's
+length: turns are summarized by aggregate queries grouped by turn, one bounded window at a time,
+and the rest of a conversation is fetched as the reader scrolls or unfolds.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+from dataclasses import dataclass, field, replace
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from django.core.paginator import Page, Paginator
+from django.db.models import Case, Count, F, IntegerField, Max, Min, Q, QuerySet, Sum, Value, When
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast
+
+from contextviewer.core import budget, registry, tokens
+from contextviewer.core.segments import FoldSpan, segments as split_segments
+from contextviewer.core.severity import severity
+
+from . import rendering
+from .models import Conversation, Fold, Message, ModelCall
+
+TURN_PAGE = 40  # turn headers per window
+MESSAGES_PER_TURN_PAGE = 120  # messages of one expanded turn per request
+ARCHIVED_SHOWN = 25  # archived segment headers rendered at once (older ones load on request)
+CURVE_POINTS = 400  # points drawn on the curve, at most
+PRESERVED_SHOWN = 40
+IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
+
+
+# --- shared -----------------------------------------------------------------------------------
+
+
+def model_spec(conv: Conversation):
+    names = conv.model_names or []
+    return registry.lookup(names[-1] if names else "", override_window=conv.window)
+
+
+def percent(used: int | float | None, window: int | None) -> float:
+    if not used or not window:
+        return 0.0
+    return 100.0 * used / window
+
+
+# --- index ------------------------------------------------------------------------------------
+
+SORTS = {
+    "started": "started_at",
+    "title": "title",
+    "agent": "agent",
+    "project": "project__name",
+    "duration": "duration",
+    "messages": "message_count",
+    "calls": "model_call_count",
+    "peak": "peak_context",
+    "folds": "fold_count",
+    "spend": "spend_tokens",
+}
+INDEX_PAGE_SIZE = 50
+
+
+@dataclass
+class IndexRow:
+    conversation: Conversation
+    window: int | None
+    peak_pct: float
+    severity: str
+    duration: timedelta | None
+    cost: float | None
+    children: list[IndexRow] = field(default_factory=list)
+
+
+@dataclass
+class Filters:
+    project: str = ""
+    agent: str = ""
+    model: str = ""
+    date_from: date | None = None
+    date_to: date | None = None
+    has_compaction: bool = False
+    sort: str = "-started"
+    q: str = ""
+
+    @classmethod
+    def from_query(cls, data) -> Filters:
+        def as_date(value: str) -> date | None:
+            try:
+                return date.fromisoformat(value) if value else None
+            except ValueError:
+                return None
+
+        sort = data.get("sort", "-started")
+        if sort.lstrip("-") not in SORTS:
+            sort = "-started"
+        return cls(
+            project=data.get("project", "")[:100],
+            agent=data.get("agent", "")[:40],
+            model=data.get("model", "")[:100],
+            date_from=as_date(data.get("from", "")),
+            date_to=as_date(data.get("to", "")),
+            has_compaction=data.get("compacted") in {"1", "on", "true"},
+            sort=sort,
+            q=data.get("q", "")[:200],
+        )
+
+    def apply(self, qs: QuerySet) -> QuerySet:
+        if self.project:
+            qs = qs.filter(project__slug=self.project)
+        if self.agent:
+            qs = qs.filter(agent=self.agent)
+        if self.model:
+            qs = qs.filter(model_names__icontains=self.model)
+        if self.date_from:
+            qs = qs.filter(started_at__date__gte=self.date_from)
+        if self.date_to:
+            qs = qs.filter(started_at__date__lte=self.date_to)
+        if self.has_compaction:
+            qs = qs.filter(fold_count__gt=0)
+        return qs
+
+    def order_by(self) -> list:
+        key = SORTS[self.sort.lstrip("-")]
+        desc = self.sort.startswith("-")
+        expr = F(key).desc(nulls_last=True) if desc else F(key).asc(nulls_last=True)
+        return [expr, "-id"]
+
+    def query_without(self, *names: str) -> str:
+        from urllib.parse import urlencode
+
+        values = {
+            "project": self.project,
+            "agent": self.agent,
+            "model": self.model,
+            "from": self.date_from.isoformat() if self.date_from else "",
+            "to": self.date_to.isoformat() if self.date_to else "",
+            "compacted": "1" if self.has_compaction else "",
+            "sort": self.sort if self.sort != "-started" else "",
+            "q": self.q,
+        }
+        return urlencode({k: v for k, v in values.items() if v and k not in names})
+
+
+def _row(conv: Conversation, sums: dict[int, list[dict]]) -> IndexRow:
+    spec = model_spec(conv)
+    window = spec.window if spec else None
+    duration = conv.ended_at - conv.started_at if conv.started_at and conv.ended_at else None
+    return IndexRow(
+        conversation=conv,
+        window=window,
+        peak_pct=percent(conv.peak_context, window),
+        severity=severity(conv.peak_context, window),
+        duration=duration,
+        cost=_cost(sums.get(conv.id, []), conv.window),
+    )
+
+
+# Prompt-size bands for long-prompt pricing (registry thresholds are 100k and 200k tokens).
+_BANDS = (0, 100_000, 200_000)
+
+
+def _cost(per_model: list[dict], window_override: int | None) -> float | None:
+    """Spend in dollars at list price where every model's prices are known; None otherwise.
+
+    Usage is summed per (model, prompt band) in SQL; each sum is priced by registry.cost with the
+    tier its band falls in, so long-prompt pricing stays per call without reading every call."""
+    if not per_model:
+        return None
+    total = 0.0
+    for s in per_model:
+        spec = registry.lookup(s["model"] or "", override_window=window_override)
+        long = spec.long_prompt_over is not None and _BANDS[s["band"]] >= spec.long_prompt_over
+        tier = replace(spec, long_prompt_over=0 if long else None)
+        w5, w1 = registry.split_cache_write(s["cache_write"] or 0, s["cache_write_5m"], s["cache_write_1h"])
+        value = registry.cost(
+            tier,
+            input_uncached=s["input_uncached"] or 0,
+            cache_write_5m=w5,
+            cache_write_1h=w1,
+            cache_read=s["cache_read"] or 0,
+            output=s["output"] or 0,
+        )
+        if value is None:
+            return None
+        total += value
+    return total
+
+
+def _usage_sums(conversation_ids: list[int]) -> dict[int, list[dict]]:
+    out: dict[int, list[dict]] = {}
+    if not conversation_ids:
+        return out
+    prompt = F("input_uncached") + F("cache_write") + F("cache_read")
+    band = Case(
+        When(Q(prompt__gt=_BANDS[2]), then=Value(2)),
+        When(Q(prompt__gt=_BANDS[1]), then=Value(1)),
+        default=Value(0),
+        output_field=IntegerField(),
+    )
+    rows = (
+        ModelCall.objects.filter(conversation_id__in=conversation_ids)
+        .annotate(prompt=prompt)
+        .annotate(band=band)
+        .values("conversation_id", "model", "band")
+        .annotate(
+            input_uncached=Sum("input_uncached"),
+            cache_write=Sum("cache_write"),
+            cache_write_5m=Sum("cache_write_5m"),
+            cache_write_1h=Sum("cache_write_1h"),
+            cache_read=Sum("cache_read"),
+            output=Sum("output"),
+        )
+        .order_by()
+    )
+    for r in rows:
+        out.setdefault(r["conversation_id"], []).append(r)
+    return out
+
+
+@dataclass
+class IndexPage:
+    filters: Filters
+    page: Page
+    rows: list[IndexRow]
+    projects: list
+    agents: list[str]
+    models: list[str]
+    total: int
+
+    @property
+    def sort_key(self) -> str:
+        return self.filters.sort.lstrip("-")
+
+    @property
+    def sort_dir(self) -> str:
+        return "desc" if self.filters.sort.startswith("-") else "asc"
+
+    @property
+    def sort_urls(self) -> dict[str, str]:
+        """Per column: the query that sorts by it (toggling the direction of the current one)."""
+        base = self.filters.query_without("sort", "page")
+        urls = {}
+        for key in SORTS:
+            if key == self.sort_key:
+                value = key if self.sort_dir == "desc" else f"-{key}"
+            else:
+                value = key if key in {"title", "agent", "project"} else f"-{key}"
+            urls[key] = (base + "&" if base else "") + f"sort={value}"
+        return urls
+
+    @property
+    def page_query(self) -> str:
+        base = self.filters.query_without("page")
+        return base + "&" if base else ""
+
+
+def index_page(user, data) -> IndexPage:
+    from contextviewer.accounts.models import Project
+
+    filters = Filters.from_query(data)
+    base = Conversation.objects.for_user(user)
+    qs = (
+        filters.apply(base.top_level())
+        .select_related("project")
+        .annotate(duration=F("ended_at") - F("started_at"), child_count=Count("children", distinct=True))
+        .order_by(*filters.order_by())
+    )
+    paginator = Paginator(qs, INDEX_PAGE_SIZE)
+    page = paginator.get_page(data.get("page"))
+    convs = list(page.object_list)
+    children = list(
+        base.filter(parent__in=[c.id for c in convs]).select_related("project").order_by("started_at", "id")[:2000]
+    )
+    sums = _usage_sums([c.id for c in convs] + [c.id for c in children])
+    rows = [_row(c, sums) for c in convs]
+    by_id = {r.conversation.id: r for r in rows}
+    for child in children:
+        by_id[child.parent_id].children.append(_row(child, sums))
+    agents = list(base.order_by().values_list("agent", flat=True).distinct())
+    models = sorted({m for names in base.order_by().values_list("model_names", flat=True).distinct()[:500] for m in names or []})
+    return IndexPage(
+        filters=filters,
+        page=page,
+        rows=rows,
+        projects=list(Project.objects.for_user(user)),
+        agents=agents,
+        models=models,
+        total=paginator.count,
+    )
+
+
+# --- conversation: gauge and curve ------------------------------------------------------------
+
+
+@dataclass
+class GaugeBar:
+    key: str
+    label: str
+    tokens: int
+    x: float  # percent of the bar
+    width: float
+
+
+@dataclass
+class GaugeView:
+    gauge: Any  # core.budget.Gauge
+    bars: list[GaugeBar]
+    used_pct: float
+    cache_pct: float | None
+    thresholds: list[tuple[str, int, float]]  # (label, tokens, percent of the bar)
+    scale: int
+
+
+def gauge_view(conv: Conversation, spec, latest: ModelCall | None, loaded: list[Any]) -> GaugeView | None:
+    if not spec or not spec.window:
+        return None
+    categories = _loaded_categories(conv, loaded, latest.position if latest else None)
+    measured = latest.context_size if latest else None
+    g = budget.gauge(categories, spec=spec, measured=measured, cache_read=latest.cache_read if latest else 0)
+    parts = g.bar()
+    # Over-full windows (a measurement above the window) widen the bar rather than hide the excess.
+    scale = max(g.window, sum(t for _, _, t in parts), 1)
+    bars: list[GaugeBar] = []
+    x = 0.0
+    for key, label, value in parts:
+        width = 100.0 * value / scale
+        bars.append(GaugeBar(key, label, value, x, width))
+        x += width
+    return GaugeView(
+        gauge=g,
+        bars=bars,
+        used_pct=percent(g.used, g.window),
+        cache_pct=100.0 * g.cache_fraction if g.cache_fraction is not None else None,
+        thresholds=[(label, tokens, 100.0 * tokens / scale) for label, tokens in g.thresholds],
+        scale=scale,
+    )
+
+
+def _loaded_categories(conv: Conversation, loaded: list[Any], upto: int | None) -> dict[str, int]:
+    """Estimated tokens per category of what the latest call saw: one aggregate query over the
+    loaded segment (summary, preserved tail, everything after the latest fold)."""
+    if not loaded or loaded[0].end < loaded[0].start and not loaded[0].preserved_positions:
+        return {}
+    seg = loaded[0]
+    q = Q(position__gte=seg.start, position__lte=seg.end)
+    if seg.summary_position is not None:
+        q |= Q(position=seg.summary_position)
+    if seg.preserved_positions:
+        q |= Q(position__in=list(seg.preserved_positions))
+    qs = Message.objects.filter(conversation=conv).filter(q)
+    if upto is not None:
+        qs = qs.filter(position__lte=upto)
+    keys = list(tokens.CATEGORIES)
+    sums = qs.aggregate(**{f"c_{i}": Sum(Cast(KeyTextTransform(k, "tokens"), IntegerField())) for i, k in enumerate(keys)})
+    return {k: int(sums[f"c_{i}"] or 0) for i, k in enumerate(keys)}
+
+
+@dataclass
+class CurvePoint:
+    x: float
+    y_measured: float | None
+    y_estimated: float | None
+    position: int
+    turn: int | None
+    measured: int
+    estimated: int
+    severity: str
+
+
+@dataclass
+class CurveView:
+    width: int
+    height: int
+    points: list[CurvePoint]
+    measured_path: str
+    estimated_path: str
+    bands: list[tuple[str, float, float]]  # (severity, y, height)
+    folds: list[dict]
+    ymax: int
+    window: int | None
+    total_calls: int
+    data: str  # compact figures for app.js hover: x,position,turn,measured,estimated;...
+    ticks: list[tuple[float, str]]
+
+
+def curve_view(conv: Conversation, spec, folds: list[Fold]) -> CurveView | None:
+    rows = list(
+        ModelCall.objects.filter(conversation=conv)
+        .order_by("position", "id")
+        .values_list("position", "input_uncached", "cache_write", "cache_read", "estimated_context", "message__turn")
+    )
+    if not rows:
+        return None
+    window = spec.window if spec else None
+    fold_positions = sorted(f.position for f in folds)
+    keep = downsample([r[1] + r[2] + r[3] for r in rows], [r[0] for r in rows], fold_positions, CURVE_POINTS)
+    peak = max(r[1] + r[2] + r[3] for r in rows)
+    peak = max(peak, max(r[4] for r in rows))
+    ymax = max(window or 0, peak, 1)
+    width, height = 1000, 180
+    n = len(rows)
+
+    def y(v: float) -> float:
+        return round(height - height * min(v, ymax) / ymax, 1)
+
+    def x_of(i: int) -> float:
+        return round(width * i / max(n - 1, 1), 1)
+
+    points = []
+    for i in keep:
+        pos, a, b, c, est, turn = rows[i]
+        measured = a + b + c
+        points.append(
+            CurvePoint(
+                x=x_of(i),
+                y_measured=y(measured) if measured else None,
+                y_estimated=y(est) if est else None,
+                position=pos,
+                turn=turn,
+                measured=measured,
+                estimated=est,
+                severity=severity(measured or est, window),
+            )
+        )
+    measured_path = _path([(p.x, p.y_measured) for p in points])
+    estimated_path = _path([(p.x, p.y_estimated) for p in points])
+    bands = []
+    if window:
+        bands = [
+            ("warn", y(window * 0.9), y(window * 0.7) - y(window * 0.9)),
+            ("critical", y(window), y(window * 0.9) - y(window)),
+        ]
+    call_positions = [r[0] for r in rows]
+    fold_marks = []
+    import bisect
+
+    for f in folds:
+        i = bisect.bisect_right(call_positions, f.position)
+        fold_marks.append(
+            {
+                "x": x_of(min(i, n - 1)),
+                "trigger": f.trigger or f.kind,
+                "before": f.tokens_before,
+                "after": f.tokens_after,
+                "position": f.position,
+            }
+        )
+    data = ";".join(f"{p.x},{p.position},{'' if p.turn is None else p.turn},{p.measured},{p.estimated}" for p in points)
+    ticks = [(y(v), _short(v)) for v in _ticks(ymax)]
+    return CurveView(width, height, points, measured_path, estimated_path, bands, fold_marks, ymax, window, n, data, ticks)
+
+
+def _ticks(ymax: int) -> list[int]:
+    step = 10 ** max(0, int(math.log10(max(ymax, 1))))
+    while ymax / step < 3:
+        step //= 2 if step > 1 else 1
+        if step <= 1:
+            break
+    while ymax / step > 6:
+        step *= 2
+    return list(range(0, ymax + 1, max(step, 1)))[1:]
+
+
+def _short(v: int) -> str:
+    if v >= 1_000_000:
+        return f"{v / 1_000_000:.1f}M"
+    if v >= 1000:
+        return f"{v / 1000:.0f}k"
+    return str(v)
+
+
+def _path(points: list[tuple[float, float | None]]) -> str:
+    parts = []
+    pen = False
+    for x, y in points:
+        if y is None:
+            pen = False
+            continue
+        parts.append(f"{'L' if pen else 'M'}{x} {y}")
+        pen = True
+    return " ".join(parts)
+
+
+def downsample(values: list[int], positions: list[int], fold_positions: list[int], limit: int) -> list[int]:
+    """Indices to draw: every point when few; else per bucket the maximum and the minimum, plus the
+    last call before and the first call after each fold (so drops stay drops), plus both ends."""
+    n = len(values)
+    if n <= limit:
+        return list(range(n))
+    import bisect
+
+    keep = {0, n - 1}
+    for fp in fold_positions:
+        i = bisect.bisect_right(positions, fp)
+        if 0 < i < n:
+            keep.update((i - 1, i))
+    buckets = max(1, (limit - len(keep)) // 2)
+    size = n / buckets
+    for b in range(buckets):
+        lo, hi = int(b * size), min(n, int((b + 1) * size))
+        if lo >= hi:
+            continue
+        chunk = range(lo, hi)
+        keep.add(max(chunk, key=values.__getitem__))
+        keep.add(min(chunk, key=values.__getitem__))
+    return sorted(keep)
+
+
+# --- conversation: segments and turns ---------------------------------------------------------
+
+
+@dataclass
+class SegmentView:
+    index: int
+    kind: str  # archived | loaded
+    start: int
+    end: int
+    fold: Fold | None  # the fold heading an archived segment; the latest fold for the loaded one
+    first_turn: int | None
+    last_turn: int | None
+    turn_count: int
+    summary_position: int | None
+    preserved_positions: list[int]
+    open: bool = False
+    turns: TurnWindow | None = None
+
+    @property
+    def element_id(self) -> str:
+        return f"segment-{self.index}"
+
+
+@dataclass
+class TurnHeader:
+    turn: int
+    first_position: int
+    last_position: int
+    messages: int
+    tools: int
+    tokens: int
+    started: datetime | None
+    ended: datetime | None
+    first_line: str
+    role: str
+    is_summary: bool
+
+
+@dataclass
+class TurnWindow:
+    segment: int
+    start: int
+    end: int
+    turns: list[TurnHeader]
+    earlier_from: int | None  # first turn of the window before this one, when there is one
+    later_from: int | None  # first turn after this window, when there is one
+    to_turn: int | None
+
+
+def positions_bounds(conv: Conversation) -> tuple[int | None, int | None]:
+    r = Message.objects.filter(conversation=conv).aggregate(lo=Min("position"), hi=Max("position"))
+    return r["lo"], r["hi"]
+
+
+def conversation_segments(conv: Conversation, folds: list[Fold], lo: int | None, hi: int | None) -> list[SegmentView]:
+    if lo is None or hi is None:
+        return []
+    summary_positions = _summary_positions(folds)
+    preserved = _preserved_positions(conv, folds)
+    spans = [
+        FoldSpan(
+            key=f.key,
+            position=f.position,
+            summary_position=summary_positions.get(f.id),
+            preserved_positions=tuple(preserved.get(f.id, ())),
+        )
+        for f in folds
+    ]
+    raw = split_segments(lo, hi, spans)
+    # Turn numbers at every segment edge: one query, bounded by the number of segments.
+    edges = {p for s in raw for p in (s.start, s.end)}
+    turn_at = dict(Message.objects.filter(conversation=conv, position__in=edges).values_list("position", "turn"))
+    out = []
+    for i, s in enumerate(raw):
+        first, last = turn_at.get(s.start), turn_at.get(s.end)
+        fold = folds[s.fold_index] if s.fold_index is not None and 0 <= s.fold_index < len(folds) else None
+        out.append(
+            SegmentView(
+                index=i,
+                kind=s.kind,
+                start=s.start,
+                end=s.end,
+                fold=fold,
+                first_turn=first,
+                last_turn=last,
+                turn_count=(last - first + 1) if first is not None and last is not None else 0,
+                summary_position=s.summary_position,
+                preserved_positions=list(s.preserved_positions or ()),
+            )
+        )
+    return out
+
+
+def _summary_positions(folds: list[Fold]) -> dict[int, int]:
+    out = {}
+    for f in folds:
+        if f.summary_message_id is not None and f.summary_message is not None:
+            out[f.id] = f.summary_message.position
+    return out
+
+
+def _preserved_positions(conv: Conversation, folds: list[Fold]) -> dict[int, list[int]]:
+    wanted = {u for f in folds for u in (f.preserved or [])[:PRESERVED_SHOWN]}
+    if not wanted:
+        return {}
+    at = dict(Message.objects.filter(conversation=conv, uuid__in=wanted).values_list("uuid", "position"))
+    return {f.id: sorted(at[u] for u in (f.preserved or []) if u in at) for f in folds}
+
+
+def turn_window(
+    conv: Conversation, segment: int, start: int, end: int, from_turn: int | None = None, to_turn: int | None = None
+) -> TurnWindow:
+    """One window of turn headers inside positions [start, end]: two queries, whatever the length."""
+    qs = Message.objects.filter(conversation=conv, position__gte=start, position__lte=end)
+    if from_turn is not None:
+        qs = qs.filter(turn__gte=from_turn)
+    if to_turn is not None:
+        qs = qs.filter(turn__lte=to_turn)
+    groups = list(
+        qs.values("turn")
+        .annotate(
+            first=Min("position"),
+            last=Max("position"),
+            n=Count("id"),
+            tokens=Sum("token_total"),
+            started=Min("timestamp"),
+            ended=Max("timestamp"),
+            tools=Count("id", filter=Q(blocks__icontains='"tool_call"')),
+        )
+        .order_by("turn")[: TURN_PAGE + 1]
+    )
+    later_from = groups[TURN_PAGE]["turn"] if len(groups) > TURN_PAGE else None
+    groups = groups[:TURN_PAGE]
+    firsts = {
+        m.position: m
+        for m in Message.objects.filter(conversation=conv, position__in=[g["first"] for g in groups]).only(
+            "position", "blocks", "role", "is_compact_summary"
+        )
+    }
+    headers = []
+    for g in groups:
+        m = firsts.get(g["first"])
+        headers.append(
+            TurnHeader(
+                turn=g["turn"],
+                first_position=g["first"],
+                last_position=g["last"],
+                messages=g["n"],
+                tools=g["tools"],
+                tokens=g["tokens"] or 0,
+                started=g["started"],
+                ended=g["ended"],
+                first_line=_first_line(m) if m else "",
+                role=m.role if m else "",
+                is_summary=bool(m and m.is_compact_summary),
+            )
+        )
+    earlier_from = None
+    if from_turn is not None and headers:
+        seg_first = Message.objects.filter(conversation=conv, position=start).values_list("turn", flat=True).first()
+        if seg_first is not None and seg_first < headers[0].turn:
+            earlier_from = max(seg_first, headers[0].turn - TURN_PAGE)
+    return TurnWindow(segment, start, end, headers, earlier_from, later_from, to_turn)
+
+
+def _first_line(m: Message) -> str:
+    for b in m.blocks or []:
+        if not isinstance(b, dict):
+            continue
+        kind = b.get("kind")
+        if kind in {"text", "thinking"} and b.get("text"):
+            return rendering.first_line(b["text"])
+        if kind == "tool_call":
+            return f"{b.get('tool_name') or 'tool'}: " + rendering.first_line(b.get("text") or "")
+        if kind == "tool_result":
+            return "result: " + rendering.first_line(b.get("text") or "")
+        if kind == "image":
+            return "[image]"
+    return ""
+
+
+@dataclass
+class ConversationPage:
+    conversation: Conversation
+    spec: Any
+    gauge: GaugeView | None
+    curve: CurveView | None
+    segments: list[SegmentView]
+    hidden_archived: int  # archived segments not rendered (older than ARCHIVED_SHOWN)
+    folds: list[Fold]
+    latest: ModelCall | None
+    last_turn: int | None
+    focus_turn: int | None
+    parent: Conversation | None
+    children: list[Conversation]
+    spend_cost: float | None
+
+
+def conversation_page(conv: Conversation, focus_turn: int | None = None, show_all_archived: bool = False) -> ConversationPage:
+    spec = model_spec(conv)
+    folds = list(conv.folds.select_related("summary_message").order_by("position", "id").defer("summary_message__raw", "summary_message__blocks"))
+    lo, hi = positions_bounds(conv)
+    segs = conversation_segments(conv, folds, lo, hi)
+    latest = ModelCall.objects.filter(conversation=conv).order_by("-position", "-id").first()
+    loaded = [s for s in segs if s.kind == "loaded"]
+    gauge = gauge_view(conv, spec, latest, loaded)
+    curve = curve_view(conv, spec, folds)
+    last_turn = Message.objects.filter(conversation=conv).order_by("-position").values_list("turn", flat=True).first()
+
+    target = None
+    if focus_turn is not None:
+        # The segment holding the turn opens at a window starting from that turn.
+        pos = Message.objects.filter(conversation=conv, turn=focus_turn).order_by("position").values_list("position", flat=True).first()
+        if pos is not None:
+            target = next((s for s in segs if s.start <= pos <= s.end), None)
+    for s in segs:
+        if s is target:
+            s.open = True
+            s.turns = turn_window(conv, s.index, s.start, s.end, from_turn=focus_turn)
+        elif s.kind == "loaded" and target is None:
+            s.open = True
+            s.turns = turn_window(conv, s.index, s.start, s.end)
+    archived = [s for s in segs if s.kind == "archived"]
+    hidden = 0
+    if not show_all_archived and len(archived) > ARCHIVED_SHOWN:
+        hidden_set = {id(s) for s in archived[: len(archived) - ARCHIVED_SHOWN] if not s.open}
+        hidden = len(hidden_set)
+        segs = [s for s in segs if id(s) not in hidden_set]
+    children = list(conv.children.order_by("started_at", "id").only("id", "title", "external_id", "agent_type", "message_count", "parent_tool_use_id", "peak_context", "started_at")[:200])
+    parent = conv.parent if conv.parent_id else None
+    sums = _usage_sums([conv.id])
+    return ConversationPage(
+        conversation=conv,
+        spec=spec,
+        gauge=gauge,
+        curve=curve,
+        segments=segs,
+        hidden_archived=hidden,
+        folds=folds,
+        latest=latest,
+        last_turn=last_turn,
+        focus_turn=focus_turn,
+        parent=parent,
+        children=children,
+        spend_cost=_cost(sums.get(conv.id, []), conv.window),
+    )
+
+
+def segment_by_index(conv: Conversation, index: int) -> SegmentView | None:
+    folds = list(conv.folds.select_related("summary_message").order_by("position", "id").defer("summary_message__raw", "summary_message__blocks"))
+    lo, hi = positions_bounds(conv)
+    segs = conversation_segments(conv, folds, lo, hi)
+    return segs[index] if 0 <= index < len(segs) else None
+
+
+# --- one turn: messages -> blocks -------------------------------------------------------------
+
+
+@dataclass
+class BlockView:
+    message_id: int
+    index: int
+    kind: str
+    mode: str  # markdown | ansi | plain | json | image | other
+    text: str = ""
+    clip: rendering.Clip | None = None
+    ansi: list[rendering.Segment] | None = None
+    tool_name: str = ""
+    tool_id: str = ""
+    is_error: bool = False
+    media_type: str = ""
+    data_size: int = 0
+    image_index: int | None = None
+    images: list[int] = field(default_factory=list)  # image indices inside a tool result
+    raw_type: str = ""
+    result: BlockView | None = None  # a tool call's result, shown under it
+    result_tokens: dict | None = None
+    subagent: Conversation | None = None
+
+    @property
+    def element_id(self) -> str:
+        return f"b-{self.message_id}-{self.index}"
+
+
+@dataclass
+class MessageView:
+    message: Message
+    blocks: list[BlockView]
+    tokens: list[tuple[str, int]]
+
+
+@dataclass
+class TurnView:
+    turn: int
+    messages: list[MessageView]
+    more_from: int | None  # position to continue from, when the turn has more messages
+
+
+def block_view(message: Message, index: int, block: dict, image_index: int | None, full: bool = False) -> BlockView:
+    kind = block.get("kind") or "other"
+    text = block.get("text") or ""
+    if not isinstance(text, str):
+        text = str(text)
+    view = BlockView(message_id=message.id, index=index, kind=kind, mode="plain", text=text)
+    view.tool_name = str(block.get("tool_name") or "")
+    view.tool_id = str(block.get("tool_id") or "")
+    view.is_error = bool(block.get("is_error"))
+    view.raw_type = str(block.get("raw_type") or "")
+    if kind == "tool_call":
+        view.mode = "json"
+        view.text = rendering.tool_input_text(block.get("tool_input"), text)
+    elif kind == "image":
+        view.mode = "image"
+        view.media_type = str(block.get("media_type") or "")
+        view.data_size = int(block.get("data_size") or 0)
+        view.image_index = image_index
+        return view
+    elif kind == "text" and (message.role == "assistant" or message.is_compact_summary):
+        view.mode = "markdown"
+    elif kind == "tool_result" and rendering.has_ansi(view.text):
+        view.mode = "ansi"
+    elif kind == "other":
+        view.mode = "other"
+    view.clip = rendering.clip(view.text, limit=10**12 if full else rendering.BLOCK_LIMIT)
+    if view.clip.clipped:
+        view.mode = "ansi" if view.mode == "ansi" else "plain"  # a clipped head is shown verbatim
+    if view.mode == "ansi":
+        view.ansi = rendering.ansi_segments(view.clip.head)
+        view.clip = rendering.Clip("", rendering.strip_ansi(view.clip.tail), view.clip.hidden)
+    return view
+
+
+def _message_blocks(message: Message, full: bool = False) -> list[BlockView]:
+    views = []
+    image_index = 0
+    for i, b in enumerate(message.blocks or []):
+        if not isinstance(b, dict):
+            b = {"kind": "other", "text": str(b)}
+        v = block_view(message, i, b, image_index if b.get("kind") == "image" else None, full)
+        if b.get("kind") == "image":
+            image_index += 1
+        elif b.get("kind") == "tool_result" and b.get("images"):
+            count = int(b.get("images") or 0)
+            v.images = list(range(image_index, image_index + count))
+            image_index += count
+        views.append(v)
+    return views
+
+
+def turn_view(conv: Conversation, turn: int, from_position: int | None = None) -> TurnView:
+    qs = Message.objects.filter(conversation=conv, turn=turn).order_by("position")
+    if from_position is not None:
+        qs = qs.filter(position__gte=from_position)
+    rows = list(qs.defer("raw")[: MESSAGES_PER_TURN_PAGE + 1])
+    more_from = rows[MESSAGES_PER_TURN_PAGE].position if len(rows) > MESSAGES_PER_TURN_PAGE else None
+    rows = rows[:MESSAGES_PER_TURN_PAGE]
+    per_message = [(m, _message_blocks(m)) for m in rows]
+    # Tool calls sit with their results: a result found in this window moves under its call.
+    calls = {b.tool_id: b for _, blocks in per_message for b in blocks if b.kind == "tool_call" and b.tool_id}
+    children = {}
+    if calls:
+        children = {c.parent_tool_use_id: c for c in conv.children.filter(parent_tool_use_id__in=list(calls)).only("id", "title", "external_id", "agent_type", "message_count", "parent_tool_use_id")}
+    out = []
+    for m, blocks in per_message:
+        kept = []
+        for b in blocks:
+            if b.kind == "tool_result" and b.tool_id in calls and calls[b.tool_id].result is None:
+                calls[b.tool_id].result = b
+                calls[b.tool_id].result_tokens = m.tokens
+                continue
+            if b.kind == "tool_call":
+                b.subagent = children.get(b.tool_id)
+            kept.append(b)
+        if kept or not blocks:
+            out.append(MessageView(m, kept, sorted(((k, v) for k, v in (m.tokens or {}).items() if v), key=lambda kv: -kv[1])))
+    return TurnView(turn, out, more_from)
+
+
+def full_block(message: Message, index: int) -> BlockView | None:
+    blocks = message.blocks or []
+    if not 0 <= index < len(blocks):
+        return None
+    b = blocks[index] if isinstance(blocks[index], dict) else {"kind": "other", "text": str(blocks[index])}
+    return block_view(message, index, b, None, full=True)
+
+
+# --- images -----------------------------------------------------------------------------------
+
+
+def image_data(message: Message, index: int) -> tuple[str, bytes] | None:
+    """The index-th base64 image of a message's raw line, as (media type, bytes). Only PNG, JPEG,
+    GIF and WebP whose bytes match their declared type; never a URL (remote images are not fetched)."""
+    try:
+        raw = json.loads(message.raw)
+    except (ValueError, TypeError):
+        return None
+    found: list = []
+    # The message content first: other fields (Claude Code's toolUseResult) may repeat images.
+    content = raw.get("message", {}).get("content") if isinstance(raw, dict) and isinstance(raw.get("message"), dict) else None
+    _collect_images(content if content is not None else raw, found)
+    if not 0 <= index < len(found):
+        return None
+    source = found[index]
+    media_type = str(source.get("media_type") or "").lower()
+    if media_type not in IMAGE_TYPES or source.get("type") != "base64":
+        return None
+    try:
+        data = base64.b64decode(source.get("data") or "", validate=False)
+    except (binascii.Error, ValueError):
+        return None
+    if not _magic_matches(media_type, data):
+        return None
+    return media_type, data
+
+
+def _collect_images(node: Any, found: list) -> None:
+    if isinstance(node, dict):
+        if node.get("type") == "image" and isinstance(node.get("source"), dict):
+            found.append(node["source"])
+            return
+        for v in node.values():
+            _collect_images(v, found)
+    elif isinstance(node, list):
+        for v in node:
+            _collect_images(v, found)
+
+
+def _magic_matches(media_type: str, data: bytes) -> bool:
+    if media_type == "image/png":
+        return data.startswith(b"\x89PNG\r\n\x1a\n")
+    if media_type == "image/jpeg":
+        return data.startswith(b"\xff\xd8\xff")
+    if media_type == "image/gif":
+        return data[:6] in (b"GIF87a", b"GIF89a")
+    if media_type == "image/webp":
+        return data[:4] == b"RIFF" and data[8:12] == b"WEBP"
+    return False

@@ -1,0 +1,188 @@
+"""Full-text search over message text: SQLite FTS5 on the embedded default, PostgreSQL full-text
+search (a tsvector table with a GIN index) on PostgreSQL. Both tables are made by migration 0002.
+
+The ingest service calls `index_messages(conversation_id, rows)` after inserting messages.
+Hits are checked against project membership inside the query, so a limit never hides the
+user's own hits behind someone else's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from itertools import islice
+
+from django.db import connection
+
+from .models import Conversation, Message
+
+FTS_TABLE = "conversations_message_fts"  # SQLite: contentless FTS5, rowid = message id
+PG_TABLE = "conversations_message_search"  # PostgreSQL: (message_id, conversation_id, document)
+PG_CONFIG = "simple"  # code and identifiers: no stemming, no stop words
+MAX_INDEXED_CHARS = 100_000  # per message: enough to find it, cheap to index
+BATCH = 500
+
+_WORD = re.compile(r"\w[\w.\-/]*", re.UNICODE)
+
+
+def _is_sqlite() -> bool:
+    return connection.vendor == "sqlite"
+
+
+def text_of_blocks(blocks: Iterable[dict]) -> str:
+    """The searchable text of a message: text, thinking, tool input and output, tool names."""
+    parts: list[str] = []
+    for block in blocks or ():
+        if not isinstance(block, dict):
+            continue
+        if block.get("tool_name"):
+            parts.append(str(block["tool_name"]))
+        text = block.get("text")
+        if isinstance(text, str) and text:
+            parts.append(text)
+    return "\n".join(parts)
+
+
+def index_messages(conversation_id: int, rows: Iterable[tuple[int, str]]) -> int:
+    """Index (message_id, text) rows; call after inserting messages (append-only: once per message).
+
+    Runs inside the caller's transaction. Returns the number of rows indexed."""
+    count = 0
+    it: Iterator[tuple[int, str]] = iter(rows)
+    with connection.cursor() as cursor:
+        while batch := [(mid, (text or "")[:MAX_INDEXED_CHARS].replace("\x00", "")) for mid, text in islice(it, BATCH)]:
+            batch = [(mid, text) for mid, text in batch if text.strip()]
+            if not batch:
+                continue
+            if _is_sqlite():
+                # Contentless: nothing but the index is stored. Messages are append-only, so each
+                # id is indexed once; a repeated id would only repeat a hit, which search() drops.
+                cursor.executemany(f"INSERT INTO {FTS_TABLE}(rowid, text) VALUES (%s, %s)", batch)
+            else:
+                cursor.executemany(
+                    f"INSERT INTO {PG_TABLE} (message_id, conversation_id, document) "
+                    f"VALUES (%s, %s, to_tsvector('{PG_CONFIG}', %s)) "
+                    "ON CONFLICT (message_id) DO UPDATE SET document = EXCLUDED.document",
+                    [(mid, conversation_id, text) for mid, text in batch],
+                )
+            count += len(batch)
+    return count
+
+
+def unindex_conversation(conversation_id: int) -> None:
+    """Drop a conversation's entries (PostgreSQL). On SQLite, stale ids simply never match a message."""
+    if not _is_sqlite():
+        with connection.cursor() as cursor:
+            cursor.execute(f"DELETE FROM {PG_TABLE} WHERE conversation_id = %s", [conversation_id])
+
+
+def terms(query: str) -> list[str]:
+    return _WORD.findall(query)[:12]
+
+
+def _fts5_query(words: list[str]) -> str:
+    # Every word quoted (FTS5 syntax in user input is taken literally); the last one as a prefix.
+    quoted = ['"' + w.replace('"', '""') + '"' for w in words]
+    quoted[-1] += "*"
+    return " AND ".join(quoted)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    conversation_id: int
+    conversation_title: str
+    message_id: int
+    position: int
+    turn: int
+    role: str
+    timestamp: datetime | None
+    before: str
+    match: str
+    after: str
+
+
+def search(user, query: str, limit: int = 50, conversation_id: int | None = None) -> list[Hit]:
+    words = terms(query)
+    if not words or not user.is_authenticated:
+        return []
+    limit = max(1, min(int(limit), 200))
+    msg = Message._meta.db_table
+    conv = Conversation._meta.db_table
+    membership = "accounts_membership"
+    extra = ""
+    params: list = []
+    if _is_sqlite():
+        sql = (
+            f"SELECT m.id FROM {FTS_TABLE} f JOIN {msg} m ON m.id = f.rowid "
+            f"JOIN {conv} c ON c.id = m.conversation_id "
+            f"WHERE {FTS_TABLE} MATCH %s AND c.project_id IN "
+            f"(SELECT project_id FROM {membership} WHERE user_id = %s) "
+        )
+        params = [_fts5_query(words), user.pk]
+        order = "ORDER BY f.rank LIMIT %s"
+    else:
+        tsquery = " & ".join(
+            "'" + w.replace("'", "''").replace("\\", "\\\\") + "'" + (":*" if i == len(words) - 1 else "")
+            for i, w in enumerate(words)
+        )
+        sql = (
+            f"SELECT m.id FROM {PG_TABLE} s JOIN {msg} m ON m.id = s.message_id "
+            f"JOIN {conv} c ON c.id = m.conversation_id "
+            f"WHERE s.document @@ to_tsquery('{PG_CONFIG}', %s) AND c.project_id IN "
+            f"(SELECT project_id FROM {membership} WHERE user_id = %s) "
+        )
+        params = [tsquery, user.pk]
+        order = f"ORDER BY ts_rank(s.document, to_tsquery('{PG_CONFIG}', %s)) DESC, m.id LIMIT %s"
+        params_order = [tsquery]
+    if conversation_id is not None:
+        extra = "AND m.conversation_id = %s "
+        params.append(conversation_id)
+    params += ([] if _is_sqlite() else params_order) + [limit]
+    with connection.cursor() as cursor:
+        cursor.execute(sql + extra + order, params)
+        ids = list(dict.fromkeys(row[0] for row in cursor.fetchall()))
+    if not ids:
+        return []
+    rows = {
+        m.id: m
+        for m in Message.objects.filter(id__in=ids)
+        .select_related("conversation")
+        .only("id", "position", "turn", "role", "timestamp", "blocks", "conversation__id", "conversation__title", "conversation__external_id")
+    }
+    hits = []
+    for mid in ids:
+        m = rows.get(mid)
+        if m is None:
+            continue
+        before, match, after = snippet(text_of_blocks(m.blocks), words)
+        hits.append(
+            Hit(
+                conversation_id=m.conversation_id,
+                conversation_title=str(m.conversation),
+                message_id=m.id,
+                position=m.position,
+                turn=m.turn,
+                role=m.role,
+                timestamp=m.timestamp,
+                before=before,
+                match=match,
+                after=after,
+            )
+        )
+    return hits
+
+
+def snippet(text: str, words: list[str], width: int = 90) -> tuple[str, str, str]:
+    """(before, match, after) around the first word found; the template escapes all three."""
+    lower = text.lower()
+    for w in words:
+        at = lower.find(w.lower())
+        if at >= 0:
+            start = max(0, at - width)
+            end = min(len(text), at + len(w) + width)
+            before = ("…" if start else "") + text[start:at]
+            after = text[at + len(w) : end] + ("…" if end < len(text) else "")
+            return " ".join(before.split()), text[at : at + len(w)], " ".join(after.split())
+    return " ".join(text[: 2 * width].split()), "", ""

@@ -1,0 +1,95 @@
+"""Filters for the viewer's templates. Only `markdown` returns HTML, through rendering.markdown_html
+(escape first, then nh3); everything else returns plain text that autoescaping prints."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django import template
+
+from contextviewer.conversations import rendering
+from contextviewer.core import tokens as token_core
+from contextviewer.core.severity import severity as severity_of
+
+register = template.Library()
+
+
+@register.filter
+def markdown(text: str):
+    return rendering.markdown_html(text or "")
+
+
+@register.filter
+def tok(value) -> str:
+    """12 / 1.2k / 12k / 1.2M."""
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        return "–"
+    if abs(n) >= 1_000_000:
+        return f"{n / 1_000_000:.1f}M"
+    if abs(n) >= 10_000:
+        return f"{n / 1000:.0f}k"
+    if abs(n) >= 1000:
+        return f"{n / 1000:.1f}k"
+    return str(n)
+
+
+@register.filter
+def pct(value) -> str:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return "–"
+    return f"{v:.0f} %" if v >= 10 or v == 0 else f"{v:.1f} %"
+
+
+@register.filter
+def usd(value) -> str:
+    if value is None:
+        return ""
+    v = float(value)
+    return f"${v:,.2f}" if v >= 0.01 else f"${v:.4f}"
+
+
+@register.filter
+def duration(value) -> str:
+    if not isinstance(value, timedelta):
+        return "–"
+    s = int(value.total_seconds())
+    if s < 60:
+        return f"{s}s"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{m}m {s:02d}s"
+    h, m = divmod(m, 60)
+    if h < 48:
+        return f"{h}h {m:02d}m"
+    return f"{h // 24}d {h % 24}h"
+
+
+@register.filter
+def category_label(key: str) -> str:
+    return token_core.LABELS.get(key, key.replace("_", " "))
+
+
+@register.filter
+def num(value) -> str:
+    """A float for SVG attributes: always a dot, never an exponent."""
+    try:
+        return f"{float(value):.2f}"
+    except (TypeError, ValueError):
+        return "0"
+
+
+@register.simple_tag
+def severity(used, window) -> str:
+    return severity_of(used, window)
+
+
+@register.filter
+def get(mapping, key):
+    try:
+        return mapping.get(key)
+    except AttributeError:
+        return None
