@@ -1,0 +1,210 @@
+/* contextviewer app.js (no build step, no dependencies; loaded with defer; CSP: script-src 'self').
+ * Keyboard: j/k next/previous turn, o or Enter fold/unfold, g/G first/last, / search, ? keys.
+ * Curve: hover shows a point's figures, click opens its turn. Images load on click.
+ * Transcript text is never written as HTML here: only textContent. */
+(function () {
+  "use strict";
+
+  function turns() {
+    return Array.prototype.slice.call(document.querySelectorAll("details.turn"));
+  }
+
+  function current() {
+    return document.querySelector("details.turn.current");
+  }
+
+  function select(el) {
+    if (!el) return;
+    var old = current();
+    if (old) old.classList.remove("current");
+    el.classList.add("current");
+    var summary = el.querySelector("summary");
+    if (summary) summary.focus({ preventScroll: true });
+    el.scrollIntoView({ block: "nearest" });
+  }
+
+  function move(step) {
+    var all = turns();
+    if (!all.length) return;
+    var i = all.indexOf(current());
+    if (i < 0) {
+      i = step > 0 ? 0 : all.length - 1;
+    } else {
+      i = Math.max(0, Math.min(all.length - 1, i + step));
+    }
+    select(all[i]);
+  }
+
+  function typing(target) {
+    if (!target) return false;
+    var tag = target.tagName;
+    return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || target.isContentEditable;
+  }
+
+  function showKeys() {
+    var dialog = document.getElementById("keys-help");
+    if (dialog && !dialog.open && dialog.showModal) dialog.showModal();
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.defaultPrevented || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (typing(event.target)) {
+      if (event.key === "Escape") event.target.blur();
+      return;
+    }
+    var dialog = document.getElementById("keys-help");
+    if (dialog && dialog.open) return;
+    switch (event.key) {
+      case "j":
+        move(1);
+        break;
+      case "k":
+        move(-1);
+        break;
+      case "o":
+      case "Enter": {
+        var el = current();
+        if (!el) {
+          if (event.key === "o") move(1);
+          return;
+        }
+        // Enter on a focused control does its own thing (a summary toggles natively).
+        if (event.key === "Enter" && event.target !== document.body && event.target.tagName !== "DETAILS") return;
+        el.open = !el.open;
+        break;
+      }
+      case "g": {
+        var first = turns()[0];
+        if (first) select(first);
+        else return;
+        break;
+      }
+      case "G": {
+        var all = turns();
+        var link = document.getElementById("last-turn-link");
+        var more = document.querySelector(".segment.loaded .more-turns.later");
+        if (more && link) {
+          window.location.href = link.href;
+        } else if (all.length) {
+          select(all[all.length - 1]);
+        } else return;
+        break;
+      }
+      case "/": {
+        var q = document.getElementById("q");
+        if (!q) return;
+        q.focus();
+        q.select();
+        break;
+      }
+      case "?":
+        showKeys();
+        break;
+      default:
+        return;
+    }
+    event.preventDefault();
+  });
+
+  document.addEventListener("click", function (event) {
+    var target = event.target;
+    if (!(target instanceof Element)) return;
+    var keys = target.closest("[data-show-keys]");
+    if (keys) {
+      event.preventDefault();
+      showKeys();
+      return;
+    }
+    var turn = target.closest("details.turn");
+    if (turn && target.closest("summary") && target.closest("summary").parentElement === turn) {
+      var old = current();
+      if (old && old !== turn) old.classList.remove("current");
+      turn.classList.add("current");
+    }
+    var image = target.closest("a[data-image]");
+    if (image) {
+      // Click-to-load: only our own endpoint, only on request.
+      event.preventDefault();
+      var img = document.createElement("img");
+      img.className = "loaded-image";
+      img.alt = image.textContent;
+      img.src = image.getAttribute("href");
+      image.replaceWith(img);
+    }
+  });
+
+  // The turn named in the address opens as the current one.
+  function focusHash() {
+    var m = /^#turn-(\d+)$/.exec(window.location.hash);
+    if (!m) return;
+    var el = document.getElementById("turn-" + m[1]);
+    if (el) select(el);
+  }
+  document.addEventListener("DOMContentLoaded", focusHash);
+  if (document.readyState !== "loading") focusHash();
+
+  // --- curve hover and click ---------------------------------------------------------------
+  function setupCurve(svg) {
+    if (svg.dataset.ready) return;
+    svg.dataset.ready = "1";
+    var points = (svg.getAttribute("data-points") || "").split(";").filter(Boolean).map(function (s) {
+      var p = s.split(",");
+      return { x: +p[0], position: +p[1], turn: p[2] === "" ? null : +p[2], measured: +p[3], estimated: +p[4] };
+    });
+    if (!points.length) return;
+    var line = svg.querySelector(".hover-line");
+    var tip = svg.parentElement.querySelector(".curve-tip");
+    var url = svg.getAttribute("data-url");
+    var nearest = null;
+
+    function fmt(n) {
+      return n.toLocaleString("en-US");
+    }
+
+    function locate(event) {
+      var ctm = svg.getScreenCTM();
+      if (!ctm) return null;
+      var pt = svg.createSVGPoint();
+      pt.x = event.clientX;
+      pt.y = event.clientY;
+      var x = pt.matrixTransform(ctm.inverse()).x;
+      var lo = 0;
+      var hi = points.length - 1;
+      while (hi - lo > 1) {
+        var mid = (lo + hi) >> 1;
+        if (points[mid].x < x) lo = mid;
+        else hi = mid;
+      }
+      return Math.abs(points[lo].x - x) <= Math.abs(points[hi].x - x) ? points[lo] : points[hi];
+    }
+
+    svg.addEventListener("mousemove", function (event) {
+      nearest = locate(event);
+      if (!nearest) return;
+      line.setAttribute("x1", nearest.x);
+      line.setAttribute("x2", nearest.x);
+      line.classList.add("shown");
+      tip.textContent =
+        (nearest.turn === null ? "" : "turn " + nearest.turn + " · ") +
+        "measured " + fmt(nearest.measured) + " · estimated " + fmt(nearest.estimated) + " tokens";
+      tip.classList.add("shown");
+      var box = svg.getBoundingClientRect();
+      tip.style.left = Math.min(Math.max(0, event.clientX - box.left + 12), box.width - 260) + "px";
+    });
+    svg.addEventListener("mouseleave", function () {
+      line.classList.remove("shown");
+      tip.classList.remove("shown");
+    });
+    svg.addEventListener("click", function () {
+      if (nearest && nearest.turn !== null) {
+        window.location.href = url + "?turn=" + nearest.turn + "#turn-" + nearest.turn;
+      }
+    });
+  }
+
+  function setupAll() {
+    document.querySelectorAll("svg.curve[data-points]").forEach(setupCurve);
+  }
+  document.addEventListener("DOMContentLoaded", setupAll);
+  if (document.readyState !== "loading") setupAll();
+})();
