@@ -48,12 +48,12 @@ def purge_broker() -> None:
 
 
 class Worker:
-    def __init__(self, concurrency: int = 1):
+    def __init__(self, concurrency: int = 1, env: dict | None = None):
         self.log = Path(settings.DATA_DIR) / f"worker-{os.getpid()}-{time.time_ns()}.log"
         cmd = [sys.executable, "-m", "celery", "-A", "contextviewer", "worker", "--loglevel", "INFO",
                "--concurrency", str(concurrency), "--without-gossip", "--without-mingle", "--without-heartbeat"]
         self.proc = subprocess.Popen(
-            cmd, cwd=ROOT, env=worker_env(), stdout=open(self.log, "wb"), stderr=subprocess.STDOUT,
+            cmd, cwd=ROOT, env={**worker_env(), **(env or {})}, stdout=open(self.log, "wb"), stderr=subprocess.STDOUT,
             start_new_session=True,
         )
         self._wait_ready()

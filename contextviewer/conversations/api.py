@@ -7,6 +7,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from ninja import File, Form, Router, Schema
 from ninja.files import UploadedFile
+from ninja.responses import Status
 
 from contextviewer.api import api
 
@@ -61,32 +62,32 @@ def create_import(
     if project:
         memberships = [m for m in memberships if m.project.slug == project]
     if not memberships:
-        return 403, {"detail": "You may not import into this project." if project else "You have no project to import into."}
+        return Status(403, {"detail": "You may not import into this project." if project else "You have no project to import into."})
     if not files:
-        return 400, {"detail": "Send one or more files in the multipart field 'files'."}
+        return Status(400, {"detail": "Send one or more files in the multipart field 'files'."})
     limit = settings.MAX_UPLOAD_BYTES
     try:
         stored = [services.store_upload(f, limit) for f in files]
     except services.UploadTooLarge as exc:
-        return 413, {"detail": str(exc)}
+        return Status(413, {"detail": str(exc)})
     key = f"import:{request.user.pk}:{idempotency_key}" if idempotency_key else None
     job, _ = services.start_import(memberships[0].project, uploads=stored, user=request.user, idempotency_key=key)
-    return 202, job_out(request, job)
+    return Status(202, job_out(request, job))
 
 
 @router.get("/jobs/{job_id}", response={200: JobOut, 404: ErrorOut})
 def get_job(request, job_id: int):
     job = get_object_or_404(Job.objects.for_user(request.user), pk=job_id)
-    return 200, job_out(request, job)
+    return Status(200, job_out(request, job))
 
 
 @router.post("/jobs/{job_id}/cancel", response={200: JobOut, 404: ErrorOut, 409: ErrorOut})
 def cancel_job(request, job_id: int):
     job = get_object_or_404(Job.objects.for_user(request.user), pk=job_id)
     if not jobs.cancel(job):
-        return 409, {"detail": "This job has already ended."}
+        return Status(409, {"detail": "This job has already ended."})
     job.refresh_from_db()
-    return 200, job_out(request, job)
+    return Status(200, job_out(request, job))
 
 
 api.add_router("/", router)

@@ -223,6 +223,7 @@ def import_file(
         if source.status == SourceStatus.IMPORTED and source.sha256 == sha and source.size == size:
             report.status = "unchanged"
             report.bad_lines = source.error_count
+            report.errors = list(source.errors)  # the file's known problems, said again
             report.conversation_ids = list(
                 source.conversations.order_by("pk").values_list("pk", flat=True)
             )

@@ -21,10 +21,17 @@ def user(db, project):
     return user
 
 
-@pytest.fixture
-def worker(transactional_db):
-    """A real Celery worker process on the test database (tests using it commit their data)."""
-    purge_broker()
-    w = Worker()
+@pytest.fixture(scope="module")
+def module_worker(request, django_db_setup, django_db_blocker):
+    # A test module may set WORKER_ENV (e.g. lower limits) for its worker.
+    with django_db_blocker.unblock():
+        purge_broker()
+        w = Worker(env=getattr(request.module, "WORKER_ENV", None))
     yield w
     w.stop()
+
+
+@pytest.fixture
+def worker(module_worker, transactional_db):
+    """A real Celery worker process on the test database (tests using it commit their data)."""
+    return module_worker

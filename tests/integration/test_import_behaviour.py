@@ -21,7 +21,7 @@ def test_reimport_of_the_same_file_adds_nothing(project, tmp_path):
     path = tmp_path / "s.jsonl"
     write_lines(path, session_lines(5))
     first = ingest.import_file(project, path)
-    assert first.status == "imported" and first.added_messages == 5 * 6
+    assert first.status == "imported" and first.added_messages == 5 * 5
     before = (_message_count(project), ModelCall.objects.count())
     second = ingest.import_file(project, path)
     assert second.status == "unchanged"
@@ -36,16 +36,16 @@ def test_a_grown_file_adds_exactly_what_the_new_lines_hold(project, tmp_path):
     write_lines(path, lines)
     ingest.import_file(project, path)
     conversation = Conversation.objects.get()
-    assert conversation.message_count == 18 and conversation.model_call_count == 6
+    assert conversation.message_count == 15 and conversation.model_call_count == 6
 
-    new_lines = builder.turn(3) + builder.turn(4)  # 2 user prompts, 4 model calls in 6 lines, 2 results
+    new_lines = builder.turn(3) + builder.turn(4)  # 2 prompts, 4 model calls, 2 results: 10 lines
     with open(path, "a", encoding="utf-8") as fh:
         fh.write("\n".join(new_lines) + "\n")
     report = ingest.import_file(project, path)
 
     assert report.added_messages == len(new_lines)
     conversation.refresh_from_db()
-    assert conversation.message_count == 18 + len(new_lines)
+    assert conversation.message_count == 15 + len(new_lines)
     assert conversation.model_call_count == 6 + 4
     assert conversation.tool_call_count == 3 + 2
     positions = list(conversation.messages.values_list("position", flat=True))
@@ -85,10 +85,10 @@ def test_importing_the_same_file_twice_at_once_creates_no_duplicates(project, tm
     outputs = [p.communicate(timeout=300) for p in procs]
     for proc, (out, err) in zip(procs, outputs):
         assert proc.returncode == 0, err.decode()
-        assert json.loads(out)["conversations"][0]["messages"] == 150 * 6
+        assert json.loads(out)["conversations"][0]["messages"] == 150 * 5
     assert Source.objects.count() == 1
     assert Conversation.objects.count() == 1
-    assert _message_count(project) == 150 * 6
+    assert _message_count(project) == 150 * 5
     assert ModelCall.objects.count() == 300
 
 
@@ -100,7 +100,7 @@ def test_a_killed_worker_leaves_the_previous_state_and_the_job_completes_when_ru
     small = session_lines(10, builder)
     write_lines(path, small)
     ingest.import_file(project, path)
-    assert _message_count(project) == 60
+    assert _message_count(project) == 50
 
     # Grow it a lot, so that the import takes long enough to be killed in the middle.
     padding = "x" * 4000
@@ -118,8 +118,8 @@ def test_a_killed_worker_leaves_the_previous_state_and_the_job_completes_when_ru
     finally:
         worker.stop()
     assert Job.objects.get(pk=job.pk).status == JobStatus.RUNNING  # its worker died with it
-    assert _message_count(project) == 60  # the previous complete state
-    assert Source.objects.get().lines_consumed == 60
+    assert _message_count(project) == 50  # the previous complete state
+    assert Source.objects.get().lines_consumed == 50
 
     worker = Worker()
     try:
@@ -130,5 +130,5 @@ def test_a_killed_worker_leaves_the_previous_state_and_the_job_completes_when_ru
         worker.stop()
     assert done.status == JobStatus.SUCCEEDED, done.error
     assert done.attempts == 2
-    assert _message_count(project) == 6010 * 6
+    assert _message_count(project) == 6010 * 5
     assert Conversation.objects.get().model_call_count == 6010 * 2
