@@ -1,0 +1,150 @@
+"""python manage.py bench import [--mb 200] | bench pages [--sizes 1000,10000,50000]
+
+Benchmarks print figures; they are not timed tests. `bench import` runs in a throw-away SQLite
+database (or the configured PostgreSQL) under a temporary data folder, never in your own data.
+"""
+
+import json
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class Command(BaseCommand):
+    help = "Benchmarks: `bench import` (import speed and memory) and `bench pages` (page speed)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("what", choices=["import", "pages"])
+        parser.add_argument("--mb", type=float, default=200.0, help="bench import: size of the synthetic session")
+        parser.add_argument("--file", help="bench import: an existing session file instead of a synthetic one")
+        parser.add_argument("--sizes", default="1000,10000,50000", help="bench pages: conversation sizes")
+        parser.add_argument("--keep", action="store_true", help="keep the generated files")
+        parser.add_argument("--database-url", default="", help="bench import: a scratch PostgreSQL database "
+                            "(default: a fresh SQLite file in a temporary folder)")
+
+    def handle(self, *args, **opts):
+        if opts["what"] == "import":
+            self.bench_import(opts)
+        else:
+            from contextviewer.conversations import bench_pages
+
+            sizes = tuple(int(s) for s in opts["sizes"].split(",") if s)
+            bench_pages.run(self.stdout, sizes=sizes)
+
+    def bench_import(self, opts):
+        # The floor and the import run in separate child processes so that each peak RSS is its own.
+        import subprocess
+
+        from django.conf import settings
+
+        from contextviewer.importers import synthetic
+
+        workdir = Path(tempfile.mkdtemp(prefix="contextviewer-bench-"))
+        if opts["file"]:
+            path = Path(opts["file"]).resolve()
+            if not path.exists():
+                raise CommandError(f"no such file: {path}")
+        else:
+            t0 = time.perf_counter()
+            path = synthetic.write_session(workdir / "sessions", target_bytes=int(opts["mb"] * 1e6), seed=1)
+            self.stdout.write(f"generated {path.stat().st_size / 1e6:.1f} MB in {time.perf_counter() - t0:.1f} s: {path}")
+        size_mb = sum(p.stat().st_size for p in path.parent.rglob("*.jsonl")) / 1e6
+        env = {
+            "CONTEXTVIEWER_DATA_DIR": str(workdir / "data"),
+            "TIKTOKEN_CACHE_DIR": str(settings.TIKTOKEN_CACHE_DIR),
+            "DATABASE_URL": opts["database_url"],
+            "CONTEXTVIEWER_SQLITE_PATH": str(workdir / "data" / "bench.sqlite3"),
+        }
+        import os
+
+        child_env = {**os.environ, **env}
+        base = [sys.executable, "-c", _CHILD, str(path)]
+        floor = json.loads(subprocess.run([*base, "floor"], env=child_env, capture_output=True, check=True, text=True).stdout)
+        run = subprocess.run([*base, "import"], env=child_env, capture_output=True, text=True)
+        if run.returncode != 0:
+            raise CommandError(run.stderr[-3000:])
+        result = json.loads(run.stdout)
+        ratio = result["seconds"] / floor["seconds"] if floor["seconds"] else float("nan")
+        w = self.stdout.write
+        w(f"file:     {size_mb:.1f} MB (main + sub-agent files), {result['messages']} messages, "
+          f"{result['model_calls']} model calls, {result['folds']} folds")
+        w(f"database: {result['database']}")
+        w(f"import:   {result['seconds']:.2f} s  {size_mb / result['seconds']:.1f} MB/s  "
+          f"{result['messages'] / result['seconds']:.0f} messages/s  peak RSS {result['peak_rss_mb']:.0f} MB")
+        w(f"floor:    {floor['seconds']:.2f} s  {size_mb / floor['seconds']:.1f} MB/s  (json.loads + tiktoken o200k of "
+          f"the same text, same process kind)  peak RSS {floor['peak_rss_mb']:.0f} MB")
+        w(f"ratio:    import / floor = {ratio:.2f}x (target <= 2x); peak RSS target < 512 MB")
+        if not opts["keep"]:
+            import shutil
+
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+# Runs in a child process: "floor" parses and tokenizes the same texts; "import" runs the real import.
+_CHILD = r"""
+import json, os, resource, sys, time
+path, mode = sys.argv[1], sys.argv[2]
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextviewer.settings")
+import django
+django.setup()
+from pathlib import Path
+from contextviewer.core import tokens
+
+def rss():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+tokens.get_encoding()
+files = sorted(Path(path).parent.rglob("*.jsonl"))
+if mode == "floor":
+    enc = tokens.get_encoding()
+    t0 = time.perf_counter()
+    n = 0
+    def texts(obj):
+        if isinstance(obj, str):
+            yield obj
+        elif isinstance(obj, dict):
+            for k, v in obj.items():
+                if k in ("data", "signature"):
+                    continue
+                yield from texts(v)
+        elif isinstance(obj, list):
+            for v in obj:
+                yield from texts(v)
+    for f in files:
+        with open(f, "rb") as fh:
+            for line in fh:
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    continue
+                msg = obj.get("message") if isinstance(obj, dict) else None
+                if isinstance(msg, dict):
+                    for t in texts(msg.get("content")):
+                        n += len(enc.encode_ordinary(t))
+    print(json.dumps({"seconds": time.perf_counter() - t0, "tokens": n, "peak_rss_mb": rss()}))
+else:
+    from django.conf import settings
+    from django.core.management import call_command
+    call_command("migrate", verbosity=0)
+    from contextviewer.accounts.services import get_or_create_project
+    from contextviewer.conversations import ingest
+    from contextviewer.conversations.models import Fold, Message, ModelCall
+    project = get_or_create_project("Bench")
+    t0 = time.perf_counter()
+    ingest.import_path(project, path)
+    seconds = time.perf_counter() - t0
+    db = settings.DATABASES["default"]
+    print(json.dumps({
+        "seconds": seconds, "peak_rss_mb": rss(), "messages": Message.objects.count(),
+        "model_calls": ModelCall.objects.count(), "folds": Fold.objects.count(),
+        "database": db["ENGINE"].rsplit(".", 1)[-1] + " " + str(db["NAME"]),
+    }))
+"""
