@@ -218,3 +218,10 @@ def test_skip_to_seeks_or_reads():
     stream = Unseekable(b"0123456789")
     assert skip_to(stream, 4, chunk_size=3) == 4 and stream.read() == b"456789"
     assert skip_to(Unseekable(b"012"), 10) == 3
+
+
+def test_gzip_data_exactly_at_the_cap_is_fine():
+    for size, ok in ((999, True), (1000, True), (1001, False)):
+        stream, _ = open_stream(io.BytesIO(gzip.compress(b"a" * size)), max_decompressed_bytes=1000)
+        items = list(iter_lines(stream, max_line_bytes=5000, chunk_size=300))
+        assert (items[-1].line_no != 0) is ok

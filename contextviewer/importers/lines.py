@@ -1,0 +1,472 @@
+"""Byte-stream line reading with safety caps, shared by the JSONL importers.
+
+Pure (no Django). Reads big chunks and splits them with bytes methods, so the cost per line is a
+few C calls. Two caps protect the process:
+
+- ``max_line_bytes``: a line longer than this is never held in memory whole; it is skipped and
+  reported as a ``BadLine`` with its size.
+- ``max_decompressed_bytes`` (gzip input): decompression stops at the cap with a file-level
+  ``BadLine`` (line_no 0), so a gzip bomb cannot exhaust memory or disk.
+"""
+
+from __future__ import annotations
+
+import io
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, NamedTuple
+
+from contextviewer.core.records import BadLine
+
+GZIP_MAGIC = b"\x1f\x8b"
+DEFAULT_MAX_LINE_BYTES = 32 * 1024 * 1024
+DEFAULT_MAX_DECOMPRESSED_BYTES = 4 * 1024 * 1024 * 1024
+DEFAULT_CHUNK_SIZE = 1 << 20
+
+
+def human_size(n: int) -> str:
+    """'50.0 MB', '4.0 GB', '512 bytes' (binary units, one decimal)."""
+    if n < 1024:
+        return f"{n} bytes"
+    value = float(n)
+    for unit in ("KB", "MB", "GB", "TB"):
+        value /= 1024
+        if value < 1024 or unit == "TB":
+            return f"{value:.1f} {unit}"
+    return f"{n} bytes"  # pragma: no cover
+
+
+class StreamError(Exception):
+    """A file-level read problem (decompression cap, corrupt gzip). ``str()`` is a readable reason."""
+
+
+class Line(NamedTuple):
+    line_no: int  # 1-based
+    offset: int  # byte offset of the line start
+    data: bytes  # the line without its newline
+    end: int  # offset just after the line (after its newline when it has one)
+    newline: bool  # False only for a last line that ends the stream without a newline
+
+
+# -- streams ------------------------------------------------------------------------------------
+
+
+class PrefixedStream(io.RawIOBase):
+    """Puts already-read bytes back in front of a stream (for sniffing non-seekable input)."""
+
+    def __init__(self, prefix: bytes, stream: IO[bytes]):
+        self._prefix = prefix
+        self._stream = stream
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        if self._prefix:
+            if size is None or size < 0:
+                data, self._prefix = self._prefix + self._stream.read(), b""
+                return data
+            data, self._prefix = self._prefix[:size], self._prefix[size:]
+            return data
+        return self._stream.read(size)
+
+    def readinto(self, b) -> int:  # pragma: no cover - read() is what we use
+        data = self.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        try:
+            self._stream.close()
+        finally:
+            super().close()
+
+
+class GzipStream(io.RawIOBase):
+    """Streams gzip data through ``zlib.decompressobj`` with a cap on the decompressed total.
+
+    Handles concatenated gzip members. Past the cap, ``read`` raises ``StreamError``; the bytes
+    before the cap are returned first, so every complete line before the stop can still be read.
+    """
+
+    def __init__(self, raw: IO[bytes], *, max_decompressed_bytes: int, input_chunk: int = 1 << 16):
+        self._raw = raw
+        self._cap = max_decompressed_bytes
+        self._input_chunk = input_chunk
+        self._d = zlib.decompressobj(wbits=31)
+        self._pending = b""  # compressed input not yet fed (unconsumed_tail)
+        self._out = 0  # decompressed bytes returned so far
+        self._eof = False
+        self._member_started = False
+        self._error: StreamError | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    @property
+    def decompressed_bytes(self) -> int:
+        return self._out
+
+    def _cap_error(self) -> StreamError:
+        return StreamError(
+            f"gzip data expands beyond the {human_size(self._cap)} cap; import stopped (possible gzip bomb)"
+        )
+
+    def read(self, size: int = -1) -> bytes:
+        if self._error is not None:
+            raise self._error
+        if self._eof:
+            return b""
+        if size is None or size < 0:
+            size = 1 << 20
+        size = max(1, size)
+        pieces: list[bytes] = []
+        got = 0
+        while got < size:
+            room = self._cap - self._out - got  # may be 0: then one more byte means "over the cap"
+            if not self._pending:
+                self._pending = self._raw.read(self._input_chunk)
+                if not self._pending:
+                    if self._member_started:
+                        self._error = StreamError("the gzip data ends early (the file is truncated)")
+                    else:
+                        self._eof = True
+                    break
+            self._member_started = True
+            # One byte more than the room tells "over the cap" without inflating further.
+            want = min(size - got, room + 1)
+            try:
+                out = self._d.decompress(self._pending, want)
+            except zlib.error as exc:
+                self._error = StreamError(f"the gzip data is corrupt ({exc})")
+                break
+            self._pending = self._d.unconsumed_tail
+            if self._d.eof:
+                rest = (self._d.unused_data + self._pending).lstrip(b"\x00")
+                self._d = zlib.decompressobj(wbits=31)
+                self._member_started = False
+                # Another member may follow; anything else after the data is ignored.
+                self._pending = rest if rest[:2] == GZIP_MAGIC or rest == GZIP_MAGIC[:1] else b""
+                if rest and not self._pending:
+                    self._eof = True
+            if out:
+                if len(out) > room:
+                    pieces.append(out[:room])
+                    got += room
+                    self._error = self._cap_error()
+                    break
+                pieces.append(out)
+                got += len(out)
+            if self._eof:
+                break
+        self._out += got
+        if got == 0 and self._error is not None:
+            raise self._error
+        return b"".join(pieces)
+
+    def readinto(self, b) -> int:  # pragma: no cover
+        data = self.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        try:
+            self._raw.close()
+        finally:
+            super().close()
+
+
+def peek(stream: IO[bytes], size: int) -> tuple[bytes, IO[bytes]]:
+    """Read up to ``size`` bytes and return them with a stream that still starts at them."""
+    head = b""
+    while len(head) < size:
+        data = stream.read(size - len(head))
+        if not data:
+            break
+        head += data
+    if _seekable(stream):
+        try:
+            stream.seek(-len(head), io.SEEK_CUR)
+            return head, stream
+        except (OSError, ValueError):
+            pass
+    return head, PrefixedStream(head, stream)
+
+
+def open_stream(
+    path_or_fileobj: str | Path | IO[bytes],
+    *,
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+) -> tuple[IO[bytes], str | None]:
+    """Open a file (or wrap a binary file object) for line reading.
+
+    Returns ``(stream, compression)`` with compression ``"gzip"`` or ``None``. Gzip is detected by
+    its magic bytes (not the file name) and streamed; plain data passes through unchanged.
+    """
+    if isinstance(path_or_fileobj, (str, Path)):
+        raw: IO[bytes] = open(path_or_fileobj, "rb")  # noqa: SIM115 - the caller closes the stream
+    else:
+        raw = path_or_fileobj
+    head, raw = peek(raw, 2)
+    if head == GZIP_MAGIC:
+        return GzipStream(raw, max_decompressed_bytes=max_decompressed_bytes), "gzip"
+    return raw, None
+
+
+def skip_to(stream: IO[bytes], offset: int, *, chunk_size: int = DEFAULT_CHUNK_SIZE) -> int:
+    """Position a fresh stream at ``offset`` (seek when possible, else read and discard).
+
+    Returns the offset reached (smaller than ``offset`` when the stream is shorter).
+    """
+    if offset <= 0:
+        return 0
+    if _seekable(stream):
+        try:
+            stream.seek(offset)
+            return offset
+        except (OSError, ValueError):
+            pass
+    done = 0
+    while done < offset:
+        data = stream.read(min(chunk_size, offset - done))
+        if not data:
+            break
+        done += len(data)
+    return done
+
+
+def _seekable(stream) -> bool:
+    try:
+        return bool(stream.seekable())
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+# -- lines --------------------------------------------------------------------------------------
+
+
+class LineReader:
+    """Iterator of ``Line`` and ``BadLine`` objects; see ``iter_lines``.
+
+    ``consumed_offset``/``consumed_lines`` always describe the end of the last newline-terminated
+    line handed out (good or bad), which is where a later resume must start.
+    """
+
+    def __init__(
+        self,
+        stream,
+        *,
+        start_offset: int,
+        start_line: int,
+        max_line_bytes: int,
+        chunk_size: int,
+        hold_bytes: int | None = None,
+    ):
+        self.stream = stream
+        self.start_offset = start_offset
+        self.start_line = start_line
+        self.max_line_bytes = max(1, int(max_line_bytes))
+        self.chunk_size = max(1, int(chunk_size))
+        self.hold_bytes = hold_bytes
+        self.consumed_offset = start_offset
+        self.consumed_lines = start_line
+        self.bytes_read = start_offset  # offset just after the last byte read from the stream
+        self.error: str | None = None
+        self._gen = self._run()
+
+    def __iter__(self) -> Iterator[Line | BadLine]:
+        return self._gen
+
+    def __next__(self) -> Line | BadLine:
+        return next(self._gen)
+
+    def _too_long(self, line_no: int, offset: int, size: int) -> BadLine:
+        return BadLine(
+            line_no=line_no,
+            offset=offset,
+            reason=(
+                f"line {line_no} is {human_size(size)}, over the {human_size(self.max_line_bytes)} limit; skipped"
+            ),
+            size=size,
+        )
+
+    def _read(self) -> bytes | None:
+        """Next chunk, b"" at the end, None after a file-level error (recorded in self.error)."""
+        try:
+            data = self.stream.read(self.chunk_size)
+        except StreamError as exc:
+            self.error = str(exc)
+            return None
+        except (OSError, EOFError, zlib.error, ValueError) as exc:
+            self.error = f"the file could not be read ({exc.__class__.__name__}: {exc})"
+            return None
+        if data is None:  # non-blocking raw stream with nothing available: treat as the end
+            return b""
+        self.bytes_read += len(data)
+        return data
+
+    def _run(self) -> Iterator[Line | BadLine]:
+        cap = self.max_line_bytes
+        line_no = self.start_line
+        pos = self.start_offset  # offset of the start of the pending (partial) line
+        seekable = _seekable(self.stream)
+        origin = None
+        if seekable:
+            try:
+                origin = self.stream.tell() - self.start_offset
+            except (OSError, ValueError):
+                seekable = False
+        # Holding a partial line costs memory; past this size a seekable stream is scanned instead
+        # and the line re-read in one piece once its end (and so its size) is known.
+        hold = self.hold_bytes if self.hold_bytes is not None else max(4 * self.chunk_size, 1 << 22)
+        hold_limit = min(cap, max(1, hold)) if seekable else cap
+        parts: list[bytes] = []
+        plen = 0
+        scanning = False  # seekable: the pending line is not held, only measured
+        skipping = False  # over the cap: discard until the next newline
+        while True:
+            chunk = self._read()
+            if not chunk:
+                break
+            start = 0
+            if scanning or skipping:
+                idx = chunk.find(b"\n")
+                if idx < 0:
+                    plen += len(chunk)
+                    if scanning and plen > cap:
+                        scanning, skipping = False, True
+                    continue
+                size = plen + idx
+                line_no += 1
+                end = pos + size + 1
+                if skipping or size > cap:
+                    bad = self._too_long(line_no, pos, size)
+                    skipping = False
+                    scanning = False
+                    self.consumed_offset, self.consumed_lines = end, line_no
+                    yield bad
+                else:
+                    scanning = False
+                    data = self._reread(origin, pos, size)
+                    if data is None:
+                        break  # self.error is set: reported below
+                    self.consumed_offset, self.consumed_lines = end, line_no
+                    yield Line(line_no, pos, data, end, True)
+                pos = end
+                plen = 0
+                start = idx + 1
+            elif parts:
+                idx = chunk.find(b"\n")
+                if idx < 0:
+                    plen += len(chunk)
+                    if plen > hold_limit:
+                        parts = []
+                        if plen > cap:
+                            skipping = True
+                        else:
+                            scanning = True
+                    else:
+                        parts.append(chunk)
+                    continue
+                size = plen + idx
+                line_no += 1
+                end = pos + size + 1
+                if size > cap:
+                    parts = []
+                    bad = self._too_long(line_no, pos, size)
+                    self.consumed_offset, self.consumed_lines = end, line_no
+                    yield bad
+                else:
+                    parts.append(chunk[:idx])
+                    data = b"".join(parts)
+                    parts = []
+                    self.consumed_offset, self.consumed_lines = end, line_no
+                    yield Line(line_no, pos, data, end, True)
+                pos = end
+                plen = 0
+                start = idx + 1
+            # Fast path: whole lines inside this chunk.
+            last_nl = chunk.rfind(b"\n")
+            if last_nl >= start:
+                for data in chunk[start:last_nl].split(b"\n"):
+                    line_no += 1
+                    size = len(data)
+                    end = pos + size + 1
+                    if size > cap:
+                        self.consumed_offset, self.consumed_lines = end, line_no
+                        yield self._too_long(line_no, pos, size)
+                    else:
+                        self.consumed_offset, self.consumed_lines = end, line_no
+                        yield Line(line_no, pos, data, end, True)
+                    pos = end
+                start = last_nl + 1
+            if start < len(chunk):
+                tail = chunk[start:] if start else chunk
+                plen = len(tail)
+                if plen > hold_limit:
+                    if plen > cap:
+                        skipping = True
+                    else:
+                        scanning = True
+                else:
+                    parts.append(tail)
+        # End of the stream: the pending line has no newline. After a file-level error the pending
+        # bytes are cut by the error, not by the file, so they are not handed out as a line.
+        if self.error is None and (parts or scanning or skipping):
+            line_no += 1
+            if skipping or plen > cap:
+                yield self._too_long(line_no, pos, plen)
+            elif scanning:
+                data = self._reread(origin, pos, plen)
+                if data is not None:
+                    yield Line(line_no, pos, data, pos + plen, False)
+            else:
+                yield Line(line_no, pos, b"".join(parts), pos + plen, False)
+        if self.error is not None:
+            yield BadLine(line_no=0, offset=self.bytes_read, reason=self.error)
+
+    def _reread(self, origin: int | None, offset: int, size: int) -> bytes | None:
+        """Read ``size`` bytes at ``offset`` and put the stream back where it was."""
+        stream = self.stream
+        try:
+            here = stream.tell()
+            stream.seek(origin + offset)
+            data = stream.read(size)
+            stream.seek(here)
+        except (OSError, ValueError) as exc:
+            self.error = f"the file could not be re-read ({exc.__class__.__name__}: {exc})"
+            return None
+        if len(data) != size:
+            self.error = "the file changed while it was read"
+            return None
+        return data
+
+
+def iter_lines(
+    stream: IO[bytes],
+    *,
+    start_offset: int = 0,
+    start_line: int = 0,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    hold_bytes: int | None = None,
+) -> LineReader:
+    """Lines of a byte stream positioned at ``start_offset``.
+
+    Yields ``Line`` objects (numbered from ``start_line + 1``) and ``BadLine`` objects: a line over
+    ``max_line_bytes`` (never held whole in memory) and, last, a file-level read error with
+    ``line_no=0`` (decompression cap, corrupt or truncated gzip). Every complete line before such an
+    error is yielded first. The returned ``LineReader`` also tells how far complete lines reach.
+
+    On a seekable stream a partial line is buffered up to ``hold_bytes`` (default: 4 chunks, at
+    least 4 MB); a longer line is only measured, then re-read in one piece if it is within the cap.
+    """
+    return LineReader(
+        stream,
+        start_offset=start_offset,
+        start_line=start_line,
+        max_line_bytes=max_line_bytes,
+        chunk_size=chunk_size,
+        hold_bytes=hold_bytes,
+    )
