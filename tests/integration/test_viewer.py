@@ -207,7 +207,7 @@ def test_query_count_does_not_grow_with_length(logged_in, project):
     large = build_conversation(project, turns=600, fold_at=10**9, subagent_turn=None).conversation
     n_small, _ = _queries(logged_in, reverse("conversation", args=[small.id]))
     n_large, response = _queries(logged_in, reverse("conversation", args=[large.id]))
-    assert n_small == n_large
+    assert 0 < n_small == n_large
     html = response.content.decode()
     assert html.count('<details class="turn') == pages.TURN_PAGE
     assert 'hx-trigger="revealed"' in html
