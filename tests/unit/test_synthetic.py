@@ -147,17 +147,22 @@ def test_messages_target_and_switches(tmp_path: Path):
     assert not of(records, FoldRecord) and not of(records, AgentLink) and not of(records, BadLine)
 
 
-def test_streaming_and_fast(tmp_path: Path):
+def test_streaming(tmp_path: Path):
     tracemalloc.start()
     try:
-        started = time.perf_counter()
-        main = write_session(tmp_path / "big", target_bytes=12_000_000, seed=4)
-        elapsed = time.perf_counter() - started
+        main = write_session(tmp_path / "big", target_bytes=6_000_000, seed=4)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
+    assert main.stat().st_size >= 6_000_000
+    assert peak < 6_000_000  # nothing like the file is held in memory
+
+
+def test_fast(tmp_path: Path):
+    write_session(tmp_path / "warm", messages=20, seed=1)  # builds the shared corpus once
+    started = time.perf_counter()
+    main = write_session(tmp_path / "big", target_bytes=12_000_000, seed=4)
+    elapsed = time.perf_counter() - started
     size = main.stat().st_size
-    assert size >= 12_000_000
-    assert peak < 12_000_000  # nothing like the file is held in memory
-    # >50 MB/s on an idle machine without tracing; leave room for tracemalloc and a busy CI box.
-    assert size / elapsed > 8_000_000, f"{size / elapsed / 1e6:.1f} MB/s"
+    # >50 MB/s on an idle machine; the bound leaves room for a busy two-core CI box.
+    assert size / elapsed > 10_000_000, f"{size / elapsed / 1e6:.1f} MB/s"
