@@ -403,7 +403,7 @@ def curve_view(conv: Conversation, spec, folds: list[Fold]) -> CurveView | None:
     peak = max(r[1] + r[2] + r[3] for r in rows)
     peak = max(peak, max(r[4] for r in rows))
     ymax = max(window or 0, peak, 1)
-    width, height = 1000, 180
+    width, height = 1000, 250
     n = len(rows)
 
     def y(v: float) -> float:
@@ -529,6 +529,15 @@ class SegmentView:
     preserved_positions: list[int]
     open: bool = False
     turns: TurnWindow | None = None
+    fold_cost: float | None = None  # the summarizer's own call(s), USD at list price
+
+    @property
+    def fold_cost_tokens(self) -> tuple[int, int] | None:
+        cost = (self.fold.cost or {}) if self.fold else {}
+        if not cost:
+            return None
+        prompt = sum(int(cost.get(k) or 0) for k in ("input_uncached", "cache_write", "cache_read"))
+        return prompt, int(cost.get("output") or 0)
 
     @property
     def element_id(self) -> str:
@@ -600,9 +609,41 @@ def conversation_segments(conv: Conversation, folds: list[Fold], lo: int | None,
                 turn_count=(last - first + 1) if first is not None and last is not None else 0,
                 summary_position=s.summary_position,
                 preserved_positions=list(s.preserved_positions or ()),
+                fold_cost=_fold_cost(fold, conv.window) if fold and s.kind == "archived" else None,
             )
         )
     return out
+
+
+def _fold_cost(fold: Fold, window: int | None) -> float | None:
+    cost = fold.cost or {}
+    if not cost:
+        return None
+    return _cost(
+        [
+            {
+                "model": cost.get("model") or "",
+                "band": 0,
+                "input_uncached": cost.get("input_uncached"),
+                "cache_write": cost.get("cache_write"),
+                "cache_write_5m": None,
+                "cache_write_1h": None,
+                "cache_read": cost.get("cache_read"),
+                "output": cost.get("output"),
+            }
+        ],
+        window,
+    )
+
+
+def segment_folds(conv: Conversation) -> list[Fold]:
+    """Folds that put messages away behind a summary (microcompactions only clear tool output)."""
+    return list(
+        conv.folds.exclude(kind="microcompact")
+        .select_related("summary_message")
+        .order_by("position", "id")
+        .defer("summary_message__raw", "summary_message__blocks")
+    )
 
 
 def _summary_positions(folds: list[Fold]) -> dict[int, int]:
@@ -683,7 +724,7 @@ def _first_line(m: Message) -> str:
             continue
         kind = b.get("kind")
         if kind in {"text", "thinking"} and b.get("text"):
-            return rendering.first_line(b["text"])
+            return rendering.first_line(b["text"]).lstrip("#> ")
         if kind == "tool_call":
             return f"{b.get('tool_name') or 'tool'}: " + rendering.first_line(b.get("text") or "")
         if kind == "tool_result":
@@ -712,7 +753,7 @@ class ConversationPage:
 
 def conversation_page(conv: Conversation, focus_turn: int | None = None, show_all_archived: bool = False) -> ConversationPage:
     spec = model_spec(conv)
-    folds = list(conv.folds.select_related("summary_message").order_by("position", "id").defer("summary_message__raw", "summary_message__blocks"))
+    folds = segment_folds(conv)
     lo, hi = positions_bounds(conv)
     segs = conversation_segments(conv, folds, lo, hi)
     latest = ModelCall.objects.filter(conversation=conv).order_by("-position", "-id").first()
@@ -761,9 +802,8 @@ def conversation_page(conv: Conversation, focus_turn: int | None = None, show_al
 
 
 def segment_by_index(conv: Conversation, index: int) -> SegmentView | None:
-    folds = list(conv.folds.select_related("summary_message").order_by("position", "id").defer("summary_message__raw", "summary_message__blocks"))
     lo, hi = positions_bounds(conv)
-    segs = conversation_segments(conv, folds, lo, hi)
+    segs = conversation_segments(conv, segment_folds(conv), lo, hi)
     return segs[index] if 0 <= index < len(segs) else None
 
 

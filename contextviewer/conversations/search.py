@@ -25,6 +25,9 @@ MAX_INDEXED_CHARS = 100_000  # per message: enough to find it, cheap to index
 BATCH = 500
 
 _WORD = re.compile(r"\w[\w.\-/]*", re.UNICODE)
+# PostgreSQL's parser keeps paths and file names whole ("tests/test_x.py"); split them into words
+# on both sides, as FTS5's unicode61 tokenizer does, so "test_x" finds "tests/test_x.py".
+_SEPARATORS = re.compile(r"[/._\-:\\]+")
 
 
 def _is_sqlite() -> bool:
@@ -65,7 +68,7 @@ def index_messages(conversation_id: int, rows: Iterable[tuple[int, str]]) -> int
                     f"INSERT INTO {PG_TABLE} (message_id, conversation_id, document) "
                     f"VALUES (%s, %s, to_tsvector('{PG_CONFIG}', %s)) "
                     "ON CONFLICT (message_id) DO UPDATE SET document = EXCLUDED.document",
-                    [(mid, conversation_id, text) for mid, text in batch],
+                    [(mid, conversation_id, _SEPARATORS.sub(" ", text)) for mid, text in batch],
                 )
             count += len(batch)
     return count
@@ -123,9 +126,12 @@ def search(user, query: str, limit: int = 50, conversation_id: int | None = None
         params = [_fts5_query(words), user.pk]
         order = "ORDER BY f.rank LIMIT %s"
     else:
+        parts = [p for w in words for p in _SEPARATORS.sub(" ", w).split()]
+        if not parts:
+            return []
         tsquery = " & ".join(
-            "'" + w.replace("'", "''").replace("\\", "\\\\") + "'" + (":*" if i == len(words) - 1 else "")
-            for i, w in enumerate(words)
+            "'" + p.replace("'", "''").replace("\\", "\\\\") + "'" + (":*" if i == len(parts) - 1 else "")
+            for i, p in enumerate(parts)
         )
         sql = (
             f"SELECT m.id FROM {PG_TABLE} s JOIN {msg} m ON m.id = s.message_id "
