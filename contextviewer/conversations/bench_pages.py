@@ -34,6 +34,14 @@ def run(stdout: TextIO | None = None, sizes: tuple[int, ...] = (1000, 10000, 500
 
     out = stdout or sys.stdout
     old_name = connection.settings_dict["NAME"]
+    # A database of its own: never the data, nor the test database a test run may be using.
+    test_settings = connection.settings_dict.setdefault("TEST", {})
+    if connection.vendor == "sqlite":
+        from django.conf import settings
+
+        test_settings["NAME"] = str(settings.DATA_DIR / "bench_pages.sqlite3")
+    else:
+        test_settings["NAME"] = f"bench_pages_{old_name}"
     setup_test_environment()
     connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
     results = []

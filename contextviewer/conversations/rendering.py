@@ -21,9 +21,9 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 # Blocks longer than this show a head and a tail; the rest is loaded on request.
-BLOCK_LIMIT = 4000
-HEAD_CHARS = 3000
-TAIL_CHARS = 800
+BLOCK_LIMIT = 3000
+HEAD_CHARS = 2000
+TAIL_CHARS = 600
 # Markdown is rendered for text up to this size; above it the text is shown verbatim.
 MARKDOWN_LIMIT = 200_000
 
