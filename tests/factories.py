@@ -132,7 +132,7 @@ def build_conversation(
         turn += 1
         if context >= fold_at:
             k = len(fold_specs) + 1
-            boundary = add("system", "system", [{"kind": "other", "text": "Conversation compacted", "raw_type": "compact_boundary"}], turn, subtype="compact_boundary")
+            boundary = add("system", "system", [{"kind": "other", "text": "Conversation compacted", "raw_type": "compact_boundary"}], turn - 1, subtype="compact_boundary")
             summary_text = texts.summary(k)
             summary = add("user", "user", [{"kind": "text", "text": summary_text}], turn, is_compact_summary=True, tokens={"summary": 2_000})
             fold_specs.append({"boundary": boundary, "summary": summary, "before": context, "text": summary_text})
@@ -192,14 +192,14 @@ def build_conversation(
             Fold(
                 conversation=conv,
                 key=f"boundary-{i}",
-                position=spec["boundary"].position - 1,  # the boundary line opens the loaded segment
+                position=spec["boundary"].position,  # as the ingest service: the boundary closes the archived segment
                 boundary=spec["boundary"],
                 summary_message=spec["summary"],
                 summary_text=spec["text"],
                 trigger="auto",
                 tokens_before=spec["before"],
                 tokens_after=22_000,
-                cost={"input_tokens": spec["before"], "output_tokens": 1_800},
+                cost={"calls": 1, "input_uncached": 10, "cache_write": 0, "cache_read": spec["before"], "output": 1_800, "model": model},
                 timestamp=spec["summary"].timestamp,
             )
             for i, spec in enumerate(fold_specs)
