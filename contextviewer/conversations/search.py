@@ -134,7 +134,7 @@ def search(user, query: str, limit: int = 50, conversation_id: int | None = None
             for i, p in enumerate(parts)
         )
         sql = (
-            f"SELECT m.id FROM {PG_TABLE} s JOIN {msg} m ON m.id = s.message_id "
+            f"SELECT m.id FROM {PG_TABLE} s JOIN {msg} m ON m.id = s.message_id AND m.conversation_id = s.conversation_id "
             f"JOIN {conv} c ON c.id = m.conversation_id "
             f"WHERE s.document @@ to_tsquery('{PG_CONFIG}', %s) AND c.project_id IN "
             f"(SELECT project_id FROM {membership} WHERE user_id = %s) "
