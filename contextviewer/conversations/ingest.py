@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,7 @@ from contextviewer.core.turns import starts_turn
 from contextviewer.importers import claude_code, detect
 from contextviewer.importers.lines import open_stream
 
+from . import search
 from .models import Conversation, ConversationKind, Fold, Message, ModelCall, Source, SourceStatus
 
 IMPORTER_VERSION = "cc-1"
@@ -289,6 +291,21 @@ def import_file(
 # ---------------------------------------------------------------------------------------------
 # The writer: records -> rows
 
+# JSON escapes that decode to text no database column can hold: NUL and lone surrogates. The raw
+# line keeps them as written; the decoded copies get U+FFFD instead.
+_MAY_HOLD_UNSTORABLE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _storable(value):
+    if isinstance(value, str):
+        return _UNSTORABLE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_storable(v) for v in value]
+    if isinstance(value, dict):
+        return {_storable(k): _storable(v) for k, v in value.items()}
+    return value
+
 
 def _column_adapter(field):
     """How one Message field goes into a raw INSERT (the ORM's per-value preparation is the
@@ -475,6 +492,8 @@ class _Writer:
         if record.uuid is not None and record.uuid in state.uuid_positions:
             return  # already stored (re-read after a rewrite, or a duplicated row)
         blocks = [b.as_dict() for b in record.blocks]
+        if _MAY_HOLD_UNSTORABLE.search(record.raw):
+            blocks, record.flags = _storable(blocks), _storable(record.flags)
         categories = token_core.count_message(
             record.role, blocks, is_compact_summary=record.is_compact_summary, record_type=record.record_type
         )
@@ -526,9 +545,16 @@ class _Writer:
             self._flush(state)
 
     def _flush(self, state: _ConversationState) -> None:
-        if state.pending:
-            insert_messages(state.pending)
-            state.pending = []
+        if not state.pending:
+            return
+        insert_messages(state.pending)
+        # Full-text search: index the new rows (positions of one batch are contiguous).
+        texts = {m["position"]: search.text_of_blocks(m["blocks"]) for m in state.pending}
+        ids = Message.objects.filter(
+            conversation_id=state.conversation.pk, position__gte=min(texts), position__lte=max(texts)
+        ).values_list("pk", "position")
+        search.index_messages(state.conversation.pk, ((pk, texts[pos]) for pk, pos in ids if pos in texts))
+        state.pending = []
 
     def _flush_all(self) -> None:
         for state in [self.main, *self.children.values()]:
@@ -623,7 +649,7 @@ class _Writer:
                     "position": boundary_position,  # the boundary marker closes the archived segment
                     "boundary_id": ids.get(boundary_position),
                     "summary_message_id": ids.get(summary_position) if summary_position is not None else None,
-                    "summary_text": fold.summary_text,
+                    "summary_text": _storable(fold.summary_text),
                     "kind": fold.kind,
                     "trigger": (fold.trigger or "")[:40],
                     "tokens_before": fold.tokens_before,

@@ -132,3 +132,23 @@ def test_a_killed_worker_leaves_the_previous_state_and_the_job_completes_when_ru
     assert done.attempts == 2
     assert _message_count(project) == 6010 * 5
     assert Conversation.objects.get().model_call_count == 6010 * 2
+
+
+@pytest.mark.django_db
+def test_nul_and_lone_surrogates_are_stored_and_the_raw_line_is_kept(project, user, tmp_path):
+    builder = SessionBuilder()
+    hostile = builder.user("before\x00after \ud800 lone")  # JSON escapes \u0000 and \ud800
+    assert "\\u0000" in hostile and "\\ud800" in hostile
+    lines = [builder.user("hello searchable words"), hostile]
+    path = tmp_path / "s.jsonl"
+    write_lines(path, lines)
+    report = ingest.import_file(project, path)
+    assert report.added_messages == 2 and not report.errors
+    stored = Message.objects.get(position=1)
+    assert stored.raw == hostile
+    assert stored.blocks[0]["text"] == "before\ufffdafter \ufffd lone"
+    # Imported messages are found by full-text search.
+    from contextviewer.conversations import search
+
+    hits = search.search(user, "searchable")
+    assert [h.conversation_id for h in hits] == [stored.conversation_id]
