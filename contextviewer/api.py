@@ -1,8 +1,23 @@
-"""The JSON API (django-ninja): every operation authenticates and checks project membership."""
+"""The JSON API (django-ninja): every operation authenticates and checks project membership.
+
+Each app registers its operations in its own `api` module (imported below when it exists)."""
+
+from importlib import import_module
+from importlib.util import find_spec
 
 from ninja import NinjaAPI
 from ninja.security import django_auth
 
 api = NinjaAPI(title="contextviewer", version="1", auth=django_auth)
 
-from contextviewer.conversations import api as conversations_api  # noqa: E402,F401  (registers routes)
+API_MODULES = (
+    "contextviewer.conversations.api",
+    "contextviewer.conversations.build_api",
+    "contextviewer.conversations.handoff_api",
+    "contextviewer.providers.api",
+    "contextviewer.accounts.api",
+    "contextviewer.review.api",
+)
+for _name in API_MODULES:
+    if find_spec(_name) is not None:
+        import_module(_name)

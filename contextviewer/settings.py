@@ -64,6 +64,8 @@ INSTALLED_APPS = [
     "django_celery_results",
     "contextviewer.accounts",
     "contextviewer.conversations",
+    "contextviewer.providers",
+    "contextviewer.review",
 ]
 
 MIDDLEWARE = [

@@ -1,3 +1,5 @@
+from importlib.util import find_spec
+
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
@@ -10,5 +12,14 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", api.urls),
     path("", include("contextviewer.conversations.job_urls")),
-    path("", include("contextviewer.conversations.urls")),
 ]
+# Each app's pages (included when the app has a urls module).
+for _name in (
+    "contextviewer.conversations.curation_urls",
+    "contextviewer.providers.urls",
+    "contextviewer.accounts.urls",
+    "contextviewer.review.urls",
+):
+    if find_spec(_name) is not None:
+        urlpatterns.append(path("", include(_name)))
+urlpatterns.append(path("", include("contextviewer.conversations.urls")))

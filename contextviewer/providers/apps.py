@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ProvidersConfig(AppConfig):
+    name = "contextviewer.providers"
+    label = "providers"
