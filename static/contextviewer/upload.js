@@ -53,9 +53,15 @@
         window.location.assign(xhr.responseURL);
         return;
       }
-      var doc = new DOMParser().parseFromString(xhr.responseText, "text/html");
-      var err = doc.getElementById("upload-error");
-      status.textContent = err ? err.textContent : "The upload failed (HTTP " + xhr.status + ").";
+      var type = xhr.getResponseHeader("Content-Type") || "";
+      var message = "The upload failed (HTTP " + xhr.status + ").";
+      if (type.indexOf("text/plain") === 0 && xhr.responseText) {
+        message = xhr.responseText;
+      } else if (type.indexOf("text/html") === 0) {
+        var err = new DOMParser().parseFromString(xhr.responseText, "text/html").getElementById("upload-error");
+        if (err) message = err.textContent;
+      }
+      status.textContent = message;
       status.className = "error";
     });
     xhr.addEventListener("error", function () {
