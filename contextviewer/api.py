@@ -8,7 +8,12 @@ from importlib.util import find_spec
 from ninja import NinjaAPI
 from ninja.security import django_auth
 
-api = NinjaAPI(title="contextviewer", version="1", auth=django_auth)
+from contextviewer.accounts.auth import allowed_projects, token_auth  # noqa: F401
+
+# A bearer token first: session auth answers 403 on a failed CSRF check without trying the next
+# method, and a token client sends no CSRF cookie. A token sees only its own project: every
+# operation picks its projects with allowed_projects(request, permission).
+api = NinjaAPI(title="contextviewer", version="1", auth=[token_auth, django_auth])
 
 API_MODULES = (
     "contextviewer.conversations.api",

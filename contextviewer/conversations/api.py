@@ -9,6 +9,7 @@ from ninja import File, Form, Router, Schema
 from ninja.files import UploadedFile
 from ninja.responses import Status
 
+from contextviewer.accounts.auth import allowed_projects
 from contextviewer.api import api
 
 from . import jobs, services
@@ -58,10 +59,10 @@ def create_import(
     idempotency_key: str | None = Form(None),
 ):
     """Upload one or more session files (multipart field `files`); answered with the job to poll."""
-    memberships = [m for m in request.user.memberships.select_related("project") if m.can("import")]
+    projects = list(allowed_projects(request, "import").order_by("name"))
     if project:
-        memberships = [m for m in memberships if m.project.slug == project]
-    if not memberships:
+        projects = [p for p in projects if p.slug == project]
+    if not projects:
         return Status(403, {"detail": "You may not import into this project." if project else "You have no project to import into."})
     if not files:
         return Status(400, {"detail": "Send one or more files in the multipart field 'files'."})
@@ -71,19 +72,21 @@ def create_import(
     except services.UploadTooLarge as exc:
         return Status(413, {"detail": str(exc)})
     key = f"import:{request.user.pk}:{idempotency_key}" if idempotency_key else None
-    job, _ = services.start_import(memberships[0].project, uploads=stored, user=request.user, idempotency_key=key)
+    job, _ = services.start_import(projects[0], uploads=stored, user=request.user, idempotency_key=key)
     return Status(202, job_out(request, job))
 
 
 @router.get("/jobs/{job_id}", response={200: JobOut, 404: ErrorOut})
 def get_job(request, job_id: int):
-    job = get_object_or_404(Job.objects.for_user(request.user), pk=job_id)
+    job = get_object_or_404(Job.objects.filter(project__in=allowed_projects(request)), pk=job_id)
     return Status(200, job_out(request, job))
 
 
-@router.post("/jobs/{job_id}/cancel", response={200: JobOut, 404: ErrorOut, 409: ErrorOut})
+@router.post("/jobs/{job_id}/cancel", response={200: JobOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut})
 def cancel_job(request, job_id: int):
-    job = get_object_or_404(Job.objects.for_user(request.user), pk=job_id)
+    job = get_object_or_404(Job.objects.filter(project__in=allowed_projects(request)), pk=job_id)
+    if not allowed_projects(request, "import").filter(pk=job.project_id).exists():
+        return Status(403, {"detail": "Your role in this project may not cancel jobs."})
     if not jobs.cancel(job):
         return Status(409, {"detail": "This job has already ended."})
     job.refresh_from_db()

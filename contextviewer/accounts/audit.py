@@ -1,0 +1,38 @@
+"""The audit log: who did what to which project, for security-relevant actions.
+
+Call `record(request_or_user, project, action, target, **details)` from any app, e.g.
+`audit.record(request, project, "provider.settings_changed", "openai", base_url=url)`.
+Actions are dotted names: member.invited, member.role_changed, member.removed, token.created,
+token.revoked, provider.settings_changed, conversation.deleted, export.created, ...
+Never put secrets in details."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .models import AuditEvent, Project
+
+
+def _actor_and_ip(request_or_user) -> tuple[Any, str | None]:
+    if request_or_user is None:
+        return None, None
+    if hasattr(request_or_user, "META"):  # a request
+        ip = request_or_user.META.get("REMOTE_ADDR") or None
+        return getattr(request_or_user, "user", None), ip
+    return request_or_user, None
+
+
+def record(request_or_user, project: Project | None, action: str, target: str = "", **details: Any) -> AuditEvent:
+    actor, ip = _actor_and_ip(request_or_user)
+    if actor is not None and not getattr(actor, "is_authenticated", False):
+        actor = None
+    return AuditEvent.objects.create(
+        project=project,
+        project_name=project.name if project is not None else "",
+        actor=actor,
+        actor_name=actor.get_username() if actor is not None else "",
+        action=action[:60],
+        target=str(target)[:300],
+        details={k: v if isinstance(v, (str, int, float, bool, type(None), list, dict)) else str(v) for k, v in details.items()},
+        ip=ip,
+    )
