@@ -23,6 +23,7 @@ from django.db import IntegrityError, connection, models, transaction
 from django.db.models import Max, Sum
 
 from contextviewer.accounts.models import Project
+from contextviewer.core import registry
 from contextviewer.core import tokens as token_core
 from contextviewer.core.curve import estimated_contexts
 from contextviewer.core.records import (
@@ -733,9 +734,13 @@ def _refresh_figures(conversation: Conversation) -> None:
     conversation.model_call_count = len(calls)
     conversation.fold_count = conversation.folds.count()
     conversation.peak_context = max((c.context_size for c in calls), default=0)
+    if conversation.window is None and conversation.model_names:
+        conversation.window = registry.harness_window(
+            conversation.agent, conversation.model_names[-1], conversation.peak_context
+        )
     conversation.spend_tokens = sum(v or 0 for v in agg.values())
     conversation.save(
-        update_fields=["message_count", "model_call_count", "fold_count", "peak_context", "spend_tokens"]
+        update_fields=["message_count", "model_call_count", "fold_count", "peak_context", "spend_tokens", "window"]
     )
 
 

@@ -180,5 +180,10 @@ def test_compaction_matches_the_log(project, path):
     first_loaded = main.messages.get(position=loaded.start)
     assert first_loaded.is_compact_summary
     assert folds[-1].summary_message_id == first_loaded.pk
+    # An auto-compaction below 200k means Claude Code ran the 200k window, whatever the API offers.
+    if folds[-1].trigger == "auto" and main.peak_context < 200_000 and main.model_names:
+        assert main.window in (None, 200_000)
+        if "opus-4-6" in main.model_names[-1]:
+            assert main.window == 200_000
     summary_text = "".join(b.get("text", "") for b in first_loaded.blocks)
     assert summary_text and folds[-1].summary_text == summary_text

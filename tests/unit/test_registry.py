@@ -141,3 +141,14 @@ def test_openai_cached_input_is_the_cache_read_price():
 )
 def test_split_cache_write(args, expected):
     assert split_cache_write(*args) == expected
+
+
+def test_claude_code_runs_anthropic_models_in_200k_unless_the_log_shows_more():
+    from contextviewer.core.registry import harness_window
+
+    assert lookup("claude-opus-4-6").window == 1_000_000  # the API's window
+    assert harness_window("claude-code", "claude-opus-4-6", 170_251) == 200_000
+    assert harness_window("claude-code", "claude-opus-4-6", 450_000) is None  # it ran with 1M
+    assert harness_window("claude-code", "claude-opus-4-6[1m]", 100_000) is None
+    assert harness_window("claude-code", "claude-haiku-4-5", 100_000) is None  # 200k already
+    assert harness_window("codex", "gpt-5", 100_000) is None
