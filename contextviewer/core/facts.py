@@ -1,0 +1,458 @@
+"""Fact probes: did a fold's summary keep the salient facts of the segment it put away?
+
+Pure: messages come in as plain dicts ({"position", "turn", "role", "blocks", "is_meta"}), the
+summary as text. Facts are extracted from what the summarizer could read (user and assistant text,
+tool calls and tool results; not thinking), each linked to the message and turn it first appeared
+in. A fact counts as kept only when the summary states the whole fact (exact, or after a
+normalization that keeps its meaning), never when it merely shares a word with it.
+
+Kinds (in report order): decision, constraint, path, command, identifier, error, number, url.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+
+KINDS = ("decision", "constraint", "path", "command", "identifier", "error", "number", "url")
+
+# The public measurement over 43 Claude Code compactions (vshulcz/deja-vu issue 543).
+BASELINE = {"decision": 0.77, "path": 0.098, "command": 0.002, "number": 0.019}
+
+MAX_TEXT = 20_000  # characters of one block read for facts (tool results can be huge)
+MAX_FACTS_PER_KIND = 300
+
+
+@dataclass(slots=True)
+class Fact:
+    kind: str
+    text: str  # as it first appeared
+    key: str  # the normalized form facts are deduplicated and matched by
+    position: int
+    turn: int
+    occurrences: int = 1
+    terms: list[str] = field(default_factory=list)  # decisions, constraints: what the summary must state
+    kept: bool = False
+    how: str = ""  # "exact" | "normalized" | "" (lost)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class FactReport:
+    facts: list[Fact] = field(default_factory=list)
+    folded_tokens: int = 0
+    summary_tokens: int = 0
+
+    def _of(self, kind: str) -> list[Fact]:
+        return [f for f in self.facts if f.kind == kind]
+
+    def per_kind(self) -> dict[str, dict]:
+        out = {}
+        for kind in KINDS:
+            facts = self._of(kind)
+            kept = sum(f.kept for f in facts)
+            out[kind] = {"total": len(facts), "kept": kept, "retention": (kept / len(facts)) if facts else None}
+        return out
+
+    @property
+    def retention(self) -> float | None:
+        if not self.facts:
+            return None
+        return sum(f.kept for f in self.facts) / len(self.facts)
+
+    @property
+    def compression_ratio(self) -> float | None:
+        if not self.summary_tokens:
+            return None
+        return self.folded_tokens / self.summary_tokens
+
+    @property
+    def lost(self) -> list[Fact]:
+        return [f for f in self.facts if not f.kept]
+
+    def as_dict(self) -> dict:
+        return {
+            "retention": self.retention,
+            "per_kind": self.per_kind(),
+            "compression_ratio": self.compression_ratio,
+            "folded_tokens": self.folded_tokens,
+            "summary_tokens": self.summary_tokens,
+            "facts": [f.as_dict() for f in self.facts],
+        }
+
+
+# --- extraction -------------------------------------------------------------------------------
+
+_EXT = r"[A-Za-z][A-Za-z0-9]{0,7}"
+# A path: absolute or relative with a slash, or a bare file name with an extension.
+PATH_RE = re.compile(
+    r"(?<![\w/.:@-])"
+    r"((?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]*[\w@+-]"  # a/b/c, /a/b, ./a, ~/a
+    r"|[\w@+-][\w.@+-]*\.(?:" + _EXT + r"))"  # name.ext
+    r"(?![\w/]|\.\w)"
+)
+URL_RE = re.compile(r"\bhttps?://[^\s<>\"'`)\]]+", re.I)
+_NOT_FILE_EXT = {"e", "g", "i", "x", "eg", "ie", "etc", "vs", "mr", "dr", "st", "co", "no"}
+_NUMBER_UNITS = {
+    "ms": "ms", "millisecond": "ms", "milliseconds": "ms",
+    "s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
+    "m": "min", "min": "min", "mins": "min", "minute": "min", "minutes": "min",
+    "h": "h", "hr": "h", "hrs": "h", "hour": "h", "hours": "h",
+    "day": "day", "days": "day",
+    "b": "B", "byte": "B", "bytes": "B", "kb": "KB", "kib": "KB", "mb": "MB", "mib": "MB", "gb": "GB", "gib": "GB", "tb": "TB",
+    "k": "k", "%": "%", "percent": "%",
+    "token": "tokens", "tokens": "tokens", "line": "lines", "lines": "lines", "file": "files", "files": "files",
+    "test": "tests", "tests": "tests", "passed": "passed", "failed": "failed", "errors": "errors", "error": "errors",
+    "row": "rows", "rows": "rows", "item": "items", "items": "items", "char": "chars", "chars": "chars",
+    "characters": "chars", "px": "px", "rps": "rps", "qps": "qps", "x": "x", "times": "x", "usd": "USD", "$": "USD",
+    "commits": "commits", "commit": "commits", "requests": "requests", "users": "users", "records": "records",
+    "words": "words", "pages": "pages", "kbps": "kbps", "mbps": "mbps", "ghz": "GHz", "mhz": "MHz",
+}
+_UNIT_ALT = "|".join(sorted((re.escape(u) for u in _NUMBER_UNITS if u not in {"$"}), key=len, reverse=True))
+NUMBER_RE = re.compile(r"(?<![\w.])(\$)?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?(" + _UNIT_ALT + r")(?![\w])", re.I)
+IDENT_CALL_RE = re.compile(r"(?<![\w.])([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)\(\)?")
+IDENT_RE = re.compile(
+    r"(?<![\w/.-])("
+    r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+"  # snake_case
+    r"|_[a-z][a-z0-9_]+"  # _private
+    r"|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+"  # CamelCase
+    r"|[a-z]+[A-Z][A-Za-z0-9]+"  # camelCase
+    r"|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"  # CONSTANT_CASE
+    r")(?![\w/-]|\.\w)"
+)
+BACKTICK_RE = re.compile(r"`([^`\n]{2,80})`")
+ERROR_RE = re.compile(
+    r"(?:\b[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b(?::.*)?"
+    r"|.*\b(?:command not found|No such file or directory|Permission denied|not found|failed|FAILED|fatal:|error:|ERROR|panic:|Traceback|Segmentation fault|undefined|cannot|Cannot|could not|Could not|refused)\b.*)"
+)
+_SHELL_PREFIX_RE = re.compile(r"^(?:/(?:usr/)?bin/)?(?:ba|z)?sh: (?:line \d+: )?")
+SENTENCE_RE = re.compile(r"[^.!?\n]+(?:[.!?]+(?=\s|$)|(?=\n)|$)")
+CONSTRAINT_RE = re.compile(
+    r"\b(?:never|always|don't|do not|dont|must not|mustn't|must|should not|shouldn't|avoid|only use|"
+    r"make sure|prefer|instead of|rather than|no more|stop using|keep)\b|\buse \S+ (?:not|instead)\b",
+    re.I,
+)
+DECISION_RE = re.compile(
+    r"\b(?:i(?:'ll| will) (?:use|go with|switch|keep|implement|add|create|replace|change|fix|remove|move|rename|try)"
+    r"|let me (?:use|switch|try|fix|replace|change|go with|implement|rewrite|refactor)"
+    r"|we(?:'ll| will| should) (?:use|go with|switch|keep|implement|replace)"
+    r"|decided|decision|going with|chose|choose|switched to|switching to|instead of|rather than|opted|settled on"
+    r"|the (?:fix|approach|plan|solution) (?:is|was|will be))\b",
+    re.I,
+)
+_STOP = set(
+    """a an the and or but if then so to of in on at by for with from into onto as is are was were be been being
+    it its this that these those i we you he she they me us my our your their them there here what which who whom
+    do does did done doing have has had having will would shall should can could may might must not no yes
+    let lets let's ll ve re just also very really now then than too more most some any all each every both
+    about above after again against before below between during over under up down out off through while
+    because until when where why how only own same such nothing other few further once
+    use using used try trying going go instead rather make sure keep always never don't dont do decided
+    i'll we'll it's that's okay ok please
+    implement implementing create update fix replace change changes add remove check run read write look see need
+    first next following pieces piece solution approach order call thing things work now start file files""".split()
+)
+
+
+def _norm_space(s: str) -> str:
+    return re.sub(r"\s+", " ", s).strip()
+
+
+def _norm(s: str) -> str:
+    """Lowercase, quotes and markdown emphasis dropped, whitespace collapsed."""
+    s = s.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"').replace("\u201d", '"')
+    s = re.sub(r"[`*_\"]", " ", s.lower())
+    return _norm_space(s)
+
+
+def _block_texts(message: Mapping) -> Iterable[tuple[str, str]]:
+    """(source, text) pairs of a message that a summarizer reads: 'user', 'assistant', 'call', 'result'."""
+    role = message.get("role", "")
+    if message.get("is_meta"):
+        return
+    for block in message.get("blocks") or ():
+        kind = block.get("kind")
+        text = block.get("text") or ""
+        if kind == "text" and role == "user":
+            yield "user", text[:MAX_TEXT]
+        elif kind == "text" and role == "assistant":
+            yield "assistant", text[:MAX_TEXT]
+        elif kind == "tool_call":
+            yield "call", text[:MAX_TEXT]
+            tool_input = block.get("tool_input")
+            if isinstance(tool_input, Mapping):
+                yield "input", tool_input  # type: ignore[misc]
+        elif kind == "tool_result":
+            yield ("error" if str(block.get("is_error", "")).lower() in {"true", "1"} else "result"), text[:MAX_TEXT]
+
+
+FILE_EXTS = set(
+    """py pyi pyx js mjs cjs ts tsx jsx md mdx rst txt json jsonl yaml yml toml ini cfg conf env lock ex exs heex eex
+    erl hrl rb go rs java kt kts scala c h cc cpp hpp cs fs sh bash zsh fish ps1 bat html htm css scss sass less sql
+    xml csv tsv log ipynb vue svelte php swift m mm dart lua pl r jl zig proto tf tfvars hcl gradle mk cmake nix
+    dockerfile pdf png jpg jpeg gif svg webp ico mp4 wav zip gz tgz tar whl so dylib dll exe wasm db sqlite sqlite3
+    pem crt key pub service plist patch diff out err bak tmp ml mli hs elm clj cljs edn graphql gql prisma sol""".split()
+)
+
+
+def _clean_path(raw: str) -> str | None:
+    p = raw.rstrip(".,:;")
+    if len(p) < 3 or len(p) > 300 or p.count("/") > 25:
+        return None
+    last = p.rstrip("/").rsplit("/", 1)[-1]
+    stem, dot, ext = last.rpartition(".")
+    has_ext = bool(dot and stem and ext.lower() in FILE_EXTS) or last.lower() in {"makefile", "dockerfile", "readme"}
+    if "/" not in p:
+        return p if has_ext and re.search(r"[A-Za-z]", stem) else None
+    if re.fullmatch(r"[\d/.]+", p) or re.search(r"/\d+$", p):  # dates, fractions, name/arity
+        return None
+    anchored = p.startswith(("/", "~/", "./", "../"))
+    if has_ext or (anchored and p.count("/") >= 2) or (not anchored and p.count("/") >= 2 and p == p.lower()):
+        return p
+    return None
+
+
+def _command_of(text: str) -> str | None:
+    cmd = _norm_space(text)
+    if not cmd or len(cmd) > 300:
+        return None
+    return cmd
+
+
+def _error_lines(text: str) -> Iterable[str]:
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.lower().startswith("exit code") or len(line) < 8:
+            continue
+        line = _SHELL_PREFIX_RE.sub("", line)
+        line = re.sub(r"^\s*(?:\d+→|\d+:\s)", "", line)
+        if ERROR_RE.search(line):
+            yield line[:200]
+
+
+def _key_terms(sentence: str) -> list[str]:
+    words = re.findall(r"[A-Za-z0-9_./:-]+", sentence.lower())
+    return [w.strip(".:-") for w in words if len(w.strip(".:-")) >= 3 and w.strip(".:-") not in _STOP]
+
+
+def extract(messages: Sequence[Mapping]) -> list[Fact]:
+    """The salient facts of a segment, each once (first appearance), in order of appearance."""
+    facts: dict[tuple[str, str], Fact] = {}
+    counts: dict[str, int] = {}
+
+    def add(kind: str, text: str, key: str, message: Mapping, terms: list[str] | None = None) -> None:
+        if not key:
+            return
+        existing = facts.get((kind, key))
+        if existing is not None:
+            existing.occurrences += 1
+            return
+        if counts.get(kind, 0) >= MAX_FACTS_PER_KIND:
+            return
+        counts[kind] = counts.get(kind, 0) + 1
+        facts[(kind, key)] = Fact(
+            kind, text, key, int(message.get("position", 0)), int(message.get("turn", 0)), terms=terms or []
+        )
+
+    for message in messages:
+        for source, text in _block_texts(message):
+            if source == "input":
+                # Structured tool input: commands and paths by their field names.
+                for name, value in text.items():  # type: ignore[attr-defined]
+                    if not isinstance(value, str):
+                        continue
+                    if name in {"command", "cmd"}:
+                        cmd = _command_of(value)
+                        if cmd:
+                            add("command", cmd, cmd, message)
+                    elif name in {"file_path", "path", "notebook_path", "filename"}:
+                        p = _clean_path(value)
+                        if p:
+                            add("path", p, p, message)
+                    elif name in {"url"}:
+                        add("url", value, _norm_url(value), message)
+                continue
+            if source == "call":
+                continue  # read through "input" (the JSON text would repeat it)
+            for m in URL_RE.finditer(text):
+                url = m.group(0).rstrip(".,;:")
+                add("url", url, _norm_url(url), message)
+            without_urls = URL_RE.sub(" ", text)
+            if source in {"error", "result"}:
+                without_urls = "\n".join(_SHELL_PREFIX_RE.sub("", line) for line in without_urls.splitlines())
+            for m in PATH_RE.finditer(without_urls):
+                p = _clean_path(m.group(1))
+                if p:
+                    add("path", p, p, message)
+            if source in {"user", "assistant"}:  # tool output is full of counts nobody reads
+                for m in NUMBER_RE.finditer(without_urls):
+                    add("number", m.group(0), _number_key(m), message)
+            if source in {"error", "result"}:
+                if source == "error" or len(text) < 4000:
+                    for line in _error_lines(text) if source == "error" else ():
+                        add("error", line, _norm(line), message)
+                if source == "result":
+                    for line in _error_lines(text):
+                        if re.search(r"(Error|Exception)\b", line):
+                            add("error", line, _norm(line), message)
+                continue
+            # Prose (user and assistant text): identifiers, commands in code spans, sentences.
+            for m in BACKTICK_RE.finditer(text):
+                span = m.group(1).strip()
+                if re.fullmatch(r"[A-Za-z_][\w.]*(?:\(\))?", span) and not PATH_RE.fullmatch(span):
+                    name = span.removesuffix("()")
+                    # A code span names an identifier when it is shaped like one (not a bare word).
+                    if len(name) >= 3 and (IDENT_RE.fullmatch(name) or "." in name or span.endswith("()")):
+                        add("identifier", name, name, message)
+            for m in IDENT_CALL_RE.finditer(without_urls):
+                name = m.group(1)
+                if len(name) >= 3 and (("_" in name) or any(c.isupper() for c in name[1:]) or "." in name):
+                    add("identifier", name, name, message)
+            for m in IDENT_RE.finditer(without_urls):
+                if not m.group(1)[0].isupper() or "_" in m.group(1):  # CamelCase prose is often a brand name
+                    add("identifier", m.group(1), m.group(1), message)
+            for sentence in SENTENCE_RE.findall(text):
+                s = _norm_space(sentence)
+                if len(s) < 12 or len(s) > 400:
+                    continue
+                if source == "user" and (m := CONSTRAINT_RE.search(s)):
+                    terms = _key_terms(s)
+                    if terms:
+                        add("constraint", s, _norm(s), message, terms)
+                elif source == "assistant" and (m := DECISION_RE.search(s)):
+                    # What was decided follows the phrase that announces it ("let me try python3").
+                    terms = _key_terms(s[m.start() :])
+                    if terms:
+                        add("decision", s, _norm(s), message, terms)
+    return list(facts.values())
+
+
+def _norm_url(url: str) -> str:
+    url = url.strip().rstrip("/.,;:")
+    url = re.sub(r"#.*$", "", url)
+    scheme, _, rest = url.partition("://")
+    host, slash, path = rest.partition("/")
+    return f"{scheme.lower()}://{host.lower()}{slash}{path}".rstrip("/")
+
+
+def _number_key(m: re.Match) -> str:
+    dollar, value, unit = m.group(1), m.group(2), m.group(3)
+    unit_key = "USD" if dollar else _NUMBER_UNITS.get(unit.lower(), unit.lower())
+    if unit in {"M", "m"} and not dollar:
+        unit_key = "min" if unit == "m" else "M"
+    num = value.replace(",", "")
+    try:
+        f = float(num)
+        num = str(int(f)) if f == int(f) else str(f)
+    except ValueError:
+        pass
+    return f"{num} {unit_key}"
+
+
+# --- matching ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Summary:
+    text: str
+    norm: str
+    paths: set[str]
+    numbers: set[str]
+    urls: set[str]
+    sentences: list[set[str]]
+
+
+def _prepare(summary: str) -> _Summary:
+    without_urls = URL_RE.sub(" ", summary)
+    paths = set()
+    for m in PATH_RE.finditer(without_urls):
+        p = m.group(1).rstrip(".,:;")
+        paths.add(p)
+    numbers = {_number_key(m) for m in NUMBER_RE.finditer(without_urls)}
+    urls = {_norm_url(m.group(0).rstrip(".,;:")) for m in URL_RE.finditer(summary)}
+    sentences = [set(_key_terms(s)) for s in re.split(r"(?<=[.!?])\s+|\n+", summary) if s.strip()]
+    return _Summary(summary, _norm(summary), paths, numbers, urls, sentences)
+
+
+def _path_kept(path: str, s: _Summary, cwd: str) -> str:
+    if path in s.paths:
+        return "exact"
+    rel = path
+    if cwd and path.startswith(cwd.rstrip("/") + "/"):
+        rel = path[len(cwd.rstrip("/")) + 1 :]
+    rel = rel.removeprefix("./")
+    parts = [p for p in rel.split("/") if p]
+    if not parts:
+        return ""
+    # The summary must name the file by enough of its path to be unambiguous: relative to the
+    # working directory, or its last two components (one, for a file at the top).
+    tail = "/".join(parts[-2:]) if len(parts) >= 2 and not (cwd and path.startswith(cwd)) else "/".join(parts)
+    for candidate in s.paths:
+        c = candidate.removeprefix("./")
+        if c == rel or c.endswith("/" + tail) or c == tail:
+            return "normalized"
+    return ""
+
+
+def _contains_phrase(haystack: str, needle: str) -> bool:
+    if not needle:
+        return False
+    pattern = r"(?<![\w])" + re.escape(needle) + r"(?![\w])"
+    return re.search(pattern, haystack) is not None
+
+
+def _statement_kept(fact: Fact, s: _Summary) -> str:
+    """Decisions and constraints: stated when one summary sentence carries most of their key terms."""
+    if _norm(fact.text) in s.norm:
+        return "exact"
+    terms = set(fact.terms or _key_terms(fact.text))
+    if not terms:
+        return ""
+    if len(terms) == 1:
+        return "normalized" if _contains_phrase(s.norm, next(iter(terms))) else ""
+    need = max(2, -(-len(terms) * 2 // 3))  # two thirds, rounded up
+    for sentence in s.sentences:
+        if len(terms & sentence) >= need:
+            return "normalized"
+    # Two neighbouring lines of the summary may state it together (a heading and its bullet).
+    for a, b in zip(s.sentences, s.sentences[1:]):
+        if len(terms & (a | b)) >= need:
+            return "normalized"
+    return ""
+
+
+def is_kept(fact: Fact, s: _Summary, cwd: str = "") -> str:
+    kind = fact.kind
+    if kind == "path":
+        return _path_kept(fact.text, s, cwd)
+    if kind == "url":
+        return "exact" if fact.text in s.text else ("normalized" if fact.key in s.urls else "")
+    if kind == "number":
+        return "exact" if fact.text in s.text else ("normalized" if fact.key in s.numbers else "")
+    if kind == "identifier":
+        if _contains_phrase(s.text, fact.text):
+            return "exact"
+        short = fact.text.rsplit(".", 1)[-1]
+        return "normalized" if short != fact.text and len(short) >= 4 and _contains_phrase(s.text, short + "(") else ""
+    if kind == "command":
+        if fact.text in s.text:
+            return "exact"
+        return "normalized" if _norm(fact.text) in s.norm else ""
+    if kind == "error":
+        if fact.text in s.text:
+            return "exact"
+        return "normalized" if fact.key in s.norm else ""
+    return _statement_kept(fact, s)
+
+
+def probe(messages: Sequence[Mapping], summary: str, *, cwd: str = "", folded_tokens: int = 0, summary_tokens: int = 0) -> FactReport:
+    """Extract the segment's facts and mark which the summary keeps."""
+    facts = extract(messages)
+    prepared = _prepare(summary or "")
+    for fact in facts:
+        fact.how = is_kept(fact, prepared, cwd)
+        fact.kept = bool(fact.how)
+    return FactReport(facts, folded_tokens, summary_tokens)

@@ -1,0 +1,119 @@
+"""Fact probes on hand-made transcripts: what is extracted, linked to which turn, and kept when."""
+
+from contextviewer.core import facts
+
+
+def msg(position, turn, role, *blocks, is_meta=False):
+    return {"position": position, "turn": turn, "role": role, "blocks": list(blocks), "is_meta": is_meta}
+
+
+def text(t):
+    return {"kind": "text", "text": t}
+
+
+def call(name, **inp):
+    return {"kind": "tool_call", "tool_name": name, "tool_input": inp, "text": str(inp), "tool_id": "t"}
+
+
+def result(t, error=False):
+    return {"kind": "tool_result", "text": t, "tool_id": "t", "is_error": "True" if error else ""}
+
+
+SEGMENT = [
+    msg(0, 0, "user", text("Fix the login bug. Never push to main directly. Use pnpm not npm.")),
+    msg(1, 0, "assistant", {"kind": "thinking", "text": "secret_thought_function() in hidden/thinking.py"}),
+    msg(2, 0, "assistant", call("Read", file_path="/repo/src/auth/login.py")),
+    msg(3, 0, "user", result("def check_password(user):\n    ...")),
+    msg(4, 0, "assistant", call("Bash", command="pytest tests/test_login.py -q")),
+    msg(5, 0, "user", result("E   KeyError: 'session_id'\n1 failed in 0.42s", error=True)),
+    msg(6, 1, "user", text("See https://example.com/docs/auth#tokens for the token format. The limit is 500 ms.")),
+    msg(7, 1, "assistant", text("I'll use `validate_token()` from TokenStore instead of parsing by hand. The cache holds 128 MB.")),
+]
+
+
+def by(report, kind):
+    return {f.text: f for f in report.facts if f.kind == kind}
+
+
+def test_extracts_each_kind_with_its_turn_and_skips_thinking():
+    found = facts.extract(SEGMENT)
+    kinds = {(f.kind, f.text): (f.position, f.turn) for f in found}
+    assert kinds[("path", "/repo/src/auth/login.py")] == (2, 0)
+    assert kinds[("command", "pytest tests/test_login.py -q")] == (4, 0)
+    assert kinds[("error", "E   KeyError: 'session_id'")] == (5, 0)
+    assert kinds[("url", "https://example.com/docs/auth#tokens")] == (6, 1)
+    assert kinds[("number", "500 ms")] == (6, 1)
+    assert kinds[("number", "128 MB")] == (7, 1)
+    assert kinds[("identifier", "validate_token")] == (7, 1)
+    assert ("constraint", "Never push to main directly.") in kinds
+    assert ("constraint", "Use pnpm not npm.") in kinds
+    assert any(k == "decision" and "validate_token" in t for k, t in kinds)
+    # Thinking is not what the summarizer reads.
+    assert not any("secret_thought_function" in t or "hidden/thinking.py" in t for _, t in kinds)
+
+
+def test_a_fact_is_kept_only_when_the_summary_states_it():
+    summary = (
+        "Goal: fix login in src/auth/login.py. Constraint: never push to main directly.\n"
+        "Decision: use validate_token() from TokenStore rather than parsing by hand.\n"
+        "Docs: https://example.com/docs/auth/. Latency limit 500ms. Tests run with pytest."
+    )
+    report = facts.probe(SEGMENT, summary, cwd="/repo")
+    assert by(report, "path")["/repo/src/auth/login.py"].kept  # relative to the working directory
+    assert by(report, "url")["https://example.com/docs/auth#tokens"].kept  # fragment and slash normalized
+    assert by(report, "number")["500 ms"].kept  # "500ms" is the same number and unit
+    assert not by(report, "number")["128 MB"].kept
+    assert by(report, "constraint")["Never push to main directly."].kept
+    assert not by(report, "constraint")["Use pnpm not npm."].kept
+    # "pytest" alone is a word of the command, not the command.
+    assert not by(report, "command")["pytest tests/test_login.py -q"].kept
+    assert not by(report, "error")["E   KeyError: 'session_id'"].kept
+    assert [f for f in report.facts if f.kind == "decision"][0].kept
+
+
+def test_a_shared_word_does_not_keep_a_path_or_an_identifier():
+    seg = [
+        msg(0, 0, "user", text("Look at lib/billing/invoice.ex and call compute_total_amount() there.")),
+    ]
+    report = facts.probe(seg, "We looked at the invoice code and the total amount in lib/other/invoice.ex.")
+    assert not by(report, "path")["lib/billing/invoice.ex"].kept
+    assert not by(report, "identifier")["compute_total_amount"].kept
+    report = facts.probe(seg, "Files: lib/billing/invoice.ex; compute_total_amount/1 computes it.")
+    assert by(report, "path")["lib/billing/invoice.ex"].kept
+    assert by(report, "identifier")["compute_total_amount"].kept
+
+
+def test_errors_match_without_the_shell_prefix_and_case():
+    seg = [msg(0, 0, "tool", result("Exit code 127\n/bin/bash: line 1: python: command not found", error=True))]
+    report = facts.probe(seg, "Running it failed: PYTHON: command not found, so we used python3.")
+    (error,) = [f for f in report.facts if f.kind == "error"]
+    assert error.text == "python: command not found" and error.kept and error.how == "normalized"
+    assert not [f for f in report.facts if f.kind == "path" and f.text == "/bin/bash"]
+
+
+def test_retention_per_kind_overall_compression_and_lost_list():
+    report = facts.probe(SEGMENT, "Nothing useful.", folded_tokens=9000, summary_tokens=300)
+    per_kind = report.per_kind()
+    assert per_kind["path"] == {"total": 1, "kept": 0, "retention": 0.0}
+    assert per_kind["url"]["total"] == 1
+    assert report.retention == 0.0
+    assert report.compression_ratio == 30.0
+    assert len(report.lost) == len(report.facts) > 8
+    empty = facts.probe([], "x")
+    assert empty.retention is None and empty.per_kind()["decision"]["retention"] is None
+    assert facts.probe([], "x", folded_tokens=10, summary_tokens=0).compression_ratio is None
+
+
+def test_noise_is_not_taken_for_facts():
+    seg = [msg(0, 0, "assistant", text("Version 1.2.3 on 2024/01/05, i.e. and/or e.g. Enum.map/2 and JavaScript."))]
+    found = {(f.kind, f.text) for f in facts.extract(seg)}
+    assert not [t for k, t in found if k == "path"]
+    assert ("identifier", "JavaScript") not in found
+
+
+def test_meta_messages_and_huge_outputs_are_bounded():
+    big = "x" * (facts.MAX_TEXT * 5) + " /tail/never/seen.py"
+    seg = [msg(0, 0, "user", text("always run make lint"), is_meta=True), msg(1, 0, "tool", result(big))]
+    assert facts.extract(seg) == []
+    many = [msg(i, i, "user", text(f"edit src/m{i}.py")) for i in range(facts.MAX_FACTS_PER_KIND + 50)]
+    assert len([f for f in facts.extract(many) if f.kind == "path"]) == facts.MAX_FACTS_PER_KIND
