@@ -324,14 +324,14 @@ def _column_adapter(field):
     return None
 
 
-def insert_messages(messages: list[dict]) -> None:
-    """Insert many new messages (dicts of field attnames) with one prepared statement.
+def insert_rows(model, messages: list[dict]) -> None:
+    """Insert many new rows (dicts of field attnames) with one prepared statement.
 
     Model instances are not built: on a large import that costs more than the database does."""
-    fields = [f for f in Message._meta.concrete_fields if not f.primary_key]
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
     columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
     sql = (
-        f"INSERT INTO {connection.ops.quote_name(Message._meta.db_table)} ({columns}) "
+        f"INSERT INTO {connection.ops.quote_name(model._meta.db_table)} ({columns}) "
         f"VALUES ({', '.join(['%s'] * len(fields))})"
     )
     plan = [(f.attname, _column_adapter(f)) for f in fields]
@@ -548,7 +548,7 @@ class _Writer:
     def _flush(self, state: _ConversationState) -> None:
         if not state.pending:
             return
-        insert_messages(state.pending)
+        insert_rows(Message, state.pending)
         # Full-text search: index the new rows (positions of one batch are contiguous).
         texts = {m["position"]: search.text_of_blocks(m["blocks"]) for m in state.pending}
         ids = Message.objects.filter(
@@ -601,8 +601,8 @@ class _Writer:
                 if position is None:
                     continue  # the line was a duplicate of a call already stored elsewhere
                 new_rows.append(
-                    ModelCall(
-                        conversation=conversation,
+                    dict(
+                        conversation_id=conversation.pk,
                         position=position,
                         api_message_id=call.api_message_id,
                         request_id=call.request_id or "",
@@ -619,13 +619,13 @@ class _Writer:
                 )
             if new_rows:
                 ids = dict(
-                    conversation.messages.filter(position__in=[r.position for r in new_rows]).values_list(
-                        "position", "pk"
-                    )
+                    conversation.messages.filter(
+                        position__gte=min(r["position"] for r in new_rows)
+                    ).values_list("position", "pk")
                 )
                 for row in new_rows:
-                    row.message_id = ids.get(row.position)
-                ModelCall.objects.bulk_create(new_rows, batch_size=500)
+                    row["message_id"] = ids.get(row["position"])
+                insert_rows(ModelCall, new_rows)
             if changed:
                 ModelCall.objects.bulk_update(changed, ["output", "output_is_lower_bound"], batch_size=500)
 
