@@ -495,9 +495,6 @@ class _Writer:
         blocks = [b.as_dict() for b in record.blocks]
         if _MAY_HOLD_UNSTORABLE.search(record.raw):
             blocks, record.flags = _storable(blocks), _storable(record.flags)
-        categories = token_core.count_message(
-            record.role, blocks, is_compact_summary=record.is_compact_summary, record_type=record.record_type
-        )
         if starts_turn(record.role, blocks, record.is_meta, record.is_compact_summary):
             if state.has_user_turn:
                 state.turn += 1
@@ -534,8 +531,7 @@ class _Writer:
                 is_meta=record.is_meta,
                 is_compact_summary=record.is_compact_summary,
                 flags=record.flags,
-                tokens=categories,
-                token_total=sum(categories.values()),
+                _count=(record.role, blocks, record.is_compact_summary, record.record_type),
                 source_id=self.source.pk,
                 line_no=record.line_no,
             )
@@ -548,6 +544,11 @@ class _Writer:
     def _flush(self, state: _ConversationState) -> None:
         if not state.pending:
             return
+        # Tokens are counted per batch: one tiktoken call for thousands of texts, threaded.
+        counted = token_core.count_messages([m.pop("_count") for m in state.pending])
+        for row, (categories, _per_block) in zip(state.pending, counted):
+            row["tokens"] = categories
+            row["token_total"] = sum(categories.values())
         insert_rows(Message, state.pending)
         # Full-text search: index the new rows (positions of one batch are contiguous).
         texts = {m["position"]: search.text_of_blocks(m["blocks"]) for m in state.pending}
