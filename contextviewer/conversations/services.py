@@ -90,6 +90,11 @@ def run_import(job: Job, progress) -> dict:
                 progress=lambda offset, what, size=item["size"], step=step: step(offset, size or 1, what),
             )
             report.add(file_report)
+    # Fact probes for every conversation that now has folds (idempotent per set of folds).
+    from contextviewer.review.services import enqueue_probes
+
+    for conv in Conversation.objects.filter(pk__in=report.conversation_ids, fold_count__gt=0):
+        enqueue_probes(conv, user=job.created_by)
     return import_result(report)
 
 

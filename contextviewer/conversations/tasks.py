@@ -7,5 +7,6 @@ from . import jobs
 def run_job_task(job_id: int) -> None:
     # Registers the runners before running (the worker imports this module only).
     from . import services  # noqa: F401
+    from contextviewer.review import services as review_services  # noqa: F401  (probes, judge)
 
     jobs.run(job_id)
