@@ -88,6 +88,9 @@ class Conversation(models.Model):
     fold_count = models.IntegerField(default=0)
     peak_context = models.IntegerField(default=0)
     spend_tokens = models.BigIntegerField(default=0)
+    lineage = models.JSONField(
+        default=dict, blank=True, help_text="builds: source conversation, selection, created by, time"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = ConversationQuerySet.as_manager()
