@@ -1,0 +1,60 @@
+"""python manage.py probes CONVERSATION [--json] [--project SLUG]
+
+Per fold of the conversation (by id or external id): retention per fact kind and overall, the
+compression ratio, the summary's tokens, and the lost facts with the turn they came from."""
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from contextviewer.conversations.models import Conversation
+from contextviewer.core.facts import KINDS
+from contextviewer.review import services
+
+
+def _pct(value) -> str:
+    return "—" if value is None else f"{value * 100:.1f}%"
+
+
+class Command(BaseCommand):
+    help = "Fact probes of a conversation's folds: what each summary kept and lost."
+
+    def add_arguments(self, parser):
+        parser.add_argument("conversation", help="conversation id or external (session) id")
+        parser.add_argument("--project", help="project slug, when the external id is in several projects")
+        parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+    def handle(self, *args, **opts):
+        ref = opts["conversation"].strip()
+        qs = Conversation.objects.all()
+        if opts.get("project"):
+            qs = qs.filter(project__slug=opts["project"])
+        matches = list(qs.filter(external_id=ref)[:2])
+        if not matches and ref.isdigit():
+            matches = list(qs.filter(pk=int(ref))[:1])
+        if not matches:
+            raise CommandError(f"No conversation with id or external id {ref!r}.")
+        if len(matches) > 1:
+            raise CommandError(f"{ref!r} names conversations in several projects: add --project SLUG.")
+        conv = matches[0]
+        rows = services.probe_report(conv)
+        if opts["json"]:
+            self.stdout.write(json.dumps({"conversation": conv.pk, "external_id": conv.external_id, "folds": rows}, indent=2))
+            return
+        if not rows:
+            self.stdout.write(f"{conv.external_id}: no folds.")
+            return
+        for row in rows:
+            ratio = "—" if row["compression_ratio"] is None else f"{row['compression_ratio']:.1f}x"
+            self.stdout.write(
+                f"fold {row['fold_id']} at position {row['position']} ({row['origin']}): retention {_pct(row['retention'])} "
+                f"of {row['facts']} facts, compression {ratio}, summary {row['summary_tokens']} tokens"
+            )
+            for kind in KINDS:
+                k = row["per_kind"].get(kind) or {}
+                if k.get("total"):
+                    self.stdout.write(f"  {kind:<11} {k['kept']:>4}/{k['total']:<4} {_pct(k['retention'])}")
+            if row["lost"]:
+                self.stdout.write("  lost:")
+                for f in row["lost"]:
+                    self.stdout.write(f"    turn {f['turn']:>3}  {f['kind']:<10} {f['text'][:160]}")
