@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 def run_job_task(job_id: int) -> None:
     # Registers the runners before running (the worker imports this module only).
     from . import handoff, services, titles  # noqa: F401
+    from . import builds  # noqa: F401  (build)
     from contextviewer.review import services as review_services  # noqa: F401  (probes, judge)
 
     jobs.run(job_id)
