@@ -23,7 +23,7 @@ from django.db import IntegrityError, connection, models, transaction
 from django.db.models import Max, Sum
 
 from contextviewer.accounts.models import Project
-from contextviewer.core import registry
+from contextviewer.core import registry, secrets
 from contextviewer.core import tokens as token_core
 from contextviewer.core.curve import estimated_contexts
 from contextviewer.core.records import (
@@ -495,6 +495,12 @@ class _Writer:
         blocks = [b.as_dict() for b in record.blocks]
         if _MAY_HOLD_UNSTORABLE.search(record.raw):
             blocks, record.flags = _storable(blocks), _storable(record.flags)
+        if secrets.may_hold_secret(record.raw):
+            masked_raw, kinds = secrets.mask(record.raw)
+            if kinds:  # masked in the stored line and blocks alike, and flagged
+                record.raw = masked_raw
+                blocks = secrets.mask_value(blocks)
+                record.flags = {**record.flags, "secrets": kinds}
         if starts_turn(record.role, blocks, record.is_meta, record.is_compact_summary):
             if state.has_user_turn:
                 state.turn += 1

@@ -152,3 +152,18 @@ def test_nul_and_lone_surrogates_are_stored_and_the_raw_line_is_kept(project, us
 
     hits = search.search(user, "searchable")
     assert [h.conversation_id for h in hits] == [stored.conversation_id]
+
+
+@pytest.mark.django_db
+def test_secrets_are_masked_at_import_and_flagged(project, tmp_path):
+    key = "sk-ant-api03-" + "Zx9Yw8Vu7T" * 8
+    builder = SessionBuilder()
+    lines = [builder.user(f"deploy with ANTHROPIC_API_KEY={key} please"), *builder.assistant("On it.")]
+    path = tmp_path / "s.jsonl"
+    write_lines(path, lines)
+    ingest.import_file(project, path)
+    stored = Message.objects.get(position=0)
+    assert key not in stored.raw and key not in json.dumps(stored.blocks)
+    assert "[masked anthropic_key]" in stored.blocks[0]["text"]
+    assert stored.flags["secrets"] == ["anthropic_key"]
+    assert json.loads(stored.raw)["message"]["content"].startswith("deploy with ANTHROPIC_API_KEY=[masked")
