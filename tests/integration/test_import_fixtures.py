@@ -125,6 +125,7 @@ def test_session_folder_links_subagent_files(project, path):
     sub_files = sorted((path.parent / path.stem / "subagents").glob("agent-*.jsonl"))
     main = Conversation.objects.get(project=project, source__path=str(path.resolve()))
     children = {c.agent_id: c for c in main.children.all()}
+    assert len(children) == len(sub_files) + count_independently(path)["children"]
     for sub in sub_files:
         agent_id = sub.stem.removeprefix("agent-")
         assert agent_id in children, f"{sub.name} not linked under its session"
@@ -132,6 +133,8 @@ def test_session_folder_links_subagent_files(project, path):
         expected = count_independently(sub)
         assert child.message_count == expected["messages"]
         assert child.model_call_count == expected["model_calls"]
+        assert child.tool_call_count == expected["tool_calls"]
+        assert child.fold_count == expected["folds"]
         if agent_id.startswith("acompact"):
             assert child.kind == "compaction"
         else:
