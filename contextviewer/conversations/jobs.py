@@ -7,10 +7,12 @@ block a second writer), and is folded into the Job row when the job ends.
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
@@ -21,7 +23,13 @@ from .models import Job, JobStatus
 log = logging.getLogger(__name__)
 
 PROGRESS_TTL = 24 * 3600
-STALE_AFTER = timedelta(hours=1)
+# A task cannot run past its hard time limit: a job still "running" after that lost its worker.
+# CONTEXTVIEWER_JOB_STALE_AFTER (seconds) overrides it, for tests that kill workers on purpose.
+STALE_AFTER = timedelta(
+    seconds=float(os.environ.get("CONTEXTVIEWER_JOB_STALE_AFTER") or settings.CELERY_TASK_TIME_LIMIT + 60)
+)
+# The reconciler gives a job left running by a dead worker (or past its time limit) this many runs.
+MAX_RUNS = 3
 
 # kind -> callable(job, progress) -> result dict. Registered by the modules that own each kind.
 RUNNERS: dict[str, Callable[[Job, Callable[[float, str], None]], dict]] = {}
@@ -141,6 +149,36 @@ def run(job_id: int, *, on_progress: Callable[[float, str], None] | None = None)
         _finish(job, JobStatus.SUCCEEDED, result, "", "done")
     job.refresh_from_db()
     return job
+
+
+def reconcile(now=None) -> dict:
+    """Re-queue jobs left running past their limit (their worker died or hit the time limit) and
+    re-send queued jobs whose message may be lost; fail jobs that have had MAX_RUNS runs.
+
+    Safe to run anywhere, any number of times: claim() is conditional, so a re-sent job runs once."""
+    now = now or timezone.now()
+    stale = now - STALE_AFTER
+    failed = Job.objects.filter(status=JobStatus.RUNNING, started_at__lt=stale, attempts__gte=MAX_RUNS).update(
+        status=JobStatus.FAILED,
+        finished_at=now,
+        progress_text="failed",
+        error=f"the job's worker stopped or it ran past its time limit {MAX_RUNS} times; run it again to retry",
+    )
+    requeue = list(
+        Job.objects.filter(status=JobStatus.RUNNING, started_at__lt=stale, attempts__lt=MAX_RUNS).values_list("pk", flat=True)
+    )
+    requeued = 0
+    for pk in requeue:
+        if Job.objects.filter(pk=pk, status=JobStatus.RUNNING, started_at__lt=stale).update(status=JobStatus.QUEUED):
+            requeued += 1
+            enqueue_job(pk)
+    resent = 0
+    for pk in Job.objects.filter(status=JobStatus.QUEUED, created_at__lt=stale, started_at__isnull=True).values_list("pk", flat=True)[:100]:
+        enqueue_job(pk)
+        resent += 1
+    if failed or requeued or resent:
+        log.warning("reconciler: %s re-queued, %s re-sent, %s failed", requeued, resent, failed)
+    return {"requeued": requeued, "resent": resent, "failed": failed}
 
 
 def _finish(job: Job, status: str, result: dict, error: str, text: str) -> None:

@@ -12,7 +12,7 @@ from django.conf import settings
 
 from contextviewer.accounts.models import Project
 
-from . import ingest, jobs
+from . import ingest, jobs, titles
 from .models import Conversation, Job, Source
 
 UPLOAD_DIR = "uploads"

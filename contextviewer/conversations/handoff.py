@@ -1,0 +1,188 @@
+"""Handoff: fold the loaded view into a summary with the project's provider, as a job.
+
+The job reads the loaded view (latest summary + preserved tail + active messages), renders it as
+one flat transcript, asks the provider for the four sections and stores the answer as a new fold
+at the current end of the conversation. The fold's key is the job's idempotency key: a retried or
+twice-run job makes exactly one fold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from contextviewer.core import handoff as core
+from contextviewer.core.segments import FoldSpan, segments
+from contextviewer.core.tokens import count_text
+from contextviewer.providers import services as providers
+from contextviewer.providers.base import ProviderError
+
+from . import jobs
+from .models import Conversation, Fold, FoldOrigin, Job, Message, ModelCall
+
+MAX_SUMMARY_TOKENS = 4096
+
+
+class NothingToFold(ProviderError):
+    pass
+
+
+@dataclass
+class LoadedInput:
+    entries: list[core.Entry]
+    start: int  # first position of the loaded segment
+    end: int  # last position (the new fold's position)
+    latest_fold: Fold | None
+    tokens_estimate: int  # estimated tokens of the loaded view
+    tokens_measured: int | None  # the latest model call's measured context, when inside the view
+
+
+def loaded_input(conv: Conversation) -> LoadedInput:
+    """The loaded view of a conversation as transcript entries, from the database."""
+    bounds = Message.objects.filter(conversation=conv).order_by("position").values_list("position", flat=True)
+    first = bounds.first()
+    last = Message.objects.filter(conversation=conv).order_by("-position").values_list("position", flat=True).first()
+    if first is None or last is None:
+        raise NothingToFold("this conversation has no messages to fold")
+    folds = list(conv.folds.exclude(kind="microcompact").select_related("summary_message").order_by("position", "id"))
+    preserved_uuids = {u for f in folds for u in (f.preserved or [])}
+    at = (
+        dict(Message.objects.filter(conversation=conv, uuid__in=preserved_uuids).values_list("uuid", "position"))
+        if preserved_uuids
+        else {}
+    )
+    spans = [
+        FoldSpan(
+            key=f.key,
+            position=f.position,
+            summary_position=f.summary_message.position if f.summary_message_id and f.summary_message else None,
+            preserved_positions=tuple(sorted(at[u] for u in (f.preserved or []) if u in at)),
+        )
+        for f in folds
+    ]
+    loaded = segments(first, last, spans)[-1]
+    latest = folds[loaded.fold_index] if loaded.fold_index is not None else None
+
+    entries: list[core.Entry] = []
+    estimate = 0
+    # The latest summary heads the view; a summary message inside the view is read with the messages.
+    if latest is not None and latest.summary_text and (
+        loaded.summary_position is None or not (loaded.start <= loaded.summary_position <= loaded.end)
+    ):
+        entries.append(core.Entry("summary", latest.summary_text))
+        estimate += latest.tokens_after or count_text(latest.summary_text)
+    positions_qs = Message.objects.filter(conversation=conv, position__gte=loaded.start, position__lte=loaded.end)
+    preserved = [p for p in loaded.preserved_positions if p < loaded.start]
+    rows = []
+    if preserved:
+        rows += list(
+            Message.objects.filter(conversation=conv, position__in=preserved)
+            .order_by("position")
+            .values_list("role", "blocks", "is_meta", "is_compact_summary", "token_total")
+        )
+    rows_iter = positions_qs.order_by("position").values_list("role", "blocks", "is_meta", "is_compact_summary", "token_total")
+    messages = []
+    for role, blocks, is_meta, is_summary, tokens in [*rows, *rows_iter.iterator(chunk_size=2000)]:
+        messages.append((role, blocks, is_meta, is_summary))
+        estimate += tokens or 0
+    entries += core.entries_from_messages(messages)
+
+    measured = None
+    call = ModelCall.objects.filter(conversation=conv, position__gte=loaded.start).order_by("-position", "-id").first()
+    if call is not None:
+        measured = call.context_size + call.output
+    return LoadedInput(entries, loaded.start, last, latest, estimate, measured or None)
+
+
+def start_handoff(conv: Conversation, *, user=None, provider: str | None = None, idempotency_key: str | None = None, enqueue=True):
+    """Check what can be checked now (a clear error beats a failed job), then create the job."""
+    if provider:
+        providers.get_provider(conv.project, provider)  # raises ProviderError with the reason
+    last = Message.objects.filter(conversation=conv).order_by("-position").values_list("position", flat=True).first()
+    if last is None:
+        raise NothingToFold("this conversation has no messages to fold")
+    latest = conv.folds.exclude(kind="microcompact").order_by("-position").values_list("position", flat=True).first()
+    if latest is not None and latest >= last:
+        raise NothingToFold("nothing to fold: no message after the latest fold")
+    params = {"conversation_id": conv.pk, "provider": provider or ""}
+    return jobs.create_job(conv.project, "handoff", params, user=user, idempotency_key=idempotency_key, enqueue=enqueue)
+
+
+def fold_result(fold: Fold) -> dict:
+    return {
+        "conversation_id": fold.conversation_id,
+        "fold_id": fold.pk,
+        "position": fold.position,
+        "tokens_before": fold.tokens_before,
+        "tokens_after": fold.tokens_after,
+        "provider": (fold.cost or {}).get("provider"),
+        "model": (fold.cost or {}).get("model"),
+        "summary": fold.summary_text,
+    }
+
+
+@jobs.runner("handoff")
+def run_handoff(job: Job, progress) -> dict:
+    conv = Conversation.objects.select_related("project").get(pk=job.params["conversation_id"], project=job.project)
+    existing = Fold.objects.filter(conversation=conv, key=job.idempotency_key).first()
+    if existing is not None:  # a retried job whose fold was already written
+        return fold_result(existing)
+    progress(0.05, "reading the loaded view")
+    view = loaded_input(conv)
+    if view.latest_fold is not None and view.latest_fold.position >= view.end:
+        raise NothingToFold("nothing to fold: no message after the latest fold")
+    if not view.entries:
+        raise NothingToFold("nothing to fold: the loaded view has no text, tool call or summary")
+    system, prompt = core.build_prompt(core.render_transcript(view.entries))
+    provider = providers.get_provider(job.project, job.params.get("provider") or None)
+    progress(0.2, f"asking {provider.name} for the summary")
+    completion = providers.complete(
+        provider,
+        project=job.project,
+        role="handoff",
+        system=system,
+        prompt=prompt,
+        max_tokens=MAX_SUMMARY_TOKENS,
+        job=job,
+        conversation=conv,
+        progress=progress,
+    )
+    progress(0.9, "storing the fold")
+    try:
+        sections = core.validate_sections(completion.text)
+    except core.SummaryInvalid as exc:
+        raise ProviderError(f"{provider.name}: {exc}") from exc
+    summary = core.format_sections(sections)
+    cost = {
+        "provider": provider.name,
+        "model": completion.model,
+        "calls": 1,
+        "input_uncached": max(0, completion.input_tokens - completion.cache_read_tokens - completion.cache_write_tokens),
+        "cache_read": completion.cache_read_tokens,
+        "cache_write": completion.cache_write_tokens,
+        "output": completion.output_tokens,
+        "cost_usd": completion.cost_usd,
+    }
+    try:
+        with transaction.atomic():
+            fold, _ = Fold.objects.get_or_create(
+                conversation=conv,
+                key=job.idempotency_key[:255],
+                defaults={
+                    "position": view.end,
+                    "summary_text": summary,
+                    "kind": "handoff",
+                    "origin": FoldOrigin.GENERATED,
+                    "trigger": f"handoff ({provider.name})"[:40],
+                    "tokens_before": view.tokens_measured or view.tokens_estimate,
+                    "tokens_after": count_text(summary),
+                    "cost": cost,
+                    "timestamp": timezone.now(),
+                },
+            )
+            Conversation.objects.filter(pk=conv.pk).update(fold_count=conv.folds.count())
+    except IntegrityError:  # the same job, run twice at once: the other run wrote it
+        fold = Fold.objects.get(conversation=conv, key=job.idempotency_key[:255])
+    return fold_result(fold)

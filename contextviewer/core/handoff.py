@@ -1,0 +1,349 @@
+"""Handoff summarization, the pure part: the loaded view as ONE flat transcript, the prompt that
+asks for the four sections, and parsing/validating the sections of an answer.
+
+The transcript goes to the provider inside one user message, never replayed as alternating roles:
+
+    SUMMARY:
+      (the previous summary, indented)
+    USER: first line
+      continuation lines are indented by two spaces
+    ASSISTANT: ...
+    TOOL Bash({"command": "pytest -q"}) -> 3 passed
+    TOOL ERROR Edit({"file_path": "src/app.py"}) -> String not found
+
+Indenting continuation lines means a line inside a message can never pass for a new entry, so the
+builtin summarizer can read the transcript back (parse_transcript).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+SECTIONS = ("Goal", "State and what is done", "Next steps", "Constraints and preferences")
+
+# Per-entry and whole-transcript caps: a loaded view is at most one window, but a tool result can
+# be megabytes; the summarizer needs its gist, not all of it.
+MAX_TEXT_CHARS = 4_000
+MAX_TOOL_OUTPUT_CHARS = 1_500
+MAX_INPUT_VALUE_CHARS = 400
+MAX_INPUT_CHARS = 1_200
+MAX_TRANSCRIPT_CHARS = 400_000
+
+# Tool input keys shown first (and kept when an input is cut): they carry paths and commands.
+KEY_ORDER = ("file_path", "path", "notebook_path", "command", "pattern", "glob", "url", "query", "description")
+
+TRANSCRIPT_OPEN = "<transcript>"
+TRANSCRIPT_CLOSE = "</transcript>"
+
+
+@dataclass
+class Entry:
+    role: str  # "summary" | "user" | "assistant" | "tool"
+    text: str = ""  # user/assistant/summary text; tool: the output
+    tool_name: str | None = None
+    tool_input: Any = None  # parsed input (entries_from_messages) or its JSON text (parse_transcript)
+    is_error: bool = False
+
+
+def clip(text: str, limit: int) -> str:
+    """Head and tail of a long text, with how much was cut in between."""
+    if len(text) <= limit:
+        return text
+    head = int(limit * 0.7)
+    tail = limit - head
+    return f"{text[:head]}\n[... {len(text) - limit} characters cut ...]\n{text[-tail:]}"
+
+
+def entries_from_messages(messages: Iterable[tuple[str, Sequence[dict], bool, bool]]) -> list[Entry]:
+    """Entries from stored messages given as (role, blocks, is_meta, is_compact_summary).
+
+    Tool results are paired with their calls by tool_id (the call's entry gets the output);
+    thinking and meta lines are left out: the summary is about what was said and done."""
+    entries: list[Entry] = []
+    calls: dict[str, Entry] = {}
+    for role, blocks, is_meta, is_compact_summary in messages:
+        if is_meta:
+            continue
+        if is_compact_summary:
+            text = "\n".join(b.get("text") or "" for b in blocks if isinstance(b, dict) and b.get("kind") == "text")
+            if text.strip():
+                entries.append(Entry("summary", text.strip()))
+            continue
+        for b in blocks or ():
+            if not isinstance(b, dict):
+                continue
+            kind = b.get("kind")
+            if kind == "text" and (b.get("text") or "").strip() and role in ("user", "assistant"):
+                entries.append(Entry(role, b["text"].strip()))
+            elif kind == "tool_call":
+                tool_input = b.get("tool_input")
+                if tool_input is None and b.get("text"):
+                    try:
+                        tool_input = json.loads(b["text"])
+                    except ValueError:
+                        tool_input = b["text"]
+                entry = Entry("tool", "", b.get("tool_name") or "tool", tool_input)
+                entries.append(entry)
+                if b.get("tool_id"):
+                    calls[b["tool_id"]] = entry
+            elif kind == "tool_result":
+                entry = calls.get(b.get("tool_id") or "")
+                if entry is None:
+                    entry = Entry("tool", "", "tool", {})
+                    entries.append(entry)
+                entry.text = (entry.text + "\n" if entry.text else "") + (b.get("text") or "")
+                entry.is_error = entry.is_error or bool(b.get("is_error"))
+    return entries
+
+
+def _clip_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= MAX_INPUT_VALUE_CHARS else value[:MAX_INPUT_VALUE_CHARS] + "…"
+    if isinstance(value, dict):
+        return {k: _clip_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clip_value(v) for v in value[:20]]
+    return value
+
+
+def render_input(tool_input: Any) -> str:
+    """The tool input as one line of valid JSON, paths and commands first, long values cut."""
+    if not isinstance(tool_input, dict):
+        return json.dumps(_clip_value(tool_input if tool_input is not None else {}), ensure_ascii=False)
+    ordered = {k: tool_input[k] for k in KEY_ORDER if k in tool_input}
+    ordered.update({k: v for k, v in tool_input.items() if k not in ordered})
+    clipped = _clip_value(ordered)
+    text = json.dumps(clipped, ensure_ascii=False)
+    if len(text) <= MAX_INPUT_CHARS:
+        return text
+    kept = {k: clipped[k] for k in KEY_ORDER if k in clipped}
+    kept["…"] = f"{len(clipped) - len(kept)} more keys"
+    return json.dumps(kept, ensure_ascii=False)
+
+
+def _indent(text: str) -> str:
+    lines = text.split("\n")
+    return "\n".join([lines[0]] + ["  " + line for line in lines[1:]])
+
+
+def render_entry(entry: Entry) -> str:
+    if entry.role == "summary":
+        return "SUMMARY:\n" + "\n".join("  " + line for line in entry.text.split("\n"))
+    if entry.role == "tool":
+        tag = "TOOL ERROR" if entry.is_error else "TOOL"
+        name = re.sub(r"[^\w.:-]", "_", entry.tool_name or "tool") or "tool"
+        output = clip(entry.text.strip(), MAX_TOOL_OUTPUT_CHARS) if entry.text.strip() else "(no output)"
+        return _indent(f"{tag} {name}({render_input(entry.tool_input)}) -> {output}")
+    return _indent(f"{entry.role.upper()}: {clip(entry.text, MAX_TEXT_CHARS)}")
+
+
+def render_transcript(entries: Sequence[Entry], *, max_chars: int = MAX_TRANSCRIPT_CHARS) -> str:
+    """The flat transcript. Above max_chars, the summaries and the first user message stay and the
+    oldest other entries give way (the cut is said in the transcript)."""
+    rendered = [render_entry(e) for e in entries]
+    total = sum(len(r) + 1 for r in rendered)
+    if total <= max_chars:
+        return "\n".join(rendered)
+    keep_always = set()
+    first_user = next((i for i, e in enumerate(entries) if e.role == "user"), None)
+    for i, e in enumerate(entries):
+        if e.role == "summary" or i == first_user:
+            keep_always.add(i)
+    budget = max_chars - sum(len(rendered[i]) + 1 for i in keep_always)
+    tail: set[int] = set()
+    for i in range(len(rendered) - 1, -1, -1):
+        if i in keep_always:
+            continue
+        if len(rendered[i]) + 1 > budget:
+            break
+        budget -= len(rendered[i]) + 1
+        tail.add(i)
+    out = []
+    omitted = 0
+    for i, r in enumerate(rendered):
+        if i in keep_always or i in tail:
+            if omitted:
+                out.append(f"[... {omitted} entries omitted ...]")
+                omitted = 0
+            out.append(r)
+        else:
+            omitted += 1
+    if omitted:
+        out.append(f"[... {omitted} entries omitted ...]")
+    return "\n".join(out)
+
+
+SYSTEM_PROMPT = (
+    "You write handoff summaries of coding-agent sessions. Another agent will continue the work from "
+    "your summary alone, so keep every fact it needs: real file paths, symbols, commands, errors and "
+    "decisions. Never invent facts that are not in the transcript."
+)
+
+INSTRUCTIONS = """Below is the transcript of a coding-agent session, as one flat text. Lines start with
+USER:, ASSISTANT:, TOOL name(input) -> output, or SUMMARY: (a summary of what came before it).
+Write a handoff summary with exactly these four Markdown sections, in this order:
+
+## Goal
+What the user wants overall, and the latest request.
+
+## State and what is done
+What has been done and where things stand: the real file paths, symbols and commands involved,
+errors met and how they were resolved. Keep what the previous SUMMARY said, updated.
+
+## Next steps
+What remains to be done, in order.
+
+## Constraints and preferences
+Rules the user stated ("never ...", "always ...", "use X, not Y"), verbatim where short.
+
+Answer with the four sections only."""
+
+
+def build_prompt(transcript: str) -> tuple[str, str]:
+    """(system, the one user message) for a handoff."""
+    return SYSTEM_PROMPT, f"{INSTRUCTIONS}\n\n{TRANSCRIPT_OPEN}\n{transcript}\n{TRANSCRIPT_CLOSE}\n"
+
+
+_ENTRY_RE = re.compile(r"^(SUMMARY:|USER: |ASSISTANT: |TOOL ERROR |TOOL |\[\.\.\. \d+ entries omitted \.\.\.\])")
+
+
+def transcript_of(prompt: str) -> str:
+    start = prompt.find(TRANSCRIPT_OPEN)
+    end = prompt.rfind(TRANSCRIPT_CLOSE)
+    if start < 0 or end < start:
+        return prompt
+    return prompt[start + len(TRANSCRIPT_OPEN) : end].strip("\n")
+
+
+def _parse_tool(head: str) -> Entry:
+    is_error = head.startswith("TOOL ERROR ")
+    rest = head[len("TOOL ERROR ") :] if is_error else head[len("TOOL ") :]
+    name, _, after = rest.partition("(")
+    tool_input: Any = {}
+    output = after
+    try:
+        tool_input, end = json.JSONDecoder().raw_decode(after)
+        output = after[end:]
+    except ValueError:
+        pass
+    if output.startswith(")"):
+        output = output[1:]
+    if output.startswith(" -> "):
+        output = output[4:]
+    return Entry("tool", output, name, tool_input, is_error)
+
+
+def parse_transcript(prompt: str) -> list[Entry]:
+    """Entries back from a rendered transcript (the builtin summarizer reads its prompt this way)."""
+    entries: list[Entry] = []
+    current: list[str] | None = None
+    head = ""
+
+    def flush() -> None:
+        if current is None:
+            return
+        body = "\n".join(current)
+        if head == "SUMMARY:":
+            entries.append(Entry("summary", body.strip("\n")))
+        elif head.startswith("TOOL"):
+            entry = _parse_tool(head + body)
+            entries.append(entry)
+        elif head in ("USER: ", "ASSISTANT: "):
+            entries.append(Entry(head[:-2].lower(), body))
+
+    for line in transcript_of(prompt).split("\n"):
+        m = _ENTRY_RE.match(line)
+        if m:
+            flush()
+            if m.group(1).startswith("[..."):
+                current = None
+                continue
+            head = m.group(1)
+            first = line[len(head) :]
+            current = [first] if head != "SUMMARY:" else []
+            if head.startswith("TOOL"):
+                current = [first]
+        elif current is not None:
+            current.append(line[2:] if line.startswith("  ") else line)
+    flush()
+    return entries
+
+
+# Headings as models write them: "## Goal", "**Goal**", "Goal:", "1. Goal".
+_HEADING_RE = re.compile(
+    r"^\s*(?:#{1,6}\s*)?(?:\d+[.)]\s*)?(?:\*\*|__)?\s*("
+    + "|".join(re.escape(s) for s in SECTIONS)
+    + r")\s*(?:\*\*|__)?\s*:?\s*(?:\*\*|__)?\s*$",
+    re.IGNORECASE,
+)
+
+
+def parse_sections(text: str) -> dict[str, str]:
+    """The four sections of a summary (names as in SECTIONS); sections not found are absent."""
+    found: dict[str, list[str]] = {}
+    current: str | None = None
+    canonical = {s.lower(): s for s in SECTIONS}
+    for line in (text or "").split("\n"):
+        m = _HEADING_RE.match(line)
+        if m:
+            current = canonical[m.group(1).lower()]
+            found.setdefault(current, [])
+            continue
+        if current is not None:
+            found[current].append(line)
+    return {name: "\n".join(lines).strip() for name, lines in found.items()}
+
+
+class SummaryInvalid(ValueError):
+    pass
+
+
+def validate_sections(text: str) -> dict[str, str]:
+    """The four sections, each non-empty, or SummaryInvalid saying which are missing or empty."""
+    sections = parse_sections(text)
+    missing = [s for s in SECTIONS if s not in sections]
+    empty = [s for s in SECTIONS if s in sections and not sections[s]]
+    problems = []
+    if missing:
+        problems.append("missing " + ", ".join(f'"{s}"' for s in missing))
+    if empty:
+        problems.append("empty " + ", ".join(f'"{s}"' for s in empty))
+    if problems:
+        preview = " ".join((text or "").split())[:200]
+        raise SummaryInvalid(f"the summary lacks the four sections ({'; '.join(problems)}); it began: {preview!r}")
+    return sections
+
+
+def format_sections(sections: dict[str, str]) -> str:
+    return "\n\n".join(f"## {name}\n{sections[name].strip()}" for name in SECTIONS) + "\n"
+
+
+# Titles ---------------------------------------------------------------------------------------
+
+TITLE_SYSTEM = "You name coding-agent sessions. Answer with a title of at most 8 words, no quotes."
+REQUEST_OPEN = "<request>"
+REQUEST_CLOSE = "</request>"
+
+
+def title_prompt(first_request: str) -> tuple[str, str]:
+    return TITLE_SYSTEM, f"Name the session that began with this request:\n{REQUEST_OPEN}\n{clip(first_request, 2000)}\n{REQUEST_CLOSE}\n"
+
+
+def request_of(prompt: str) -> str:
+    start = prompt.find(REQUEST_OPEN)
+    end = prompt.rfind(REQUEST_CLOSE)
+    if start < 0 or end < start:
+        return prompt
+    return prompt[start + len(REQUEST_OPEN) : end].strip()
+
+
+def clean_title(text: str, limit: int = 120) -> str:
+    """One line, no surrounding quotes or heading marks, at most `limit` characters."""
+    line = next((ln for ln in (text or "").split("\n") if ln.strip()), "")
+    line = re.sub(r"^\s*(#+|title:)\s*", "", line, flags=re.IGNORECASE).strip().strip("\"'`*").strip()
+    line = " ".join(line.split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"

@@ -1,0 +1,247 @@
+"""Providers for a project, the per-job attempt budget with backoff, and the spend ledger."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from django.db.models import Count, Sum
+
+from contextviewer.accounts.models import Project
+
+from . import ssrf
+from .base import Completion, Provider, ProviderError, RetryableProviderError
+from .models import PROVIDER_NAMES, ProviderCall, ProviderConfig, SpendEntry
+
+log = logging.getLogger(__name__)
+
+# At most this many HTTP attempts per job, whatever happens (SDK retries are off; job runs, retries
+# and restarts after a crash all count, because the attempts are rows in the database).
+MAX_ATTEMPTS_PER_JOB = 6
+
+
+def _float_setting(name: str, default: float) -> float:
+    import os
+
+    try:
+        return float(os.environ.get(name, "") or default)
+    except ValueError:
+        return default
+
+
+def backoff_base() -> float:
+    return _float_setting("CONTEXTVIEWER_PROVIDER_BACKOFF", 2.0)
+
+
+def provider_timeout() -> float:
+    return _float_setting("CONTEXTVIEWER_PROVIDER_TIMEOUT", 120.0)
+
+
+DEFAULT_MODELS = {"openai": "gpt-4.1-mini", "anthropic": "claude-sonnet-4-5"}
+
+
+class ConfigError(ValueError):
+    """A provider setting a person entered is not usable (the message says why)."""
+
+
+def default_config(project: Project) -> ProviderConfig | None:
+    return ProviderConfig.objects.filter(project=project, is_default=True).first()
+
+
+def build_provider(config: ProviderConfig | None) -> Provider:
+    from .builtin import BuiltinProvider
+
+    if config is None or config.provider == "builtin":
+        return BuiltinProvider()
+    base_url = ssrf.check_base_url(config.base_url, allow_private=config.allow_private_network) if config.base_url else ""
+    model = config.model or DEFAULT_MODELS.get(config.provider, "")
+    if config.provider == "openai":
+        from .openai_provider import OpenAIProvider
+
+        if not base_url:
+            base_url = "https://api.openai.com/v1"
+        return OpenAIProvider(base_url=base_url, api_key=config.api_key, model=model, timeout=provider_timeout())
+    if config.provider == "anthropic":
+        from .anthropic_provider import AnthropicProvider
+
+        return AnthropicProvider(base_url=base_url, api_key=config.api_key, model=model, timeout=provider_timeout())
+    raise ProviderError(f"unknown provider {config.provider!r} (known: {', '.join(PROVIDER_NAMES)})")
+
+
+def get_provider(project: Project, name: str | None = None) -> Provider:
+    """The provider a job should use: the one named, else the project's default, else builtin."""
+    if name:
+        if name not in PROVIDER_NAMES:
+            raise ProviderError(f"unknown provider {name!r} (known: {', '.join(PROVIDER_NAMES)})")
+        if name == "builtin":
+            return build_provider(None)
+        config = ProviderConfig.objects.filter(project=project, provider=name).first()
+        if config is None:
+            raise ProviderError(f"the provider {name!r} is not configured for the project {project.name!r}")
+        return build_provider(config)
+    return build_provider(default_config(project))
+
+
+def complete(
+    provider: Provider,
+    *,
+    project: Project,
+    role: str,
+    system: str,
+    prompt: str,
+    max_tokens: int = 4096,
+    job=None,
+    conversation=None,
+    progress: Callable[[float, str], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Completion:
+    """One completion with bounded retries: every HTTP attempt is a ProviderCall row, at most
+    MAX_ATTEMPTS_PER_JOB per job in total; retryable errors wait 1, 2, 4 ... x the backoff base.
+    The spend of the successful call goes to the ledger."""
+    is_local = provider.name == "builtin"
+    last_error: Exception | None = None
+    tries = 0
+    while True:
+        if not is_local and job is not None:
+            used = ProviderCall.objects.filter(job=job).count()
+            if used >= MAX_ATTEMPTS_PER_JOB:
+                raise ProviderError(
+                    f"gave up after {used} attempts to reach {provider.name} (the limit is {MAX_ATTEMPTS_PER_JOB} per job)"
+                    + (f"; the last error: {last_error}" if last_error else "")
+                )
+        elif not is_local and tries >= MAX_ATTEMPTS_PER_JOB:
+            raise ProviderError(f"gave up after {tries} attempts to reach {provider.name}; the last error: {last_error}")
+        tries += 1
+        model = getattr(provider, "model", "")
+        call = None
+        if not is_local:
+            call = ProviderCall.objects.create(project=project, job=job, provider=provider.name, model=model, role=role)
+        try:
+            completion = provider.complete(system=system, prompt=prompt, role=role, max_tokens=max_tokens)
+        except RetryableProviderError as exc:
+            last_error = exc
+            if call is not None:
+                ProviderCall.objects.filter(pk=call.pk).update(error=str(exc)[:2000])
+            delay = backoff_base() * (2 ** (tries - 1))
+            log.warning("%s attempt %s failed (%s); retrying in %.1fs", provider.name, tries, exc, delay)
+            if progress:
+                progress(0.3, f"{provider.name}: {str(exc)[:200]}; retrying in {delay:.0f}s")
+            sleep(min(delay, 60.0))
+            continue
+        except ProviderError as exc:
+            if call is not None:
+                ProviderCall.objects.filter(pk=call.pk).update(error=str(exc)[:2000])
+            raise
+        if call is not None:
+            ProviderCall.objects.filter(pk=call.pk).update(ok=True, model=completion.model[:200])
+        record_spend(project, completion, role=role, provider=provider.name, job=job, conversation=conversation)
+        return completion
+
+
+def record_spend(project, completion: Completion, *, role: str, provider: str, job=None, conversation=None) -> SpendEntry:
+    return SpendEntry.objects.create(
+        project=project,
+        conversation=conversation,
+        job=job,
+        role=role,
+        provider=provider,
+        model=(completion.model or "")[:200],
+        input_tokens=completion.input_tokens,
+        output_tokens=completion.output_tokens,
+        cache_read_tokens=completion.cache_read_tokens,
+        cache_write_tokens=completion.cache_write_tokens,
+        cost_usd=completion.cost_usd,
+    )
+
+
+def save_config(
+    project: Project,
+    provider: str,
+    *,
+    base_url: str = "",
+    model: str = "",
+    api_key: str | None = None,
+    make_default: bool = False,
+    allow_private_network: bool | None = None,
+    may_allow_private: bool = False,
+) -> ProviderConfig:
+    """Validate and store one provider's settings. api_key None keeps the stored key, "" clears it.
+
+    allow_private_network may only be changed by an owner or admin (may_allow_private)."""
+    if provider not in PROVIDER_NAMES:
+        raise ConfigError(f"unknown provider {provider!r}: choose one of {', '.join(PROVIDER_NAMES)}")
+    config = ProviderConfig.objects.filter(project=project, provider=provider).first() or ProviderConfig(
+        project=project, provider=provider
+    )
+    if allow_private_network is not None and allow_private_network != config.allow_private_network:
+        if not may_allow_private:
+            raise ConfigError("only a project owner or admin may allow the private network for a provider")
+        config.allow_private_network = allow_private_network
+    base_url = (base_url or "").strip()
+    if len(base_url) > 500:
+        raise ConfigError("the base URL is longer than 500 characters")
+    if provider != "builtin" and base_url:
+        try:
+            base_url = ssrf.check_base_url(base_url, allow_private=config.allow_private_network)
+        except ssrf.UnsafeBaseURL as exc:
+            raise ConfigError(str(exc)) from exc
+    model = (model or "").strip()
+    if len(model) > 200:
+        raise ConfigError("the model name is longer than 200 characters")
+    config.base_url = base_url if provider != "builtin" else ""
+    config.model = model if provider != "builtin" else ""
+    if api_key is not None:
+        config.set_api_key(api_key.strip())
+    config.save()
+    if make_default:
+        ProviderConfig.objects.filter(project=project).exclude(pk=config.pk).update(is_default=False)
+        ProviderConfig.objects.filter(pk=config.pk).update(is_default=True)
+        config.is_default = True
+    return config
+
+
+def spend_summary(qs) -> dict:
+    """Totals and per-role/model rows of a SpendEntry queryset."""
+    rows = list(
+        qs.values("role", "provider", "model")
+        .annotate(calls=Count("id"), input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"), cost_usd=Sum("cost_usd"))
+        .order_by("role", "provider", "model")
+    )
+    totals = qs.aggregate(calls=Count("id"), input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"), cost_usd=Sum("cost_usd"))
+    return {
+        "calls": totals["calls"] or 0,
+        "input_tokens": totals["input_tokens"] or 0,
+        "output_tokens": totals["output_tokens"] or 0,
+        "cost_usd": totals["cost_usd"] or 0.0,
+        "by_role": [
+            {**r, "input_tokens": r["input_tokens"] or 0, "output_tokens": r["output_tokens"] or 0, "cost_usd": r["cost_usd"] or 0.0}
+            for r in rows
+        ],
+    }
+
+
+def project_spend(project: Project) -> dict:
+    summary = spend_summary(SpendEntry.objects.filter(project=project))
+    per_conversation = list(
+        SpendEntry.objects.filter(project=project, conversation__isnull=False)
+        .values("conversation_id", "conversation__title", "conversation__external_id")
+        .annotate(calls=Count("id"), input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"), cost_usd=Sum("cost_usd"))
+        .order_by("-input_tokens")[:200]
+    )
+    summary["conversations"] = [
+        {
+            "conversation_id": r["conversation_id"],
+            "title": r["conversation__title"] or r["conversation__external_id"],
+            "calls": r["calls"],
+            "input_tokens": r["input_tokens"] or 0,
+            "output_tokens": r["output_tokens"] or 0,
+            "cost_usd": r["cost_usd"] or 0.0,
+        }
+        for r in per_conversation
+    ]
+    return summary
+
+
+def conversation_spend(conversation) -> dict:
+    return spend_summary(SpendEntry.objects.filter(conversation=conversation))
