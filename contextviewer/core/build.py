@@ -299,7 +299,7 @@ def repair_tool_pairs(messages: Sequence[dict]) -> tuple[list[dict], list[str]]:
             else:
                 kept.append(b)
         if kept:
-            out.append({**m, "blocks": kept})
+            out.append({**m, "blocks": kept, "repaired": True})
         else:
             dropped_messages += 1
     notes = []

@@ -1,0 +1,77 @@
+"""API operations for builds and exports. Every operation checks project membership and role."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from ninja import Query, Router, Schema
+from ninja.responses import Status
+
+from contextviewer.accounts.models import Membership
+from contextviewer.api import api
+
+from . import builds
+from .api import ErrorOut, JobOut, job_out
+from .models import Conversation
+
+router = Router(tags=["builds"])
+
+
+class BuildIn(Schema):
+    turns: list[int] | str = []
+    folds: list[int] | str = []
+    idempotency_key: str | None = None
+
+
+def _conversation(request, pk: int, permission: str) -> tuple[Conversation | None, Status | None]:
+    conv = Conversation.objects.for_user(request.user).select_related("project").filter(pk=pk).first()
+    if conv is None:
+        return None, Status(404, {"detail": "No such conversation."})
+    membership = Membership.objects.filter(project=conv.project, user=request.user).first()
+    if membership is None or not membership.can(permission):
+        return None, Status(403, {"detail": f"Your role in {conv.project.name} may not do this ({permission})."})
+    return conv, None
+
+
+@router.post(
+    "/conversations/{conversation_id}/builds",
+    response={202: JobOut, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut},
+)
+def create_build(request, conversation_id: int, payload: BuildIn):
+    """Build a new conversation from selected turns (`turns`: [3, 7] or "3,7-9") and folds'
+    summaries (`folds`, numbered from 1); answered with the job to poll."""
+    conv, error = _conversation(request, conversation_id, "edit")
+    if error:
+        return error
+    try:
+        job = builds.start_build(conv, payload.turns, payload.folds, user=request.user, idempotency_key=payload.idempotency_key)
+    except builds.BuildError as exc:
+        return Status(400, {"detail": str(exc)})
+    return Status(202, job_out(request, job))
+
+
+@router.get(
+    "/conversations/{conversation_id}/export",
+    response={200: None, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut},
+)
+def export_conversation(request, conversation_id: int, format: str = Query(..., description="claude-code | openai | anthropic | markdown")):
+    """The conversation as a file: Claude Code JSONL, OpenAI or Anthropic messages JSON, Markdown."""
+    conv, error = _conversation(request, conversation_id, "view")
+    if error:
+        return error
+    if format not in builds.CONTENT_TYPES:
+        return Status(400, {"detail": f"Unknown format {format!r}: use one of {', '.join(builds.CONTENT_TYPES)}."})
+    return export_response(builds.export(conv, format))
+
+
+def export_response(f: builds.ExportFile) -> HttpResponse:
+    response = HttpResponse(f.content.encode("utf-8"), content_type=f.content_type)
+    response["Content-Disposition"] = f'attachment; filename="{f.filename}"'
+    response["X-Content-Type-Options"] = "nosniff"
+    if f.session_id:
+        response["X-Session-Id"] = f.session_id
+    if f.notes:
+        response["X-Export-Notes"] = "; ".join(f.notes)[:2000].encode("ascii", "replace").decode()
+    return response
+
+
+api.add_router("/", router)

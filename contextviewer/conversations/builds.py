@@ -1,0 +1,391 @@
+"""Builds and exports: the service behind the page, the API, the commands and the build job.
+
+A build is a new conversation (kind "build") seeded with selected turns and folds' summaries of a
+source conversation. The source is only read. The job is idempotent: the new conversation's
+session id derives from the job's idempotency key and the whole build is one transaction, so a
+retried or doubled job leaves exactly one conversation.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid as uuidlib
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.db.models import Max, Min
+from django.utils import timezone
+
+from contextviewer.core import build as core_build
+from contextviewer.core import budget, export as core_export, registry, tokens as token_core
+
+from . import jobs, search
+from .models import Conversation, ConversationKind, Fold, Job, Message, ModelCall
+
+BATCH = 500
+BuildError = core_build.BuildError
+
+
+# --- reading the source -----------------------------------------------------------------------
+
+
+def find_conversation(ref: str, qs=None) -> Conversation | None:
+    """A conversation by id or by its session's external id (CONVERSATION in the commands)."""
+    ref = (ref or "").strip()
+    qs = Conversation.objects.all() if qs is None else qs
+    if ref.isdigit():
+        found = qs.filter(pk=int(ref)).first()
+        if found:
+            return found
+    return qs.filter(external_id=ref).order_by("-pk").first()
+
+
+def build_folds(conv: Conversation) -> list[Fold]:
+    """The folds a build can take a summary from, numbered 1.. in this order (as on the page)."""
+    return list(conv.folds.exclude(kind="microcompact").select_related("summary_message").order_by("position", "id"))
+
+
+def fold_infos(conv: Conversation, folds: list[Fold] | None = None) -> list[core_build.FoldInfo]:
+    folds = build_folds(conv) if folds is None else folds
+    wanted = {u for f in folds for u in (f.preserved or [])}
+    at = dict(conv.messages.filter(uuid__in=wanted).values_list("uuid", "position")) if wanted else {}
+    return core_build.make_folds(
+        [
+            {
+                "position": f.position,
+                "summary_text": f.summary_text,
+                "summary_position": f.summary_message.position if f.summary_message_id and f.summary_message else None,
+                "preserved": [at[u] for u in (f.preserved or []) if u in at],
+            }
+            for f in folds
+        ]
+    )
+
+
+def turn_spans(conv: Conversation) -> list[core_build.TurnSpan]:
+    rows = conv.messages.values("turn").annotate(first=Min("position"), last=Max("position")).order_by("turn")
+    return [core_build.TurnSpan(r["turn"], r["first"], r["last"]) for r in rows]
+
+
+def validate(conv: Conversation, turns, folds) -> core_build.Plan:
+    return core_build.validate(turns, folds, turn_spans(conv), fold_infos(conv))
+
+
+def message_dict(m: Message) -> dict:
+    return {
+        "position": m.position,
+        "source_position": m.position,
+        "turn": m.turn,
+        "role": m.role,
+        "record_type": m.record_type,
+        "subtype": m.subtype,
+        "blocks": m.blocks or [],
+        "timestamp": m.timestamp,
+        "is_meta": m.is_meta,
+        "is_compact_summary": m.is_compact_summary,
+        "is_sidechain": m.is_sidechain,
+        "flags": m.flags or {},
+        "tokens": m.tokens or {},
+        "token_total": m.token_total,
+        "raw": m.raw,
+        "source_id": m.source_id,
+        "line_no": m.line_no,
+        "id": m.pk,
+    }
+
+
+# --- the build --------------------------------------------------------------------------------
+
+
+def start_build(conv: Conversation, turns, folds, *, user=None, idempotency_key: str | None = None, enqueue: bool = True) -> Job:
+    """Check the selection now (a clear error beats a failed job) and enqueue the build job."""
+    plan = validate(conv, turns, folds)
+    key = f"build:{user.pk if user else 0}:{idempotency_key}" if idempotency_key else None
+    job, _ = jobs.create_job(
+        conv.project,
+        "build",
+        {"conversation_id": conv.pk, "turns": plan.turns, "folds": plan.folds},
+        user=user,
+        idempotency_key=key,
+        enqueue=enqueue,
+    )
+    return job
+
+
+def build_session_id(job: Job) -> str:
+    return str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"contextviewer-build:{job.idempotency_key}"))
+
+
+@dataclass
+class Preview:
+    plan: core_build.Plan
+    result: core_build.BuildResult
+    categories: dict
+    gauge: object
+    spec: object
+
+
+def assemble(conv: Conversation, plan: core_build.Plan, infos=None) -> core_build.BuildResult:
+    infos = fold_infos(conv) if infos is None else infos
+    by_turn: dict[int, list[dict]] = {}
+    qs = conv.messages.filter(turn__in=plan.turns).order_by("position")
+    for m in qs.iterator(chunk_size=2000):
+        by_turn.setdefault(m.turn, []).append(message_dict(m))
+    return core_build.assemble(plan, by_turn, infos)
+
+
+def preview(conv: Conversation, turns, folds) -> Preview:
+    """What a build of this selection would hold, and its window gauge (estimated)."""
+    infos = fold_infos(conv)
+    plan = core_build.validate(turns, folds, turn_spans(conv), infos)
+    result = assemble(conv, plan, infos)
+    categories: dict[str, int] = {}
+    for m in result.messages:
+        counts = _count(m) if m.get("repaired") or not m.get("tokens") else m["tokens"]
+        for k, v in counts.items():
+            categories[k] = categories.get(k, 0) + int(v or 0)
+    spec = registry.lookup((conv.model_names or [""])[-1], override_window=conv.window)
+    gauge = budget.gauge(categories, spec=spec, measured=None) if spec and spec.window else None
+    return Preview(plan, result, categories, gauge, spec)
+
+
+def _count(m: dict) -> dict:
+    return token_core.count_message(
+        m["role"], m["blocks"], is_compact_summary=bool(m.get("is_compact_summary")), record_type=m.get("record_type") or m["role"]
+    )
+
+
+@jobs.runner("build")
+def run_build(job: Job, progress) -> dict:
+    params = job.params or {}
+    source = Conversation.objects.filter(pk=params.get("conversation_id"), project=job.project).first()
+    if source is None:
+        raise BuildError("The source conversation no longer exists.")
+    session_id = build_session_id(job)
+    existing = Conversation.objects.filter(project=job.project, agent=source.agent, external_id=session_id).first()
+    if existing is not None:  # a retry after the commit: the build is already there
+        return build_result(existing)
+    progress(0.02, "reading the selection")
+    infos = fold_infos(source)
+    plan = core_build.validate(params.get("turns"), params.get("folds"), turn_spans(source), infos)
+    result = assemble(source, plan, infos)
+    progress(0.1, f"copying {len(result.messages)} messages")
+    with transaction.atomic():
+        conv = _create_build(job, source, plan, result, session_id, progress)
+    return build_result(conv)
+
+
+def _create_build(job, source, plan, result, session_id, progress) -> Conversation:
+    now = timezone.now()
+    user = job.created_by
+    title = f"Build of {source.title or source.external_id}"[:500]
+    stamps = [m["timestamp"] for m in result.messages if m.get("timestamp")]
+    conv = Conversation.objects.create(
+        project=job.project,
+        agent=source.agent,
+        external_id=session_id,
+        kind=ConversationKind.BUILD,
+        title=title,
+        cwd=source.cwd,
+        git_branch=source.git_branch,
+        cli_version=source.cli_version,
+        model_names=list(source.model_names or []),
+        window=source.window,
+        started_at=min(stamps) if stamps else now,
+        ended_at=max(stamps) if stamps else now,
+        lineage={
+            "source": {"id": source.pk, "external_id": source.external_id, "title": source.title},
+            "selection": {"turns": plan.turns, "folds": plan.folds},
+            "created_by": {"id": user.pk, "username": user.get_username()} if user else None,
+            "created_at": now.isoformat(),
+            "job": job.pk,
+            "notes": result.notes,
+        },
+    )
+    namespace = uuidlib.UUID(session_id)
+    parent = None
+    rows = []
+    total = max(len(result.messages), 1)
+    tool_calls = 0
+    for m in result.messages:
+        uid = str(uuidlib.uuid5(namespace, f"message:{m['position']}"))
+        counts = _count(m) if m.get("repaired") or not m.get("tokens") else m["tokens"]
+        tool_calls += sum(1 for b in m["blocks"] if b.get("kind") == "tool_call")
+        flags = dict(m.get("flags") or {})
+        if "source_position" in m:
+            flags["copied_from"] = {"conversation": source.pk, "position": m["source_position"]}
+        raw = m.get("raw") or json.dumps(
+            {"type": "user", "isCompactSummary": True, "message": {"role": "user", "content": m["blocks"][0]["text"]},
+             "contextviewer": {"from_fold": m.get("from_fold"), "source_conversation": source.pk}},
+            ensure_ascii=False,
+        )
+        rows.append(
+            dict(
+                conversation_id=conv.pk,
+                position=m["position"],
+                turn=m["turn"],
+                uuid=uid,
+                parent_uuid=parent,
+                role=m["role"],
+                record_type=(m.get("record_type") or m["role"])[:60],
+                subtype=(m.get("subtype") or "")[:60],
+                blocks=m["blocks"],
+                raw=raw,
+                timestamp=m.get("timestamp") or now,
+                is_sidechain=False,
+                agent_id="",
+                is_meta=bool(m.get("is_meta")),
+                is_compact_summary=bool(m.get("is_compact_summary")),
+                flags=flags,
+                tokens=counts,
+                token_total=sum(counts.values()),
+                source_id=m.get("source_id"),
+                line_no=m.get("line_no"),
+            )
+        )
+        parent = uid
+        if len(rows) >= BATCH:
+            _flush(conv, rows)
+            progress(0.1 + 0.85 * (m["position"] + 1) / total, f"copied {m['position'] + 1} of {total} messages")
+            rows = []
+    _flush(conv, rows)
+    conv.tool_call_count = tool_calls
+    conv.message_count = len(result.messages)
+    conv.save(update_fields=["tool_call_count", "message_count"])
+    return conv
+
+
+def _flush(conv: Conversation, rows: list[dict]) -> None:
+    if not rows:
+        return
+    Message.objects.bulk_create([Message(**r) for r in rows])
+    texts = {r["position"]: search.text_of_blocks(r["blocks"]) for r in rows}
+    ids = Message.objects.filter(
+        conversation_id=conv.pk, position__gte=min(texts), position__lte=max(texts)
+    ).values_list("pk", "position")
+    search.index_messages(conv.pk, ((pk, texts[pos]) for pk, pos in ids if pos in texts))
+
+
+def build_result(conv: Conversation) -> dict:
+    lineage = conv.lineage or {}
+    return {
+        "conversation_id": conv.pk,
+        "external_id": conv.external_id,
+        "title": conv.title,
+        "messages": conv.message_count,
+        "turns": conv.messages.values("turn").distinct().count(),
+        "source_id": (lineage.get("source") or {}).get("id"),
+        "selection": lineage.get("selection"),
+        "notes": lineage.get("notes") or [],
+    }
+
+
+# --- exports ----------------------------------------------------------------------------------
+
+CONTENT_TYPES = {
+    "claude-code": ("application/x-ndjson", "jsonl"),
+    "openai": ("application/json", "openai.json"),
+    "anthropic": ("application/json", "anthropic.json"),
+    "markdown": ("text/markdown; charset=utf-8", "md"),
+}
+
+
+@dataclass
+class ExportFile:
+    format: str
+    filename: str
+    content_type: str
+    content: str
+    notes: list[str]
+    session_id: str | None = None
+    resume_hint: str = ""
+
+
+def _enrich(d: dict) -> dict:
+    """Put back what the stored blocks leave in the raw line: thinking signatures, image data,
+    a tool result's own content (its images). Blocks align with the raw content items."""
+    raw = d.get("raw")
+    blocks = d.get("blocks") or []
+    if not raw or not any(b.get("kind") in ("thinking", "image") or b.get("images") for b in blocks):
+        return d
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        return d
+    content = obj.get("message", {}).get("content") if isinstance(obj, dict) and isinstance(obj.get("message"), dict) else None
+    if not isinstance(content, list):
+        return d
+    items = [c for c in content if c is not None]
+    if len(items) != len(blocks):
+        return d
+    out = []
+    for b, item in zip(blocks, items):
+        if isinstance(item, dict):
+            if b.get("kind") == "thinking" and isinstance(item.get("signature"), str) and item["signature"]:
+                b = {**b, "signature": item["signature"]}
+            elif b.get("kind") == "image" and isinstance(item.get("source"), dict):
+                b = {**b, "data": item["source"].get("data"), "media_type": item["source"].get("media_type")}
+            elif b.get("kind") == "tool_result" and b.get("images") and isinstance(item.get("content"), list):
+                b = {**b, "content": item["content"]}
+        out.append(b)
+    return {**d, "blocks": out}
+
+
+def export_messages(conv: Conversation):
+    """The conversation's messages as exporter dicts (raw-enriched), with measured usage on the
+    first message of each model call."""
+    usage = {
+        c.position: {
+            "input_tokens": c.input_uncached,
+            "cache_creation_input_tokens": c.cache_write,
+            "cache_read_input_tokens": c.cache_read,
+            "output_tokens": c.output,
+        }
+        for c in ModelCall.objects.filter(conversation=conv)
+    }
+    out = []
+    for m in conv.messages.order_by("position").iterator(chunk_size=2000):
+        d = _enrich(message_dict(m))
+        d.pop("raw", None)
+        api_id = None
+        if m.role == "assistant":
+            try:
+                obj = json.loads(m.raw)
+                api_id = obj.get("message", {}).get("id") if isinstance(obj, dict) else None
+            except (ValueError, AttributeError):
+                api_id = None
+            if m.position in usage:
+                d["usage"] = usage[m.position]
+        d["api_message_id"] = api_id if isinstance(api_id, str) else None
+        out.append(d)
+    return out
+
+
+def export(conv: Conversation, fmt: str) -> ExportFile:
+    if fmt not in CONTENT_TYPES:
+        raise ValueError(f"Unknown export format {fmt!r}: use one of {', '.join(core_export.FORMATS)}.")
+    messages = export_messages(conv)
+    model = (conv.model_names or [""])[-1]
+    content_type, ext = CONTENT_TYPES[fmt]
+    base = f"conversation-{conv.pk}"
+    if fmt == "claude-code":
+        session_id = core_export.export_session_id(f"{conv.project_id}:{conv.agent}:{conv.external_id}")
+        result = core_export.claude_code(
+            messages, session_id=session_id, cwd=conv.cwd or "/", git_branch=conv.git_branch, model=model
+        )
+        folder = core_export.encoded_project_dir(conv.cwd or "/")
+        hint = f"Save as ~/.claude/projects/{folder}/{session_id}.jsonl, then run: claude --resume {session_id}"
+        return ExportFile(fmt, f"{session_id}.jsonl", content_type, result.content, result.notes, session_id, hint)
+    if fmt == "openai":
+        result = core_export.openai(messages, model=model)
+    elif fmt == "anthropic":
+        result = core_export.anthropic(messages, model=model)
+    else:
+        meta = [f"{conv.agent} · {conv.kind} · {conv.message_count} messages"]
+        if conv.cwd:
+            meta.append(f"cwd: {conv.cwd}")
+        source = (conv.lineage or {}).get("source")
+        if source:
+            meta.append(f"built from conversation {source.get('id')} ({source.get('title') or source.get('external_id')})")
+        result = core_export.markdown(messages, title=conv.title or conv.external_id, meta=meta)
+    return ExportFile(fmt, f"{base}.{ext}", content_type, result.content, result.notes)

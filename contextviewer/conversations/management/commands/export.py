@@ -1,0 +1,41 @@
+"""python manage.py export CONVERSATION --format claude-code|openai|anthropic|markdown [--output PATH]
+
+Writes the conversation (its id or its session's external id) to PATH, or to stdout."""
+
+import sys
+from pathlib import Path
+
+from django.core.management.base import BaseCommand
+
+from contextviewer.conversations import builds
+
+
+class Command(BaseCommand):
+    help = "Export a conversation as Claude Code JSONL, OpenAI or Anthropic messages JSON, or Markdown."
+
+    def add_arguments(self, parser):
+        parser.add_argument("conversation", help="conversation id or session (external) id")
+        parser.add_argument("--format", required=True, choices=list(builds.CONTENT_TYPES))
+        parser.add_argument("--output", "-o", default="", help="file to write (default: stdout)")
+
+    def handle(self, *args, **opts):
+        conv = builds.find_conversation(opts["conversation"])
+        if conv is None:
+            self.stderr.write(f"export failed: no conversation with id or session id {opts['conversation']!r}")
+            sys.exit(2)
+        f = builds.export(conv, opts["format"])
+        if opts["output"]:
+            path = Path(opts["output"]).expanduser()
+            try:
+                path.write_text(f.content, encoding="utf-8")
+            except OSError as exc:
+                self.stderr.write(f"export failed: cannot write {path}: {exc.strerror or exc}")
+                sys.exit(2)
+            self.stderr.write(f"wrote {path}")
+        else:
+            sys.stdout.write(f.content)
+            sys.stdout.flush()
+        for note in f.notes:
+            self.stderr.write(f"note: {note}")
+        if f.resume_hint:
+            self.stderr.write(f.resume_hint)

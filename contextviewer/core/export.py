@@ -1,0 +1,508 @@
+"""Exporters from plain message dicts (pure, no Django): Claude Code JSONL, OpenAI chat messages,
+Anthropic messages and Markdown.
+
+Messages are dicts as core.build uses them: role (user | assistant | tool | system | other),
+blocks (dicts with a "kind"), and optionally timestamp (datetime or ISO text), is_meta,
+is_compact_summary, subtype, model, api_message_id, turn, usage. Blocks may carry what the stored
+blocks leave in the raw line: "signature" (thinking), "data" (image base64), "content" (a tool
+result's own content list, images included).
+
+Every exporter returns what it wrote and notes saying what it left out and why (never silently):
+thinking without a signature (the API rejects it), bookkeeping lines, tool calls whose result is
+missing (core.build.repair_tool_pairs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid as uuidlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from .build import repair_tool_pairs
+
+# The version exported Claude Code lines claim; they validate against its session schema
+# (../shared/schemas/claude-code/v2.1.144, covering 2.1.97-2.1.144).
+CLAUDE_CODE_VERSION = "2.1.144"
+DEFAULT_MODEL = "claude-sonnet-4-5"
+FORMATS = ("claude-code", "openai", "anthropic", "markdown")
+
+# Tool names Claude Code 2.1.144 knows (its session schema's BuiltInToolName); MCP tools are
+# mcp__<server>__<tool>. Older names are mapped to their successors, others to an MCP-shaped name.
+CLAUDE_CODE_TOOLS = frozenset(
+    "Bash Read Write Edit Glob Grep WebSearch WebFetch Task TaskOutput TaskStop TaskCreate TaskUpdate "
+    "TaskList TaskGet TodoWrite AskUserQuestion NotebookEdit EnterPlanMode ExitPlanMode EnterWorktree "
+    "Skill KillShell ToolSearch SendMessage TeamCreate TeamDelete ListMcpResourcesTool ReadMcpResourceTool "
+    "Agent CronCreate CronDelete CronList ExitWorktree bash Monitor PushNotification ScheduleWakeup "
+    "ShareOnboardingGuide WaitForMcpServers RemoteTrigger PowerShell SendUserFile".split()
+)
+RENAMED_TOOLS = {"BashOutput": "TaskOutput", "KillBash": "KillShell"}
+_MCP_NAME = re.compile(r"^mcp__[a-zA-Z0-9_:-]+(__[a-zA-Z0-9_-]+)?$")
+_TOOL_ID = re.compile(r"^toolu_[a-zA-Z0-9]+$")
+_MSG_ID = re.compile(r"^msg_[a-zA-Z0-9]+$")
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+
+
+@dataclass
+class Export:
+    content: str
+    notes: list[str] = field(default_factory=list)
+    session_id: str | None = None  # Claude Code: the id to resume
+
+
+class _Notes:
+    def __init__(self):
+        self.counts: dict[str, int] = {}
+        self.extra: list[str] = []
+
+    def add(self, what: str, n: int = 1) -> None:
+        self.counts[what] = self.counts.get(what, 0) + n
+
+    def render(self) -> list[str]:
+        return self.extra + [f"{n} × {what}" for what, n in self.counts.items()]
+
+
+# --- shared preparation -----------------------------------------------------------------------
+
+
+def conversational(messages: Sequence[dict], notes: _Notes | None = None, keep_fold_markers: bool = False) -> list[dict]:
+    """The messages an agent would replay: user, assistant and tool messages (and fold markers
+    when asked), with tool calls and results paired."""
+    out = []
+    for m in messages:
+        role = m.get("role")
+        if role in ("user", "assistant", "tool"):
+            out.append(m)
+        elif keep_fold_markers and role == "system" and m.get("subtype") == "compact_boundary":
+            out.append(m)
+        elif notes is not None:
+            notes.add(f"{role} line{'' if role == 'other' else ' (' + (m.get('subtype') or 'no subtype') + ')'} left out (bookkeeping, not sent to the model)")
+    repaired, repair_notes = repair_tool_pairs(out)
+    if notes is not None:
+        notes.extra.extend(repair_notes)
+    return repaired
+
+
+def _short_hash(value: str, n: int = 24) -> str:
+    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:n]
+
+
+def claude_code_tool_name(name: str | None) -> str:
+    """A tool name Claude Code's schema accepts (the same name where it already does)."""
+    name = name or "unknown"
+    if name in CLAUDE_CODE_TOOLS or _MCP_NAME.match(name):
+        return name
+    if name in RENAMED_TOOLS:
+        return RENAMED_TOOLS[name]
+    safe = re.sub(r"[^a-zA-Z0-9_-]+", "_", name).strip("_") or "tool"
+    return f"mcp__exported__{safe[:60]}"
+
+
+def anthropic_tool_id(tool_id: str | None) -> str:
+    if tool_id and _TOOL_ID.match(tool_id):
+        return tool_id
+    return "toolu_" + _short_hash(tool_id or "missing")
+
+
+def _timestamp(value) -> datetime | None:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, str):
+        try:
+            dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+    return None
+
+
+def _iso(dt: datetime) -> str:
+    dt = dt.astimezone(UTC)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+def _tool_input(block: dict) -> dict:
+    value = block.get("tool_input")
+    if isinstance(value, dict):
+        return value
+    if value is None:
+        text = block.get("text") or ""
+        try:
+            parsed = json.loads(text) if text else {}
+        except ValueError:
+            parsed = {"input": text}
+        return parsed if isinstance(parsed, dict) else {"input": parsed}
+    return {"input": value}
+
+
+def _image_block(media_type: str | None, data: str | None) -> dict | None:
+    media_type = (media_type or "").lower()
+    if media_type in IMAGE_TYPES and isinstance(data, str) and data:
+        return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
+    return None
+
+
+def _result_content(block: dict, notes: _Notes) -> str | list:
+    """A tool result's content: its own content list when it carried images, else its text."""
+    content = block.get("content")
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
+                parts.append({"type": "text", "text": part["text"]})
+            elif isinstance(part, dict) and part.get("type") == "image":
+                source = part.get("source") if isinstance(part.get("source"), dict) else {}
+                image = _image_block(source.get("media_type"), source.get("data"))
+                if image:
+                    parts.append(image)
+                else:
+                    notes.add("image in a tool result left out (no data)")
+            elif isinstance(part, str):
+                parts.append({"type": "text", "text": part})
+        if parts:
+            return parts
+    if block.get("images"):
+        notes.add("image in a tool result left out (no data)")
+    return block.get("text") or ""
+
+
+def anthropic_blocks(m: dict, notes: _Notes, tool_name=lambda n: n or "tool", tool_id=lambda i: i) -> list[dict]:
+    """Anthropic content blocks of one message (Claude Code writes the same shapes)."""
+    out = []
+    for b in m.get("blocks") or ():
+        kind = b.get("kind")
+        text = b.get("text") or ""
+        if kind == "text":
+            if text:
+                out.append({"type": "text", "text": text})
+        elif kind == "thinking":
+            if b.get("raw_type") == "redacted_thinking":
+                notes.add("redacted thinking block left out")
+            elif b.get("signature") and text:
+                out.append({"type": "thinking", "thinking": text, "signature": b["signature"]})
+            elif text:
+                notes.add("thinking block left out (no signature: the API would reject it)")
+        elif kind == "tool_call":
+            out.append({"type": "tool_use", "id": tool_id(b.get("tool_id")), "name": tool_name(b.get("tool_name")), "input": _tool_input(b)})
+        elif kind == "tool_result":
+            block = {"type": "tool_result", "tool_use_id": tool_id(b.get("tool_id")), "content": _result_content(b, notes)}
+            if b.get("is_error"):
+                block["is_error"] = True
+            out.append(block)
+        elif kind == "image":
+            image = _image_block(b.get("media_type"), b.get("data"))
+            if image:
+                out.append(image)
+            else:
+                notes.add("image left out (no data)")
+                out.append({"type": "text", "text": f"[image{': ' + b['media_type'] if b.get('media_type') else ''} not exported]"})
+        else:
+            label = b.get("raw_type") or kind or "other"
+            if text:
+                out.append({"type": "text", "text": f"[{label}] {text}"})
+            else:
+                notes.add(f"{label} block without text left out")
+    return out
+
+
+# --- Claude Code ------------------------------------------------------------------------------
+
+
+def encoded_project_dir(cwd: str) -> str:
+    """Claude Code's folder name for a working directory: every non-alphanumeric character -> '-'."""
+    return re.sub(r"[^a-zA-Z0-9]", "-", cwd or "/")
+
+
+def export_session_id(seed: str) -> str:
+    """A stable session id for the export of one conversation (never the source's own id, so that
+    importing the export next to its source creates a new conversation)."""
+    return str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"contextviewer-export:{seed}"))
+
+
+def claude_code(
+    messages: Sequence[dict],
+    *,
+    session_id: str,
+    cwd: str,
+    git_branch: str = "",
+    model: str = "",
+    version: str = CLAUDE_CODE_VERSION,
+    start: datetime | None = None,
+) -> Export:
+    lines, notes = claude_code_lines(
+        messages, session_id=session_id, cwd=cwd, git_branch=git_branch, model=model, version=version, start=start
+    )
+    content = "".join(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n" for line in lines)
+    return Export(content, notes, session_id)
+
+
+def claude_code_lines(
+    messages: Sequence[dict],
+    *,
+    session_id: str,
+    cwd: str,
+    git_branch: str = "",
+    model: str = "",
+    version: str = CLAUDE_CODE_VERSION,
+    start: datetime | None = None,
+) -> tuple[list[dict], list[str]]:
+    """One JSONL line per message, chained by uuid/parentUuid; a fold marker starts a new chain
+    (parentUuid null, logicalParentUuid: the last line before it), as Claude Code writes it."""
+    if not _UUID.match(session_id or ""):
+        raise ValueError("session_id must be a lowercase UUID")
+    notes = _Notes()
+    kept = conversational(messages, notes, keep_fold_markers=True)
+    namespace = uuidlib.UUID(session_id)
+    clock = start or datetime(2026, 1, 1, tzinfo=UTC)
+    renamed: set[str] = set()
+
+    def tool_name(name):
+        mapped = claude_code_tool_name(name)
+        if mapped != (name or ""):
+            renamed.add(f"{name} → {mapped}")
+        return mapped
+
+    lines: list[dict] = []
+    parent: str | None = None
+    api_ids: dict[str, str] = {}
+    for n, m in enumerate(kept):
+        ts = _timestamp(m.get("timestamp"))
+        clock = ts if ts is not None and ts >= clock else clock + timedelta(milliseconds=1)
+        uid = str(uuidlib.uuid5(namespace, f"line:{n}"))
+        envelope = {
+            "parentUuid": parent,
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": cwd or "/",
+            "sessionId": session_id,
+            "version": version,
+            **({"gitBranch": git_branch} if git_branch else {}),
+        }
+        role = m.get("role")
+        if role == "system":
+            line = {
+                **envelope,
+                "parentUuid": None,
+                "logicalParentUuid": parent,
+                "type": "system",
+                "subtype": "compact_boundary",
+                "content": "Conversation compacted",
+                "isMeta": False,
+                "level": "info",
+                "compactMetadata": {"trigger": "manual", "preTokens": int(m.get("pre_tokens") or 0)},
+                "uuid": uid,
+                "timestamp": _iso(clock),
+            }
+        elif role == "assistant":
+            blocks = anthropic_blocks(m, notes, tool_name, anthropic_tool_id)
+            if not blocks:
+                continue
+            api_id = m.get("api_message_id") or f"row:{n}"
+            msg_id = api_ids.get(api_id)
+            if msg_id is None:
+                msg_id = api_id if _MSG_ID.match(api_id) else "msg_" + _short_hash(f"{session_id}:{api_id}")
+                api_ids[api_id] = msg_id
+            usage = m.get("usage") if isinstance(m.get("usage"), dict) else {"input_tokens": 0, "output_tokens": 0}
+            line = {
+                **envelope,
+                "type": "assistant",
+                "message": {
+                    "model": m.get("model") or model or DEFAULT_MODEL,
+                    "id": msg_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "content": blocks,
+                    "stop_reason": "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn",
+                    "stop_sequence": None,
+                    "usage": usage,
+                },
+                "uuid": uid,
+                "timestamp": _iso(clock),
+            }
+        else:
+            if m.get("is_compact_summary"):
+                text = "\n".join(b.get("text") or "" for b in m.get("blocks") or () if b.get("kind") == "text")
+                content: str | list = text
+            else:
+                content = anthropic_blocks(m, notes, tool_name, anthropic_tool_id)
+                if not content:
+                    continue
+                if len(content) == 1 and content[0]["type"] == "text":
+                    content = content[0]["text"]  # a typed prompt, as Claude Code writes it
+            line = {**envelope, "type": "user", "message": {"role": "user", "content": content}, "uuid": uid, "timestamp": _iso(clock)}
+            if m.get("is_meta"):
+                line["isMeta"] = True
+            if m.get("is_compact_summary"):
+                line["isCompactSummary"] = True
+                line["isVisibleInTranscriptOnly"] = True
+        lines.append(line)
+        parent = uid
+    out = notes.render()
+    if renamed:
+        out.append("tool names Claude Code does not know, renamed: " + ", ".join(sorted(renamed)))
+    return lines, out
+
+
+# --- OpenAI and Anthropic ---------------------------------------------------------------------
+
+
+def _groups(messages: Sequence[dict], notes: _Notes) -> list[tuple[str, list[dict]]]:
+    """Alternating (role, Anthropic blocks) groups: consecutive same-role messages merged, tool
+    results first in their user group, every tool_use answered in the very next user group."""
+    groups: list[list] = []
+    for m in conversational(messages, notes):
+        role = "assistant" if m.get("role") == "assistant" else "user"
+        blocks = anthropic_blocks(m, notes)
+        if not blocks:
+            continue
+        if groups and groups[-1][0] == role:
+            groups[-1][1].extend(blocks)
+        else:
+            groups.append([role, blocks])
+    changed = True
+    while changed:
+        changed = False
+        for i, (role, blocks) in enumerate(groups):
+            if role == "user":
+                results = [b for b in blocks if b["type"] == "tool_result"]
+                if results and blocks[: len(results)] != results:
+                    groups[i][1] = results + [b for b in blocks if b["type"] != "tool_result"]
+                continue
+            calls = {b["id"] for b in blocks if b["type"] == "tool_use"}
+            nxt = groups[i + 1][1] if i + 1 < len(groups) else []
+            answered = {b["tool_use_id"] for b in nxt if b["type"] == "tool_result"}
+            missing = calls - answered
+            if missing:
+                groups[i][1] = [b for b in blocks if not (b["type"] == "tool_use" and b["id"] in missing)]
+                notes.add("tool call whose result was not in the next user message left out", len(missing))
+                changed = True
+        for i, (role, blocks) in enumerate(groups):
+            if role != "user":
+                continue
+            prev = groups[i - 1][1] if i > 0 and groups[i - 1][0] == "assistant" else []
+            calls = {b["id"] for b in prev if b["type"] == "tool_use"}
+            stray = [b for b in blocks if b["type"] == "tool_result" and b["tool_use_id"] not in calls]
+            if stray:
+                groups[i][1] = [b for b in blocks if b not in stray]
+                notes.add("tool result not answering the assistant message before it left out", len(stray))
+                changed = True
+        merged: list[list] = []
+        for role, blocks in groups:
+            if not blocks:
+                changed = True
+                continue
+            if merged and merged[-1][0] == role:
+                merged[-1][1] = merged[-1][1] + blocks
+                changed = True
+            else:
+                merged.append([role, blocks])
+        groups = merged
+    if groups and groups[0][0] == "assistant":
+        groups.insert(0, ["user", [{"type": "text", "text": "(The exported conversation begins with an assistant message.)"}]])
+        notes.extra.append("A user message was put first: the conversation began with an assistant message.")
+    return [(role, blocks) for role, blocks in groups]
+
+
+def anthropic(messages: Sequence[dict], *, model: str = "") -> Export:
+    notes = _Notes()
+    groups = _groups(messages, notes)
+    doc = {"model": model or DEFAULT_MODEL, "messages": [{"role": r, "content": b} for r, b in groups]}
+    return Export(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", notes.render())
+
+
+def openai_function_name(name: str | None) -> str:
+    return (re.sub(r"[^a-zA-Z0-9_-]+", "_", name or "tool").strip("_") or "tool")[:64]
+
+
+def openai(messages: Sequence[dict], *, model: str = "") -> Export:
+    notes = _Notes()
+    out: list[dict] = []
+    for role, blocks in _groups(messages, notes):
+        if role == "assistant":
+            text = "\n\n".join(b["text"] for b in blocks if b["type"] == "text")
+            calls = [
+                {
+                    "id": b["id"],
+                    "type": "function",
+                    "function": {"name": openai_function_name(b["name"]), "arguments": json.dumps(b["input"], ensure_ascii=False)},
+                }
+                for b in blocks
+                if b["type"] == "tool_use"
+            ]
+            if any(b["type"] == "thinking" for b in blocks):
+                notes.add("thinking block left out (OpenAI chat messages have no place for it)")
+            msg: dict = {"role": "assistant", "content": text or None}
+            if calls:
+                msg["tool_calls"] = calls
+            if text or calls:
+                out.append(msg)
+            continue
+        parts = []
+        for b in blocks:
+            if b["type"] == "tool_result":
+                content = b["content"]
+                if isinstance(content, list):
+                    texts = [p["text"] for p in content if p.get("type") == "text"]
+                    if len(texts) != len(content):
+                        notes.add("image in a tool result left out (OpenAI tool messages carry text)")
+                    content = "\n".join(texts)
+                out.append({"role": "tool", "tool_call_id": b["tool_use_id"], "content": content})
+            elif b["type"] == "text":
+                parts.append({"type": "text", "text": b["text"]})
+            elif b["type"] == "image":
+                src = b["source"]
+                parts.append({"type": "image_url", "image_url": {"url": f"data:{src['media_type']};base64,{src['data']}"}})
+        if parts:
+            if all(p["type"] == "text" for p in parts):
+                out.append({"role": "user", "content": "\n\n".join(p["text"] for p in parts)})
+            else:
+                out.append({"role": "user", "content": parts})
+    doc = {"model": model or "", "messages": out}
+    return Export(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", notes.render())
+
+
+# --- Markdown ---------------------------------------------------------------------------------
+
+
+def _fence(text: str, info: str = "") -> str:
+    longest = max((len(r) for r in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text}\n{fence}"
+
+
+def markdown(messages: Sequence[dict], *, title: str = "", meta: Sequence[str] = ()) -> Export:
+    notes = _Notes()
+    out = [f"# {title or 'Conversation'}", ""]
+    for line in meta:
+        out.append(f"- {line}")
+    if meta:
+        out.append("")
+    current_turn = None
+    for m in conversational(messages, notes):
+        turn = m.get("turn")
+        if turn is not None and turn != current_turn:
+            current_turn = turn
+            out += [f"## Turn {turn}", ""]
+        who = "Summary" if m.get("is_compact_summary") else {"user": "User", "assistant": "Assistant", "tool": "Tool"}.get(m.get("role"), "Other")
+        out += [f"**{who}**", ""]
+        for b in m.get("blocks") or ():
+            kind = b.get("kind")
+            text = b.get("text") or ""
+            if kind == "text":
+                out += [text, ""]
+            elif kind == "thinking":
+                if text:
+                    out += ["<details><summary>thinking</summary>", "", _fence(text), "", "</details>", ""]
+            elif kind == "tool_call":
+                out += [f"Tool call `{b.get('tool_name') or 'tool'}`:", "", _fence(json.dumps(_tool_input(b), ensure_ascii=False, indent=2), "json"), ""]
+            elif kind == "tool_result":
+                out += [("Tool error:" if b.get("is_error") else "Tool result:"), "", _fence(text), ""]
+            elif kind == "image":
+                out += [f"*[image{': ' + b['media_type'] if b.get('media_type') else ''}]*", ""]
+            elif text:
+                out += [_fence(text, ""), ""]
+    return Export("\n".join(out).rstrip() + "\n", notes.render())
