@@ -1,0 +1,131 @@
+"""Exporters: Claude Code lines valid against the schema of the version they claim, OpenAI and
+Anthropic shapes an API accepts (tool calls paired, roles alternating), Markdown."""
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from contextviewer.core import export
+
+SESSION = "0b5e8d56-7a43-4a34-9d1e-6f1c2a3b4c5d"
+
+
+def schema_validator(version: str = export.CLAUDE_CODE_VERSION):
+    jsonschema = pytest.importorskip("jsonschema")
+    path = Path(settings.FIXTURES_DIR).parent / "schemas" / "claude-code" / f"v{version}" / "session.schema.json"
+    if not path.is_file():
+        pytest.skip(f"Claude Code schemas not found at {path.parent.parent}")
+    schema = json.loads(path.read_text())
+    return jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+
+
+def conversation() -> list[dict]:
+    t = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    return [
+        {"role": "user", "turn": 0, "timestamp": t, "blocks": [{"kind": "text", "text": "Fix the bug in app.py"}]},
+        {"role": "assistant", "turn": 0, "model": "claude-opus-4-6", "api_message_id": "msg_01", "blocks": [
+            {"kind": "thinking", "text": "look first", "signature": "c2ln"},
+            {"kind": "thinking", "text": "unsigned thought"},
+            {"kind": "text", "text": "Reading it."},
+        ]},
+        {"role": "assistant", "turn": 0, "model": "claude-opus-4-6", "api_message_id": "msg_01", "blocks": [
+            {"kind": "tool_call", "tool_id": "call-1 odd", "tool_name": "MultiEdit", "tool_input": {"file_path": "app.py"}},
+            {"kind": "tool_call", "tool_id": "toolu_2", "tool_name": "Bash", "tool_input": {"command": "pytest"}},
+        ]},
+        {"role": "tool", "turn": 0, "blocks": [
+            {"kind": "tool_result", "tool_id": "call-1 odd", "text": "edited"},
+            {"kind": "tool_result", "tool_id": "toolu_2", "text": "1 failed", "is_error": True},
+        ]},
+        {"role": "system", "turn": 0, "subtype": "turn_duration", "blocks": []},
+        {"role": "assistant", "turn": 0, "blocks": [{"kind": "text", "text": "Done ```x```"}]},
+        {"role": "system", "turn": 0, "subtype": "compact_boundary", "blocks": [{"kind": "text", "text": "Conversation compacted"}]},
+        {"role": "user", "turn": 1, "is_compact_summary": True, "blocks": [{"kind": "text", "text": "Summary: fixed app.py"}]},
+        {"role": "user", "turn": 2, "blocks": [{"kind": "text", "text": "Now the docs"}, {"kind": "image", "media_type": "image/png", "data": "iVBORw0KGgo="}]},
+        {"role": "assistant", "turn": 2, "blocks": [{"kind": "tool_call", "tool_id": "toolu_9", "tool_name": "Read", "tool_input": {"file_path": "README.md"}}]},
+    ]
+
+
+def test_claude_code_lines_validate_against_the_schema_of_the_version_they_claim():
+    validator = schema_validator()
+    lines, notes = export.claude_code_lines(conversation(), session_id=SESSION, cwd="/home/dev/app", git_branch="main")
+    for line in lines:
+        assert line["version"] == export.CLAUDE_CODE_VERSION
+        errors = [e.message for e in validator.iter_errors(line)]
+        assert errors == [], (line, errors)
+    # A uuid chain, one session, a fold marker that starts a new chain as Claude Code writes it.
+    assert {line["sessionId"] for line in lines} == {SESSION}
+    uuids = [line["uuid"] for line in lines]
+    assert len(set(uuids)) == len(uuids)
+    boundary = next(i for i, line in enumerate(lines) if line["type"] == "system")
+    for i, line in enumerate(lines):
+        if i == 0 or i == boundary:
+            assert line["parentUuid"] is None
+        else:
+            assert line["parentUuid"] == uuids[i - 1]
+    assert lines[boundary]["logicalParentUuid"] == uuids[boundary - 1]
+    assert lines[boundary + 1]["isCompactSummary"] is True and lines[boundary + 1]["message"]["content"] == "Summary: fixed app.py"
+    # Same API message id across the lines of one call; tool ids and names Claude Code accepts.
+    assert lines[1]["message"]["id"] == lines[2]["message"]["id"] == "msg_01"
+    uses = lines[2]["message"]["content"]
+    assert uses[0]["name"] == "mcp__exported__MultiEdit" and uses[0]["id"].startswith("toolu_")
+    assert lines[3]["message"]["content"][0]["tool_use_id"] == uses[0]["id"]
+    # The call without a result at the end, the unsigned thinking and the bookkeeping line: left out, said.
+    said = " ".join(notes)
+    assert "tool call without a result" in said and "no signature" in said and "turn_duration" in said
+    assert "MultiEdit → mcp__exported__MultiEdit" in said
+    assert all(b.get("name") != "Read" for line in lines if line["type"] == "assistant" for b in line["message"]["content"])
+
+
+def test_the_session_id_must_be_a_uuid():
+    with pytest.raises(ValueError, match="UUID"):
+        export.claude_code_lines(conversation(), session_id="not-a-uuid", cwd="/")
+
+
+def test_claude_code_folder_name_of_a_working_directory():
+    assert export.encoded_project_dir("/home/dev/my_app.v2") == "-home-dev-my-app-v2"
+
+
+def test_anthropic_messages_alternate_and_answer_every_tool_use_in_the_next_user_message():
+    doc = json.loads(export.anthropic(conversation(), model="claude-opus-4-6").content)
+    roles = [m["role"] for m in doc["messages"]]
+    assert roles[0] == "user"
+    assert all(a != b for a, b in zip(roles, roles[1:]))
+    for i, m in enumerate(doc["messages"]):
+        uses = [b["id"] for b in m["content"] if b["type"] == "tool_use"]
+        if uses:
+            nxt = doc["messages"][i + 1]["content"]
+            results = [b["tool_use_id"] for b in nxt if b["type"] == "tool_result"]
+            assert results == uses
+            assert [b["type"] for b in nxt[: len(results)]] == ["tool_result"] * len(results)
+    texts = [b.get("text") for m in doc["messages"] for b in m["content"] if b["type"] == "text"]
+    assert "Summary: fixed app.py" in texts and "Now the docs" in texts
+
+
+def test_openai_messages_pair_each_tool_call_with_tool_messages_right_after():
+    doc = json.loads(export.openai(conversation(), model="gpt-5").content)
+    msgs = doc["messages"]
+    for i, m in enumerate(msgs):
+        if m.get("tool_calls"):
+            ids = [c["id"] for c in m["tool_calls"]]
+            following = msgs[i + 1 : i + 1 + len(ids)]
+            assert [f["role"] for f in following] == ["tool"] * len(ids)
+            assert [f["tool_call_id"] for f in following] == ids
+            for c in m["tool_calls"]:
+                json.loads(c["function"]["arguments"])
+        if m["role"] == "tool":
+            assert any(m["tool_call_id"] in [c["id"] for c in p.get("tool_calls", [])] for p in msgs[:i])
+    assert msgs[0] == {"role": "user", "content": "Fix the bug in app.py"}
+    image_user = next(m for m in msgs if isinstance(m.get("content"), list))
+    image = next(p for p in image_user["content"] if p["type"] == "image_url")
+    assert image["image_url"]["url"] == "data:image/png;base64,iVBORw0KGgo="
+
+
+def test_markdown_fences_survive_backticks_in_the_text():
+    md = export.markdown(conversation(), title="Bug fix").content
+    assert md.startswith("# Bug fix\n")
+    assert "## Turn 0" in md and "## Turn 2" in md
+    assert "Tool call `Bash`" in md and "````\n" not in md.split("Done")[0][-10:]
+    assert "Done ```x```" in md
