@@ -1,0 +1,39 @@
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def pct(value, digits: int = 1):
+    """0.123 -> '12.3 %'; None -> '—'."""
+    if value is None or value == "":
+        return "—"
+    return f"{float(value) * 100:.{int(digits)}f} %"
+
+
+@register.filter
+def ratio(value):
+    return "—" if value is None else f"{float(value):.1f}×"
+
+
+@register.filter
+def num(value, digits: int = 0):
+    if value is None or value == "":
+        return "—"
+    return f"{float(value):,.{int(digits)}f}"
+
+
+@register.filter
+def get(mapping, key):
+    try:
+        return mapping.get(key)
+    except AttributeError:
+        return None
+
+
+@register.filter
+def bar(value):
+    """A width in percent for a retention bar (0..100)."""
+    if value is None:
+        return 0
+    return max(0, min(100, round(float(value) * 100)))

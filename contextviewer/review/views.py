@@ -1,0 +1,341 @@
+"""Review pages: queues, the review screen, comments, pairwise votes, score settings, dashboard.
+
+Who may do what (Membership.can): "view" reads everything of the project; "score" locks items,
+submits reviews, comments and votes; "edit" creates queues, assigns reviewers and starts judges;
+"settings" edits the score config. Non-members get 404 (a project's existence is not disclosed)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from contextviewer.accounts.models import Membership, Project
+from contextviewer.conversations.models import Fold
+
+from . import services
+from .models import Comment, JudgeRun, PairwiseComparison, ReviewItem, ReviewQueue
+
+SEGMENT_MESSAGE_LIMIT = 400
+BLOCK_CHARS = 2000
+
+
+def _membership(request: HttpRequest, project: Project | int, permission: str) -> Membership:
+    project_id = project if isinstance(project, int) else project.pk
+    member = Membership.objects.select_related("project").filter(user=request.user, project_id=project_id).first()
+    if member is None:
+        raise Http404("Not found")
+    if not member.can(permission):
+        raise PermissionDenied(f"Your role ({member.role}) in {member.project.name} may not do this.")
+    return member
+
+
+def _project_for(request: HttpRequest, slug: str, permission: str = "view") -> tuple[Project, Membership]:
+    project = Project.objects.filter(slug=slug).first()
+    if project is None:
+        raise Http404("No such project")
+    member = _membership(request, project, permission)
+    return member.project, member
+
+
+def _get_fold_for_user(request: HttpRequest, fold_id: int, permission: str = "view") -> tuple[Fold, Membership]:
+    fold = Fold.objects.select_related("conversation", "conversation__project").filter(pk=fold_id).first()
+    if fold is None:
+        raise Http404("No such fold")
+    return fold, _membership(request, fold.conversation.project_id, permission)
+
+
+def _get_queue_for_user(request: HttpRequest, queue_id: int, permission: str = "view") -> tuple[ReviewQueue, Membership]:
+    queue = ReviewQueue.objects.select_related("project").filter(pk=queue_id).first()
+    if queue is None:
+        raise Http404("No such queue")
+    return queue, _membership(request, queue.project_id, permission)
+
+
+def _get_item_for_user(request: HttpRequest, item_id: int, permission: str = "view") -> tuple[ReviewItem, Membership]:
+    item = ReviewItem.objects.select_related("queue", "queue__project", "fold", "fold__conversation").filter(pk=item_id).first()
+    if item is None:
+        raise Http404("No such item")
+    return item, _membership(request, item.queue.project_id, permission)
+
+
+@login_required
+@require_GET
+def review_home(request: HttpRequest) -> HttpResponse:
+    member = Membership.objects.filter(user=request.user).select_related("project").order_by("project__name").first()
+    if member is None:
+        return render(request, "review/index.html", {"project": None, "member": None}, status=404)
+    return redirect("review_index", project=member.project.slug)
+
+
+@login_required
+@require_GET
+def review_index(request: HttpRequest, project: str) -> HttpResponse:
+    proj, member = _project_for(request, project)
+    queues = []
+    for queue in ReviewQueue.objects.filter(project=proj).prefetch_related("reviewers"):
+        items = list(queue.items.values_list("review_count", flat=True))
+        done = sum(1 for c in items if c >= queue.reviewers_per_item)
+        queues.append({"queue": queue, "items": len(items), "done": done})
+    folds = Fold.objects.filter(conversation__project=proj).count()
+    agents = sorted(set(Fold.objects.filter(conversation__project=proj).values_list("conversation__agent", flat=True)))
+    members = proj.memberships.select_related("user").order_by("user__username")
+    return render(request, "review/index.html", {
+        "project": proj, "member": member, "queues": queues, "fold_count": folds, "agents": agents,
+        "members": members, "projects": Membership.objects.filter(user=request.user).select_related("project"),
+        "can_edit": member.can("edit"),
+    })
+
+
+@login_required
+@require_POST
+def queue_create(request: HttpRequest, project: str) -> HttpResponse:
+    proj, _ = _project_for(request, project, "edit")
+    try:
+        filters = services.parse_filters(request.POST)
+        per_item = request.POST.get("reviewers_per_item") or "1"
+        if not per_item.isdigit():
+            raise services.ReviewError("Reviewers per item: from 1 to 20.")
+        queue = services.create_queue(
+            proj, request.POST.get("name", ""), filters, reviewers_per_item=int(per_item),
+            reviewers=request.POST.getlist("reviewers"), user=request.user,
+        )
+    except services.ReviewError as exc:
+        messages.error(request, str(exc))
+        return redirect("review_index", project=proj.slug)
+    messages.info(request, f"Queue {queue.name} holds {queue.items.count()} folds.")
+    return redirect("review_queue", queue_id=queue.pk)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def queue_detail(request: HttpRequest, queue_id: int) -> HttpResponse:
+    queue, member = _get_queue_for_user(request, queue_id, "view")
+    if request.method == "POST":  # assign reviewers
+        _membership(request, queue.project_id, "edit")
+        ids = queue.project.memberships.filter(user_id__in=request.POST.getlist("reviewers")).values_list("user_id", flat=True)
+        queue.reviewers.set(list(ids))
+        messages.info(request, "Reviewers saved.")
+        return redirect("review_queue", queue_id=queue.pk)
+    items = list(queue.items.select_related("fold", "fold__conversation", "locked_by"))
+    probes = {p.fold_id: p for p in services.FactProbe.objects.filter(fold__in=[i.fold_id for i in items])}
+    rows = [{"item": i, "probe": probes.get(i.fold_id)} for i in items]
+    return render(request, "review/queue.html", {
+        "queue": queue, "member": member, "rows": rows,
+        "members": queue.project.memberships.select_related("user").order_by("user__username"),
+        "assigned": set(queue.reviewers.values_list("pk", flat=True)),
+        "can_review": member.can("score") and services.can_review_in(queue, request.user),
+        "can_edit": member.can("edit"),
+    })
+
+
+@login_required
+@require_GET
+def queue_next(request: HttpRequest, queue_id: int) -> HttpResponse:
+    queue, _ = _get_queue_for_user(request, queue_id, "score")
+    if not services.can_review_in(queue, request.user):
+        raise PermissionDenied("You are not assigned to this queue.")
+    after = None
+    if request.GET.get("after", "").isdigit():
+        after = queue.items.filter(pk=int(request.GET["after"])).first()
+    item = services.next_item(queue, request.user, after=after)
+    if item is None:
+        messages.info(request, f"Nothing left for you in {queue.name}. Thank you!")
+        return redirect("review_queue", queue_id=queue.pk)
+    return redirect("review_item", item_id=item.pk)
+
+
+def _segment_view(fold: Fold) -> list[dict]:
+    """The archived segment as turns of messages with their text blocks cut for reading."""
+    turns: list[dict] = []
+    for m in services.segment_messages(fold)[:SEGMENT_MESSAGE_LIMIT]:
+        blocks = []
+        for b in m.blocks or ():
+            text = b.get("text") or ""
+            if not text and b.get("kind") not in {"image"}:
+                continue
+            label = b.get("kind", "")
+            if label == "tool_call":
+                label = f"tool call · {b.get('tool_name', '')}"
+            blocks.append({"kind": b.get("kind"), "label": label, "text": text[:BLOCK_CHARS], "cut": len(text) > BLOCK_CHARS})
+        if not blocks:
+            continue
+        if not turns or turns[-1]["turn"] != m.turn:
+            turns.append({"turn": m.turn, "messages": []})
+        turns[-1]["messages"].append({"position": m.position, "role": m.role, "blocks": blocks})
+    return turns
+
+
+def _fold_context(request: HttpRequest, fold: Fold, member: Membership) -> dict:
+    probe = services.probe_for(fold)
+    comments = list(Comment.objects.filter(fold=fold).select_related("author"))
+    by_fact: dict[str, list] = {}
+    for c in comments:
+        if c.fact:
+            by_fact.setdefault(c.fact, []).append(c)
+    facts = [dict(f, anchor=f"{f['kind']}:{f['key']}", comments=by_fact.get(f"{f['kind']}:{f['key']}", [])) for f in probe.facts]
+    facts.sort(key=lambda f: (f["kept"], f["position"]))  # lost first
+    kinds = [
+        {"kind": k, **(probe.per_kind.get(k) or {}), "baseline": services.core_facts.BASELINE.get(k)}
+        for k in services.core_facts.KINDS
+        if (probe.per_kind.get(k) or {}).get("total")
+    ]
+    return {
+        "fold": fold, "conv": fold.conversation, "member": member, "probe": probe, "facts": facts, "kinds": kinds,
+        "turns": _segment_view(fold), "comments": comments,
+        "turn_comments": [c for c in comments if c.turn is not None and not c.fact],
+        "judge_runs": JudgeRun.objects.filter(fold=fold)[:5],
+        "pairs": services.pair_candidates(fold),
+        "can_score": member.can("score"), "can_edit": member.can("edit"),
+    }
+
+
+@login_required
+@require_GET
+def fold_review(request: HttpRequest, fold_id: int) -> HttpResponse:
+    fold, member = _get_fold_for_user(request, fold_id)
+    return render(request, "review/item.html", _fold_context(request, fold, member))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def review_item(request: HttpRequest, item_id: int) -> HttpResponse:
+    item, member = _get_item_for_user(request, item_id)
+    queue = item.queue
+    may_score = member.can("score") and services.can_review_in(queue, request.user)
+    mine = item.reviews.filter(reviewer=request.user).first()
+    error = None
+    if request.method == "POST":
+        if not may_score:
+            raise PermissionDenied("You may not score in this queue.")
+        try:
+            services.submit_review(item, request.user, request.POST)
+        except services.ReviewError as exc:
+            error = str(exc)
+        else:
+            messages.info(request, "Review saved.")
+            return redirect(reverse("review_queue_next", args=[queue.pk]) + f"?after={item.pk}")
+    locked_by_other = False
+    if may_score and mine is None:
+        locked_by_other = not services.lock_item(item, request.user)
+    prev, nxt = services.neighbours(item)
+    config = services.score_config(queue.project)
+    posted = request.POST if error else {}
+    score_fields = [
+        dict(f, options=list(range(f["min"], f["max"] + 1)) if f["type"] == "scale" else [], value=posted.get(f["key"], ""))
+        for f in config.fields
+    ]
+    context = _fold_context(request, item.fold, member)
+    context.update({
+        "item": item, "queue": queue, "prev": prev, "next": nxt, "mine": mine, "error": error,
+        "score_fields": score_fields, "others": services.visible_reviews(item, request.user),
+        "locked_by_other": locked_by_other, "may_submit": may_score and mine is None and not locked_by_other,
+    })
+    return render(request, "review/item.html", context, status=400 if error else 200)
+
+
+@login_required
+@require_POST
+def comment_add(request: HttpRequest, fold_id: int) -> HttpResponse:
+    fold, _ = _get_fold_for_user(request, fold_id, "score")
+    try:
+        services.add_comment(fold, request.user, request.POST.get("text", ""), turn=request.POST.get("turn"), fact=request.POST.get("fact", ""))
+    except services.ReviewError as exc:
+        messages.error(request, str(exc))
+    back = request.POST.get("next", "")
+    if back.startswith("/review/") and "//" not in back:
+        return redirect(back)
+    return redirect("review_fold", fold_id=fold.pk)
+
+
+@login_required
+@require_POST
+def judge_start(request: HttpRequest, fold_id: int) -> HttpResponse:
+    fold, _ = _get_fold_for_user(request, fold_id, "edit")
+    job = services.start_judge(fold, user=request.user)
+    messages.info(request, "The judge is running.")
+    return redirect("job_detail", job.pk)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def pairwise(request: HttpRequest, fold_id: int, other_id: int) -> HttpResponse:
+    fold_a, member = _get_fold_for_user(request, fold_id)
+    fold_b, _ = _get_fold_for_user(request, other_id)
+    if fold_a.conversation_id != fold_b.conversation_id or fold_a.position != fold_b.position or fold_a.pk == fold_b.pk:
+        raise Http404("These two summaries do not stand for the same segment.")
+    error = None
+    if request.method == "POST":
+        _membership(request, fold_a.conversation.project_id, "score")
+        try:
+            services.record_pairwise(fold_a, fold_b, request.user, request.POST.get("choice", ""), request.POST.get("comment", ""))
+        except services.ReviewError as exc:
+            error = str(exc)
+        else:
+            messages.info(request, "Vote saved.")
+            return redirect("review_pairwise", fold_id=fold_a.pk, other_id=fold_b.pk)
+    mine = PairwiseComparison.objects.filter(fold_a=fold_a, fold_b=fold_b, reviewer=request.user).first()
+    votes = list(PairwiseComparison.objects.filter(fold_a=fold_a, fold_b=fold_b)) if mine else []
+    return render(request, "review/pairwise.html", {
+        "a": fold_a, "b": fold_b, "probe_a": services.probe_for(fold_a), "probe_b": services.probe_for(fold_b),
+        "conv": fold_a.conversation, "member": member, "mine": mine, "votes": votes, "error": error,
+        "turns": _segment_view(fold_a), "can_score": member.can("score"),
+    }, status=400 if error else 200)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def score_settings(request: HttpRequest, project: str) -> HttpResponse:
+    proj, member = _project_for(request, project)
+    config = services.score_config(proj)
+    error, raw = None, json.dumps(config.fields, indent=2)
+    if request.method == "POST":
+        _membership(request, proj, "settings")
+        raw = request.POST.get("fields", "")
+        try:
+            services.save_score_config(proj, raw, request=request)
+        except services.ReviewError as exc:
+            error = str(exc)
+        else:
+            messages.info(request, "Score settings saved.")
+            return redirect("review_settings", project=proj.slug)
+    return render(request, "review/settings.html", {
+        "project": proj, "member": member, "config": config, "raw": raw, "error": error,
+        "can_edit": member.can("settings"),
+    }, status=400 if error else 200)
+
+
+@login_required
+@require_GET
+def dashboard(request: HttpRequest, project: str) -> HttpResponse:
+    proj, member = _project_for(request, project)
+    data = services.dashboard([proj], request.GET.get("by", "agent"))
+    fmt = request.GET.get("format", "")
+    if fmt in {"csv", "json"}:
+        services._audit(request, proj, "export.created", "review dashboard", format=fmt, by=data["group"])
+    if fmt == "json":
+        response = JsonResponse({"project": proj.slug, **data})
+        response["Content-Disposition"] = f'attachment; filename="review-{proj.slug}-{data["group"]}.json"'
+        return response
+    if fmt == "csv":
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="review-{proj.slug}-{data["group"]}.csv"'
+        writer = csv.writer(response)
+        for row in services.dashboard_csv_rows(data):
+            writer.writerow(_csv_safe(v) for v in row)
+        return response
+    return render(request, "review/dashboard.html", {"project": proj, "member": member, "data": data})
+
+
+def _csv_safe(value):
+    """Group names come from logs: keep a spreadsheet from reading them as formulas."""
+    if isinstance(value, str) and value[:1] in {"=", "+", "-", "@", "\t", "\r"}:
+        return "'" + value
+    return value

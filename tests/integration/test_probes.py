@@ -1,0 +1,142 @@
+"""Fact probes on real folds: facts checked by hand, the probes job after an import, the command.
+
+Hand check of oneryalcin__fasthooks__sample_main_transcript.jsonl (one fold at position 48, five
+turns put away). Read in the archived segment and looked for in the summary:
+- turn 0, `ls -la` output lists README.md, fibonacci.py, hello.py ...: the summary names none of
+  them (it says "Python files, JavaScript files, documentation") -> lost paths.
+- turn 1, Write /workspace/hello_world.py: the summary names `/workspace/hello_world.py` -> kept.
+- turn 3, `cat nonexistent.txt` and "cat: nonexistent.txt: No such file or directory": both quoted
+  in the summary -> kept command, kept error.
+- turn 4, Bash `python3 /workspace/number_generator.py`: the summary says "retried with python3"
+  and names the file, but never the command -> lost command.
+- turn 4, "/bin/bash: line 1: python: command not found": the summary quotes
+  "python: command not found" -> kept error (the shell prefix is normalized away).
+- turn 4, the decision "... but let me try with `python3`": the summary states it ("Fixed by using
+  python3 instead") -> kept decision.
+- turn 4, numbers "4 lines" and "179 bytes" from the answer: both in the summary -> kept.
+"""
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from contextviewer.conversations import ingest, services as conv_services
+from contextviewer.conversations.models import Conversation, Fold, Job, JobStatus
+from contextviewer.review import services
+from contextviewer.review.models import FactProbe
+from tests.worker import wait_for
+
+FASTHOOKS = "claude-code/oneryalcin__fasthooks__sample_main_transcript.jsonl"
+SESSION = "c45af7b1-cb7c-4e51-93db-8cbb250a877a"
+
+
+def _facts(probe):
+    return {(f["kind"], f["text"]): f for f in probe.facts}
+
+
+@pytest.mark.django_db
+def test_hand_checked_facts_of_the_fasthooks_fold(project, fixtures_dir):
+    ingest.import_path(project, fixtures_dir / FASTHOOKS)
+    fold = Fold.objects.get(conversation__external_id=SESSION)
+    probe = services.probe_for(fold)
+    facts = _facts(probe)
+
+    def kept(kind, text, turn):
+        fact = facts[(kind, text)]
+        assert fact["turn"] == turn, (kind, text, fact["turn"])
+        return fact["kept"]
+
+    for lost_path in ("README.md", "fibonacci.py", "hello.py", "IMPLEMENTATION_REPORT.md"):
+        assert not kept("path", lost_path, 0)
+    assert kept("path", "/workspace/hello_world.py", 1)
+    assert kept("command", "cat nonexistent.txt", 3)
+    assert kept("error", "cat: nonexistent.txt: No such file or directory", 3)
+    assert not kept("command", "python3 /workspace/number_generator.py", 4)
+    assert kept("error", "python: command not found", 4)
+    decision = next(f for f in probe.facts if f["kind"] == "decision" and "let me try with `python3`" in f["text"])
+    assert decision["kept"] and decision["turn"] == 4
+    assert kept("number", "4 lines", 4) and kept("number", "179 bytes", 4)
+
+    per_kind = probe.per_kind
+    assert per_kind["path"]["kept"] < per_kind["path"]["total"]
+    assert per_kind["decision"]["retention"] == 1.0
+    total = sum(k["total"] for k in per_kind.values())
+    assert probe.retention == pytest.approx(sum(k["kept"] for k in per_kind.values()) / total)
+    assert probe.summary_tokens > 1000  # the summary is long; the figure is counted, not taken from the log
+    assert probe.compression_ratio == pytest.approx(probe.folded_tokens / probe.summary_tokens)
+
+
+@pytest.mark.django_db
+def test_probes_command_text_and_json(project, fixtures_dir):
+    ingest.import_path(project, fixtures_dir / FASTHOOKS)
+    out = StringIO()
+    call_command("probes", SESSION, stdout=out)
+    text = out.getvalue()
+    assert "retention" in text and "compression" in text and "summary" in text
+    assert "turn   0  path       README.md" in text
+    assert "python3 /workspace/number_generator.py" in text
+    conv = Conversation.objects.get(external_id=SESSION)
+    out = StringIO()
+    call_command("probes", str(conv.pk), "--json", stdout=out)
+    data = json.loads(out.getvalue())
+    (fold,) = data["folds"]
+    assert fold["per_kind"]["path"]["total"] > fold["per_kind"]["path"]["kept"]
+    assert any(f["kind"] == "path" and f["text"] == "README.md" and f["turn"] == 0 for f in fold["lost"])
+    assert not any(f["text"] == "/workspace/hello_world.py" for f in fold["lost"])
+    with pytest.raises(CommandError, match="No conversation with id or external id 'nope'"):
+        call_command("probes", "nope")
+
+
+@pytest.mark.django_db
+def test_a_conversation_without_folds_says_so(project):
+    from tests.factories import build_conversation
+
+    built = build_conversation(project, turns=2, fold_at=10**9)
+    out = StringIO()
+    call_command("probes", built.conversation.external_id, stdout=out)
+    assert "no folds" in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_a_missing_or_stale_probe_is_computed_when_read(project):
+    from tests.factories import build_conversation
+
+    built = build_conversation(project, turns=8, fold_at=20_000)
+    fold = built.conversation.folds.first()
+    assert fold is not None and not FactProbe.objects.filter(fold=fold).exists()
+    probe = services.probe_for(fold)
+    assert probe.facts and FactProbe.objects.filter(fold=fold).count() == 1
+    FactProbe.objects.filter(pk=probe.pk).update(version=0, retention=None)
+    assert services.probe_for(fold).retention is not None
+
+
+def test_an_import_that_brings_folds_runs_the_probes_job(project, user, worker, fixtures_dir):
+    job, _ = conv_services.start_import(project, paths=[str(fixtures_dir / FASTHOOKS)], user=user)
+    wait_for(lambda: Job.objects.filter(kind="probes", status=JobStatus.SUCCEEDED).exists(), message="probes job")
+    probes_job = Job.objects.get(kind="probes")
+    fold = Fold.objects.get(conversation__external_id=SESSION)
+    assert probes_job.result["folds"][0]["fold_id"] == fold.pk
+    assert FactProbe.objects.get(fold=fold).retention == pytest.approx(probes_job.result["folds"][0]["retention"])
+    # Importing the same file again brings no new fold: no second probes job.
+    again, _ = conv_services.start_import(project, paths=[str(fixtures_dir / FASTHOOKS)], user=user)
+    wait_for(lambda: Job.objects.get(pk=again.pk).is_finished, message="second import")
+    assert Job.objects.filter(kind="probes").count() == 1
+
+
+def test_enqueue_probes_after_a_handoff_style_fold(project, user, worker):
+    from tests.factories import build_conversation
+
+    built = build_conversation(project, turns=4, fold_at=10**9)
+    conv = built.conversation
+    assert services.enqueue_probes(conv) is None  # no folds, no job
+    last = conv.messages.order_by("-position").first()
+    Fold.objects.create(
+        conversation=conv, key="handoff:test", position=last.position, origin="generated", kind="handoff",
+        summary_text="Goal: fix module_1.py. State: pytest tests/test_module_1.py -q passes.",
+    )
+    job = services.enqueue_probes(conv, user=user)
+    done = wait_for(lambda: Job.objects.filter(pk=job.pk, status=JobStatus.SUCCEEDED).first(), message="probes job")
+    assert done.result["folds"][0]["facts"] > 0
