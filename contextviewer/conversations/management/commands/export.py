@@ -33,8 +33,7 @@ class Command(BaseCommand):
                 sys.exit(2)
             self.stderr.write(f"wrote {path}")
         else:
-            sys.stdout.write(f.content)
-            sys.stdout.flush()
+            self.stdout.write(f.content, ending="")
         for note in f.notes:
             self.stderr.write(f"note: {note}")
         if f.resume_hint:
