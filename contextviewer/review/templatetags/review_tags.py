@@ -13,7 +13,7 @@ def pct(value, digits: int = 1):
 
 @register.filter
 def ratio(value):
-    return "—" if value is None else f"{float(value):.1f}×"
+    return "—" if value in (None, "") else f"{float(value):.1f}×"
 
 
 @register.filter
@@ -34,6 +34,6 @@ def get(mapping, key):
 @register.filter
 def bar(value):
     """A width in percent for a retention bar (0..100)."""
-    if value is None:
+    if value in (None, ""):
         return 0
     return max(0, min(100, round(float(value) * 100)))
