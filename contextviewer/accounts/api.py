@@ -1,0 +1,156 @@
+"""API operations for projects, members, invitations and the audit log.
+
+Tokens are created and revoked on the tokens page only (a session), so a leaked token cannot
+mint more tokens."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from ninja import Router, Schema
+from ninja.responses import Status
+
+from contextviewer.api import api
+
+from . import services
+from .auth import allowed_projects, membership_for
+from .models import AuditEvent, Membership, Project, Role
+
+router = Router(tags=["projects"])
+
+
+class ErrorOut(Schema):
+    detail: str
+
+
+class ProjectOut(Schema):
+    slug: str
+    name: str
+    role: str
+
+
+class MemberOut(Schema):
+    id: int
+    username: str
+    role: str
+    since: datetime
+
+
+class InviteIn(Schema):
+    who: str
+    role: str = Role.MEMBER
+
+
+class InvitationOut(Schema):
+    id: int
+    invitee: str
+    role: str
+    status: str
+
+
+class RoleIn(Schema):
+    role: str
+
+
+class AuditOut(Schema):
+    time: datetime
+    actor: str
+    action: str
+    target: str
+    details: dict
+
+
+def _project(request, slug: str, permission: str) -> tuple[Project | None, Status | None]:
+    """The project when this request may use it for `permission`; else an error answer (404 when it
+    may not even see the project, 403 when its role lacks the permission)."""
+    project = allowed_projects(request, "view").filter(slug=slug).first()
+    if project is None:
+        return None, Status(404, {"detail": "No such project."})
+    if not allowed_projects(request, permission).filter(pk=project.pk).exists():
+        return None, Status(403, {"detail": f"Your role in {project.name} may not do this ({permission})."})
+    return project, None
+
+
+@router.get("/projects", response=list[ProjectOut])
+def list_projects(request):
+    """The projects this request can see (a token: only its own project)."""
+    out = []
+    for project in allowed_projects(request, "view").order_by("name"):
+        member = membership_for(request, project)
+        out.append({"slug": project.slug, "name": project.name, "role": member.role if member else ""})
+    return out
+
+
+@router.get("/projects/{project}/members", response={200: list[MemberOut], 404: ErrorOut})
+def list_members(request, project: str):
+    proj, error = _project(request, project, "view")
+    if error:
+        return error
+    rows = Membership.objects.filter(project=proj).select_related("user").order_by("user__username")
+    return [{"id": m.pk, "username": m.user.get_username(), "role": m.role, "since": m.created_at} for m in rows]
+
+
+@router.post("/projects/{project}/invitations", response={201: InvitationOut, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut})
+def invite(request, project: str, body: InviteIn):
+    proj, error = _project(request, project, "manage_members")
+    if error:
+        return error
+    me = membership_for(request, proj)
+    if body.role == Role.OWNER and me.role != Role.OWNER:
+        return Status(403, {"detail": "Only an owner can invite an owner."})
+    try:
+        inv = services.invite(proj, body.who, body.role, by=request.user, request=request)
+    except services.AccountError as exc:
+        return Status(400, {"detail": str(exc)})
+    return Status(201, {"id": inv.pk, "invitee": inv.invitee, "role": inv.role, "status": inv.status})
+
+
+def _member(proj: Project, membership_id: int) -> Membership | None:
+    return Membership.objects.filter(project=proj, pk=membership_id).select_related("user", "project").first()
+
+
+@router.patch("/projects/{project}/members/{membership_id}", response={200: MemberOut, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut})
+def change_role(request, project: str, membership_id: int, body: RoleIn):
+    proj, error = _project(request, project, "manage_members")
+    if error:
+        return error
+    member = _member(proj, membership_id)
+    if member is None:
+        return Status(404, {"detail": "No such member."})
+    try:
+        services.change_role(member, body.role, by=request.user, request=request)
+    except services.AccountError as exc:
+        return Status(400, {"detail": str(exc)})
+    return Status(200, {"id": member.pk, "username": member.user.get_username(), "role": member.role, "since": member.created_at})
+
+
+@router.delete("/projects/{project}/members/{membership_id}", response={204: None, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut})
+def remove_member(request, project: str, membership_id: int):
+    proj, error = _project(request, project, "manage_members")
+    if error:
+        return error
+    member = _member(proj, membership_id)
+    if member is None:
+        return Status(404, {"detail": "No such member."})
+    try:
+        services.remove_member(member, by=request.user, request=request)
+    except services.AccountError as exc:
+        return Status(400, {"detail": str(exc)})
+    return Status(204, None)
+
+
+@router.get("/projects/{project}/audit", response={200: list[AuditOut], 403: ErrorOut, 404: ErrorOut})
+def audit_log(request, project: str, action: str = "", limit: int = 200):
+    proj, error = _project(request, project, "manage_members")
+    if error:
+        return error
+    events = AuditEvent.objects.filter(project=proj)
+    if action:
+        events = events.filter(action__startswith=action[:60])
+    return [
+        {"time": e.created_at, "actor": e.actor_name, "action": e.action, "target": e.target, "details": e.details}
+        for e in events[: max(1, min(limit, 1000))]
+    ]
+
+
+api.add_router("/", router)

@@ -1,0 +1,19 @@
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("projects/", views.projects, name="projects"),
+    path("invitations/<int:invitation_id>/<slug:answer>/", views.invitation_answer, name="invitation_answer"),
+    path("projects/<slug:project>/members/", views.members, name="project_members"),
+    path("projects/<slug:project>/members/invite/", views.member_invite, name="member_invite"),
+    path("projects/<slug:project>/members/<int:membership_id>/role/", views.member_role, name="member_role"),
+    path("projects/<slug:project>/members/<int:membership_id>/remove/", views.member_remove, name="member_remove"),
+    path(
+        "projects/<slug:project>/invitations/<int:invitation_id>/cancel/",
+        views.invitation_cancel, name="invitation_cancel",
+    ),
+    path("projects/<slug:project>/tokens/", views.tokens, name="project_tokens"),
+    path("projects/<slug:project>/tokens/<int:token_id>/revoke/", views.token_revoke, name="token_revoke"),
+    path("projects/<slug:project>/audit/", views.audit_log, name="project_audit"),
+]
