@@ -1,0 +1,11 @@
+from django.urls import path
+
+from . import curation_views
+
+urlpatterns = [
+    path("c/<int:pk>/build/", curation_views.build_page, name="build_page"),
+    path("c/<int:pk>/build/options/", curation_views.build_options, name="build_options"),
+    path("c/<int:pk>/build/preview/", curation_views.build_preview, name="build_preview"),
+    path("c/<int:pk>/build/create/", curation_views.build_create, name="build_create"),
+    path("c/<int:pk>/export/<str:fmt>/", curation_views.export_download, name="export_download"),
+]

@@ -1,0 +1,153 @@
+"""Curation pages: builds (select, preview, start the job) and exports; handoffs live here too.
+
+Views check access and pick the template; the work is in builds.py (and handoff.py)."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from contextviewer.accounts.models import Membership
+from contextviewer.core import build as core_build
+
+from . import builds
+from .models import Conversation
+
+
+def _get_conversation_for_user(request: HttpRequest, pk: int, permission: str = "view") -> Conversation:
+    """The conversation if the user's role in its project allows `permission`; else 404 (not a
+    member) or 403 (a member whose role may not)."""
+    conv = Conversation.objects.for_user(request.user).select_related("project").filter(pk=pk).first()
+    if conv is None:
+        raise Http404("No such conversation")
+    if permission != "view":
+        membership = Membership.objects.filter(project=conv.project, user=request.user).first()
+        if membership is None or not membership.can(permission):
+            raise PermissionError(f"Your role in {conv.project.name} may not build conversations.")
+    return conv
+
+
+def _forbidden(exc: PermissionError) -> HttpResponse:
+    return HttpResponse(str(exc), status=403, content_type="text/plain; charset=utf-8")
+
+
+def _selection(data) -> tuple[list[str], list[str]]:
+    """Turns and folds from checkboxes (repeated fields) or from text fields ('3,7-9')."""
+    turns = [v for v in data.getlist("turns") if v.strip()]
+    folds = [v for v in data.getlist("folds") if v.strip()]
+    return ",".join(turns), ",".join(folds)
+
+
+def _gauge_bars(gauge) -> list[dict]:
+    if gauge is None:
+        return []
+    parts = gauge.bar()
+    scale = max(gauge.window, sum(t for _, _, t in parts), 1)
+    bars, x = [], 0.0
+    for key, label, value in parts:
+        width = 100.0 * value / scale
+        bars.append({"key": key, "label": label, "tokens": value, "x": x, "width": width})
+        x += width
+    return bars
+
+
+def _preview_context(conv: Conversation, turns: str, folds: str) -> dict:
+    if not turns and not folds:
+        return {"conv": conv, "empty": True}
+    try:
+        p = builds.preview(conv, turns, folds)
+    except core_build.BuildError as exc:
+        return {"conv": conv, "error": str(exc)}
+    firsts = []
+    seen = set()
+    for m in p.result.messages:
+        if m["turn"] in seen:
+            continue
+        seen.add(m["turn"])
+        text = next((b.get("text") for b in m["blocks"] if b.get("kind") == "text" and b.get("text")), "")
+        firsts.append({"turn": m["turn"], "summary": bool(m.get("is_compact_summary")), "text": " ".join(text.split())[:140]})
+    used = p.gauge.used if p.gauge else sum(p.categories.values())
+    return {
+        "conv": conv,
+        "preview": p,
+        "turn_count": len(seen),
+        "message_count": len(p.result.messages),
+        "firsts": firsts[:40],
+        "more_turns": max(0, len(firsts) - 40),
+        "bars": _gauge_bars(p.gauge),
+        "used": used,
+        "used_pct": 100.0 * used / p.gauge.window if p.gauge and p.gauge.window else None,
+    }
+
+
+@login_required
+@require_GET
+def build_page(request: HttpRequest, pk: int) -> HttpResponse:
+    """The build form without JavaScript: turn and fold numbers as text, a preview, export links."""
+    conv = _get_conversation_for_user(request, pk)
+    turns, folds = _selection(request.GET)
+    context = _preview_context(conv, turns, folds)
+    context.update(
+        turns_text=request.GET.get("turns", ""),
+        folds_text=request.GET.get("folds", ""),
+        folds=builds.build_folds(conv),
+        last_turn=conv.messages.order_by("-position").values_list("turn", flat=True).first(),
+    )
+    return render(request, "conversations/build.html", context, status=400 if context.get("error") else 200)
+
+
+@login_required
+@require_GET
+def build_options(request: HttpRequest, pk: int) -> JsonResponse:
+    """For the page's script: the turns each fold's summary stands for, as [first, last] ranges."""
+    conv = _get_conversation_for_user(request, pk)
+    excl = core_build.exclusions(builds.turn_spans(conv), builds.fold_infos(conv))
+    out = {}
+    for number, turns in excl.items():
+        ranges: list[list[int]] = []
+        for t in turns:
+            if ranges and ranges[-1][1] == t - 1:
+                ranges[-1][1] = t
+            else:
+                ranges.append([t, t])
+        out[str(number)] = ranges
+    return JsonResponse({"folds": out})
+
+
+@login_required
+@require_GET
+def build_preview(request: HttpRequest, pk: int) -> HttpResponse:
+    conv = _get_conversation_for_user(request, pk)
+    turns, folds = _selection(request.GET)
+    context = _preview_context(conv, turns, folds)
+    return render(request, "conversations/_build.html#preview", context)
+
+
+@login_required
+@require_POST
+def build_create(request: HttpRequest, pk: int) -> HttpResponse:
+    try:
+        conv = _get_conversation_for_user(request, pk, "edit")
+    except PermissionError as exc:
+        return _forbidden(exc)
+    turns, folds = _selection(request.POST)
+    try:
+        job = builds.start_build(conv, turns, folds, user=request.user, idempotency_key=request.POST.get("idempotency_key") or None)
+    except core_build.BuildError as exc:
+        context = _preview_context(conv, "", "")
+        context.update(error=str(exc), turns_text=turns, folds_text=folds, folds=builds.build_folds(conv))
+        return render(request, "conversations/build.html", context, status=400)
+    return redirect("job_detail", job_id=job.pk)
+
+
+@login_required
+@require_GET
+def export_download(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
+    conv = _get_conversation_for_user(request, pk)
+    if fmt not in builds.CONTENT_TYPES:
+        raise Http404("No such export format")
+    from .build_api import export_response
+
+    return export_response(builds.export(conv, fmt))

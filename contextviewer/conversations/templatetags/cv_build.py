@@ -1,0 +1,29 @@
+"""Template helpers of the build panel: fold numbers as builds count them, turn lists as ranges."""
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def fold_number(fold, folds) -> int | str:
+    """1-based number of `fold` among the page's folds (the order builds and `--folds` use)."""
+    for i, f in enumerate(folds or [], start=1):
+        if f.pk == getattr(fold, "pk", None):
+            return i
+    return ""
+
+
+@register.filter
+def ranges(numbers) -> str:
+    """[0, 1, 2, 5, 7, 8] -> '0–2, 5, 7–8'."""
+    values = sorted({int(n) for n in numbers or []})
+    out = []
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
+            j += 1
+        out.append(str(values[i]) if i == j else f"{values[i]}–{values[j]}")
+        i = j + 1
+    return ", ".join(out)
