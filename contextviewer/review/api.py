@@ -1,0 +1,203 @@
+"""API operations for compaction review. Each picks its projects with allowed_projects(request,
+permission): 404 when the project is not readable by the request (a token sees its own project
+only), 403 when it is readable but the role lacks the permission."""
+
+from __future__ import annotations
+
+from ninja import Router, Schema
+from ninja.responses import Status
+
+from contextviewer.accounts.auth import allowed_projects
+from contextviewer.api import api
+from contextviewer.conversations.jobs import current_progress
+from contextviewer.conversations.models import Conversation, Fold
+
+from . import services
+from .models import ReviewItem, ReviewQueue
+
+router = Router(tags=["review"])
+
+
+class ErrorOut(Schema):
+    detail: str
+
+
+class ProbeOut(Schema):
+    fold_id: int
+    retention: float | None
+    per_kind: dict
+    compression_ratio: float | None
+    folded_tokens: int
+    summary_tokens: int
+    facts: list[dict]
+
+
+class ReviewIn(Schema):
+    scores: dict
+
+
+class ReviewOut(Schema):
+    id: int
+    item_id: int
+    fold_id: int
+    scores: dict
+
+
+class CommentIn(Schema):
+    text: str
+    turn: int | None = None
+    fact: str = ""
+
+
+class CommentOut(Schema):
+    id: int
+    fold_id: int
+    turn: int | None
+    fact: str
+    text: str
+
+
+class JobOut(Schema):
+    id: int
+    kind: str
+    status: str
+    progress: float
+
+
+class ScoreConfigIn(Schema):
+    fields: list[dict]
+
+
+class QueueOut(Schema):
+    id: int
+    name: str
+    filters: dict
+    reviewers_per_item: int
+    items: int
+
+
+def _check(request, project_id: int, permission: str):
+    """None when allowed; else the Status to answer."""
+    if not allowed_projects(request, "view").filter(pk=project_id).exists():
+        return Status(404, {"detail": "Not found."})
+    if not allowed_projects(request, permission).filter(pk=project_id).exists():
+        return Status(403, {"detail": f"Your role may not {permission} in this project."})
+    return None
+
+
+def _fold(request, fold_id: int, permission: str = "view"):
+    fold = Fold.objects.select_related("conversation").filter(pk=fold_id).first()
+    if fold is None:
+        return None, Status(404, {"detail": "Not found."})
+    return fold, _check(request, fold.conversation.project_id, permission)
+
+
+def _probe_out(probe) -> dict:
+    return {
+        "fold_id": probe.fold_id, "retention": probe.retention, "per_kind": probe.per_kind,
+        "compression_ratio": probe.compression_ratio, "folded_tokens": probe.folded_tokens,
+        "summary_tokens": probe.summary_tokens, "facts": probe.facts,
+    }
+
+
+@router.get("/review/folds/{fold_id}/probe", response={200: ProbeOut, 403: ErrorOut, 404: ErrorOut})
+def fold_probe(request, fold_id: int):
+    """The fold's fact probe: retention per kind and overall, compression, every fact with its turn."""
+    fold, refused = _fold(request, fold_id)
+    if refused:
+        return refused
+    return Status(200, _probe_out(services.probe_for(fold)))
+
+
+@router.get("/review/conversations/{conversation_id}/probes", response={200: list[dict], 404: ErrorOut})
+def conversation_probes(request, conversation_id: int):
+    """Per fold: retention per kind and overall, compression, summary tokens, lost facts with turns."""
+    conv = Conversation.objects.filter(pk=conversation_id, project__in=allowed_projects(request, "view")).first()
+    if conv is None:
+        return Status(404, {"detail": "Not found."})
+    return Status(200, services.probe_report(conv))
+
+
+@router.get("/review/projects/{slug}/dashboard", response={200: dict, 404: ErrorOut})
+def dashboard(request, slug: str, by: str = "agent"):
+    project = allowed_projects(request, "view").filter(slug=slug).first()
+    if project is None:
+        return Status(404, {"detail": "Not found."})
+    return Status(200, services.dashboard([project], by))
+
+
+@router.get("/review/projects/{slug}/queues", response={200: list[QueueOut], 404: ErrorOut})
+def queues(request, slug: str):
+    project = allowed_projects(request, "view").filter(slug=slug).first()
+    if project is None:
+        return Status(404, {"detail": "Not found."})
+    return Status(200, [
+        {"id": q.pk, "name": q.name, "filters": q.filters, "reviewers_per_item": q.reviewers_per_item, "items": q.items.count()}
+        for q in ReviewQueue.objects.filter(project=project)
+    ])
+
+
+@router.post("/review/items/{item_id}/reviews", response={201: ReviewOut, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut})
+def submit_review(request, item_id: int, payload: ReviewIn):
+    item = ReviewItem.objects.select_related("queue", "fold").filter(pk=item_id).first()
+    if item is None:
+        return Status(404, {"detail": "Not found."})
+    refused = _check(request, item.queue.project_id, "score")
+    if refused:
+        return refused
+    if not services.can_review_in(item.queue, request.user):
+        return Status(403, {"detail": "You are not assigned to this queue."})
+    try:
+        review = services.submit_review(item, request.user, payload.scores)
+    except services.ReviewError as exc:
+        return Status(400, {"detail": str(exc)})
+    return Status(201, {"id": review.pk, "item_id": item.pk, "fold_id": item.fold_id, "scores": review.scores})
+
+
+@router.post("/review/folds/{fold_id}/comments", response={201: CommentOut, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut})
+def add_comment(request, fold_id: int, payload: CommentIn):
+    fold, refused = _fold(request, fold_id, "score")
+    if refused:
+        return refused
+    try:
+        c = services.add_comment(fold, request.user, payload.text, turn=payload.turn, fact=payload.fact)
+    except services.ReviewError as exc:
+        return Status(400, {"detail": str(exc)})
+    return Status(201, {"id": c.pk, "fold_id": fold.pk, "turn": c.turn, "fact": c.fact, "text": c.text})
+
+
+@router.post("/review/folds/{fold_id}/judge", response={202: JobOut, 403: ErrorOut, 404: ErrorOut})
+def start_judge(request, fold_id: int):
+    """Judge the fold with the project's provider: answered with the job to poll (/api/jobs/{id})."""
+    fold, refused = _fold(request, fold_id, "edit")
+    if refused:
+        return refused
+    job = services.start_judge(fold, user=request.user)
+    progress, _ = current_progress(job)
+    return Status(202, {"id": job.pk, "kind": job.kind, "status": job.status, "progress": progress})
+
+
+@router.get("/review/projects/{slug}/score-config", response={200: list[dict], 404: ErrorOut})
+def get_score_config(request, slug: str):
+    project = allowed_projects(request, "view").filter(slug=slug).first()
+    if project is None:
+        return Status(404, {"detail": "Not found."})
+    return Status(200, services.score_config(project).fields)
+
+
+@router.put("/review/projects/{slug}/score-config", response={200: list[dict], 400: ErrorOut, 403: ErrorOut, 404: ErrorOut})
+def put_score_config(request, slug: str, payload: ScoreConfigIn):
+    project = allowed_projects(request, "view").filter(slug=slug).first()
+    if project is None:
+        return Status(404, {"detail": "Not found."})
+    refused = _check(request, project.pk, "settings")
+    if refused:
+        return refused
+    try:
+        config = services.save_score_config(project, payload.fields, request=request)
+    except services.ReviewError as exc:
+        return Status(400, {"detail": str(exc)})
+    return Status(200, config.fields)
+
+
+api.add_router("/", router)
