@@ -277,6 +277,14 @@ def build_result(conv: Conversation) -> dict:
         "source_id": (lineage.get("source") or {}).get("id"),
         "selection": lineage.get("selection"),
         "notes": lineage.get("notes") or [],
+        # The job page lists these with a link (as it does for imports).
+        "conversations": [
+            {
+                "id": conv.pk, "external_id": conv.external_id, "parent_external_id": None, "kind": conv.kind,
+                "title": conv.title, "messages": conv.message_count, "model_calls": 0,
+                "tool_calls": conv.tool_call_count, "folds": [], "bad_lines": 0,
+            }
+        ],
     }
 
 

@@ -1,0 +1,195 @@
+/* contextviewer build.js (no build step, no dependencies; loaded with defer; CSP: script-src 'self').
+ * The build selection on the conversation page: turn boxes (or space on the current turn) and
+ * "use summary" boxes. A fold's summary and the turns it stands for exclude each other: checking
+ * one clears the other, and turns behind a chosen summary are marked. The server checks again.
+ * The preview is server-rendered HTML (escaped there); nothing from transcripts is built here. */
+(function () {
+  "use strict";
+
+  var form = document.getElementById("build-form");
+  if (!form) return;
+  var status = document.getElementById("build-selection");
+  var button = document.getElementById("build-button");
+  var exclusions = {}; // fold number -> [[first turn, last turn], ...]
+  var state = { turns: {}, folds: {} };
+  var previewTimer = null;
+
+  function all(selector) {
+    return Array.prototype.slice.call(document.querySelectorAll(selector));
+  }
+
+  function covers(fold, turn) {
+    var ranges = exclusions[fold] || [];
+    for (var i = 0; i < ranges.length; i++) {
+      if (turn >= ranges[i][0] && turn <= ranges[i][1]) return true;
+    }
+    return false;
+  }
+
+  function keys(obj) {
+    return Object.keys(obj).map(Number).sort(function (a, b) { return a - b; });
+  }
+
+  function ranges(numbers) {
+    var out = [];
+    for (var i = 0; i < numbers.length; i++) {
+      var j = i;
+      while (j + 1 < numbers.length && numbers[j + 1] === numbers[j] + 1) j++;
+      out.push(i === j ? String(numbers[i]) : numbers[i] + "–" + numbers[j]);
+      i = j;
+    }
+    return out.join(", ");
+  }
+
+  function say(text) {
+    if (status) status.textContent = text;
+  }
+
+  function selectTurn(turn, on) {
+    var cleared = [];
+    if (on) {
+      state.turns[turn] = true;
+      keys(state.folds).forEach(function (f) {
+        if (covers(f, turn)) {
+          delete state.folds[f];
+          cleared.push(f);
+        }
+      });
+    } else {
+      delete state.turns[turn];
+    }
+    return cleared.length ? "Turn " + turn + " is behind the summary of fold " + cleared.join(", ") + ": that summary was cleared." : "";
+  }
+
+  function selectFold(fold, on) {
+    var cleared = [];
+    if (on) {
+      state.folds[fold] = true;
+      keys(state.turns).forEach(function (t) {
+        if (covers(fold, t)) {
+          delete state.turns[t];
+          cleared.push(t);
+        }
+      });
+    } else {
+      delete state.folds[fold];
+    }
+    return cleared.length ? "The summary of fold " + fold + " stands for turn" + (cleared.length > 1 ? "s " : " ") + ranges(cleared) + ": cleared." : "";
+  }
+
+  // The page shows the state: boxes checked, turns behind a chosen summary marked.
+  function sync() {
+    all("input.pick-turn").forEach(function (box) {
+      var turn = Number(box.value);
+      box.checked = !!state.turns[turn];
+      var behind = keys(state.folds).filter(function (f) { return covers(f, turn); });
+      var head = box.closest("details.turn");
+      if (head) {
+        head.classList.toggle("picked", box.checked);
+        head.classList.toggle("behind-summary", behind.length > 0);
+        if (behind.length) head.setAttribute("data-behind", "behind the summary of fold " + behind.join(", "));
+        else head.removeAttribute("data-behind");
+      }
+    });
+    all("input.pick-fold").forEach(function (box) {
+      box.checked = !!state.folds[Number(box.value)];
+      var seg = box.closest(".segment");
+      if (seg) seg.classList.toggle("summary-picked", all(".pick-fold:checked").some(function (b) { return seg.contains(b); }));
+    });
+    var turns = keys(state.turns);
+    var folds = keys(state.folds);
+    if (button) button.disabled = !turns.length && !folds.length;
+  }
+
+  function describe() {
+    var turns = keys(state.turns);
+    var folds = keys(state.folds);
+    var parts = [];
+    if (folds.length) parts.push("the summary of fold " + folds.join(", "));
+    if (turns.length) parts.push(turns.length + " turn" + (turns.length > 1 ? "s" : "") + " (" + ranges(turns) + ")");
+    return parts.length ? "Selected: " + parts.join(" and ") + "." : "Nothing selected.";
+  }
+
+  function preview() {
+    var url = form.getAttribute("data-preview");
+    var target = document.getElementById("build-preview");
+    if (!url || !target) return;
+    var params = new URLSearchParams();
+    keys(state.turns).forEach(function (t) { params.append("turns", t); });
+    keys(state.folds).forEach(function (f) { params.append("folds", f); });
+    var full = url + "?" + params.toString();
+    if (window.htmx && window.htmx.ajax) {
+      window.htmx.ajax("GET", full, { target: target, swap: "innerHTML" });
+    } else {
+      fetch(full, { credentials: "same-origin" }).then(function (r) { return r.text(); }).then(function (html) {
+        target.innerHTML = html; // server-rendered, escaped there
+      });
+    }
+  }
+
+  function changed(message) {
+    sync();
+    say(message ? describe() + " " + message : describe());
+    clearTimeout(previewTimer);
+    previewTimer = setTimeout(preview, 150);
+  }
+
+  document.addEventListener("change", function (event) {
+    var box = event.target;
+    if (!(box instanceof HTMLInputElement)) return;
+    if (box.classList.contains("pick-turn")) {
+      changed(selectTurn(Number(box.value), box.checked));
+    } else if (box.classList.contains("pick-fold")) {
+      changed(selectFold(Number(box.value), box.checked));
+    }
+  });
+
+  // Space on the current turn (j/k) selects it; Enter and o still fold and unfold.
+  function currentTurnBox(event) {
+    var t = event.target;
+    if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.tagName === "BUTTON" || t.isContentEditable)) return null;
+    var turn = document.querySelector("details.turn.current");
+    if (!turn) return null;
+    if (t !== document.body && !turn.contains(t)) return null;
+    return turn.querySelector("summary input.pick-turn");
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== " " || event.ctrlKey || event.metaKey || event.altKey) return;
+    var box = currentTurnBox(event);
+    if (!box) return;
+    event.preventDefault();
+    if (event.repeat) return;
+    box.checked = !box.checked;
+    box.dispatchEvent(new Event("change", { bubbles: true }));
+  });
+  document.addEventListener("keyup", function (event) {
+    if (event.key === " " && currentTurnBox(event)) event.preventDefault(); // no toggle of the summary
+  });
+
+  // Turns loaded later (more turns, an unfolded archived segment) show the same state.
+  document.body.addEventListener("htmx:afterSettle", sync);
+
+  form.addEventListener("submit", function (event) {
+    if (!keys(state.turns).length && !keys(state.folds).length) {
+      event.preventDefault();
+      say("Select at least one turn or one fold's summary.");
+    }
+  });
+
+  var options = form.getAttribute("data-options");
+  if (options) {
+    fetch(options, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (r) { return r.ok ? r.json() : { folds: {} }; })
+      .then(function (data) {
+        exclusions = data.folds || {};
+        form.setAttribute("data-ready", "1");
+        sync();
+      });
+  }
+  // Boxes checked before the script ran (back/forward cache) count too.
+  all("input.pick-turn:checked").forEach(function (b) { state.turns[Number(b.value)] = true; });
+  all("input.pick-fold:checked").forEach(function (b) { state.folds[Number(b.value)] = true; });
+  sync();
+  say(describe());
+})();
