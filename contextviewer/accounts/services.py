@@ -218,7 +218,7 @@ def create_token(user, project: Project, name: str, lifetime: str = "90", reques
             user=user, project=project, name=name[:100], prefix=prefix, token_hash=tokens.hash_token(secret),
             expires_at=timezone.now() + timedelta(days=days) if days else None,
         )
-        audit.record(request or user, project, "token.created", f"{row.name} ({prefix})", expires=str(row.expires_at or "never"))
+        audit.record(request or user, project, "token.created", f"{row.name} ({prefix})", expires=row.expires_at.strftime("%Y-%m-%d") if row.expires_at else "never")
     return row, secret
 
 
