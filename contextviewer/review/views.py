@@ -83,7 +83,9 @@ def review_index(request: HttpRequest, project: str) -> HttpResponse:
     for queue in ReviewQueue.objects.filter(project=proj).prefetch_related("reviewers"):
         items = list(queue.items.values_list("review_count", flat=True))
         done = sum(1 for c in items if c >= queue.reviewers_per_item)
-        queues.append({"queue": queue, "items": len(items), "done": done})
+        assigned = {r.pk for r in queue.reviewers.all()}
+        can_review = member.can("score") and (not assigned or request.user.pk in assigned)
+        queues.append({"queue": queue, "items": len(items), "done": done, "can_review": can_review})
     folds = Fold.objects.filter(conversation__project=proj).count()
     agents = sorted(set(Fold.objects.filter(conversation__project=proj).values_list("conversation__agent", flat=True)))
     members = proj.memberships.select_related("user").order_by("user__username")
@@ -126,6 +128,8 @@ def queue_detail(request: HttpRequest, queue_id: int) -> HttpResponse:
         return redirect("review_queue", queue_id=queue.pk)
     items = list(queue.items.select_related("fold", "fold__conversation", "locked_by"))
     probes = {p.fold_id: p for p in services.FactProbe.objects.filter(fold__in=[i.fold_id for i in items])}
+    for i in [i for i in items if i.fold_id not in probes][:50]:  # the probes job covers the rest
+        probes[i.fold_id] = services.probe_for(i.fold)
     rows = [{"item": i, "probe": probes.get(i.fold_id)} for i in items]
     return render(request, "review/queue.html", {
         "queue": queue, "member": member, "rows": rows,

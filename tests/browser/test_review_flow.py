@@ -80,6 +80,8 @@ def test_annotator_reviews_three_folds_by_keyboard_and_owner_sees_the_dashboard(
     page.keyboard.press("s")
     page.wait_for_url(f"**/review/queues/{queue.pk}/")
     expect(page.get_by_text("Nothing left for you in Parser compactions")).to_be_visible()
+    expect(page.locator("tbody tr")).to_have_count(3)
+    page.screenshot(path=str(SCREENSHOTS / "review-queue.png"), full_page=True)
     watch.assert_clean()
     scores = {r.item_id: r.scores for r in Review.objects.all()}
     assert scores[items[0].pk]["fidelity"] == 4 and scores[items[0].pk]["lost_detail"] is False
@@ -91,7 +93,10 @@ def test_annotator_reviews_three_folds_by_keyboard_and_owner_sees_the_dashboard(
     owner_page = owner_context.new_page()
     owner_watch = Watch(owner_page)
     login(owner_context, live_server, queue_of_three["owner"])
-    owner_page.goto(f"{live_server.url}/projects/acme/review/dashboard/")
+    owner_page.goto(f"{live_server.url}/review/")
+    expect(owner_page.get_by_role("link", name="Parser compactions")).to_be_visible()
+    owner_page.screenshot(path=str(SCREENSHOTS / "review-index.png"), full_page=True)
+    owner_page.get_by_role("link", name="Dashboard").click()
     expect(owner_page.locator("#reviews-all")).to_have_text("3")
     expect(owner_page.locator("#fidelity-all")).to_have_text("3.67")
     expect(owner_page.locator('#retention-kinds tr[data-kind="decision"]')).to_contain_text("77.0 %")
