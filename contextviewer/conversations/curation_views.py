@@ -151,3 +151,94 @@ def export_download(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     from .build_api import export_response
 
     return export_response(builds.export(conv, fmt))
+
+
+# Handoff and "fold at X %" (helper-4a) ------------------------------------------------------
+
+def _handoff_context(request: HttpRequest, conv: Conversation, **extra) -> dict:
+    from . import handoff
+
+    return {**handoff.panel_context(request.user, conv), **extra}
+
+
+@login_required
+@require_POST
+def handoff_start(request: HttpRequest, pk: int) -> HttpResponse:
+    from contextviewer.providers.base import ProviderError
+
+    from . import handoff
+
+    try:
+        conv = _get_conversation_for_user(request, pk, "edit")
+    except PermissionError:
+        return _forbidden(PermissionError("Your role in this project may not fold conversations."))
+    provider = request.POST.get("provider") or None
+    try:
+        job, _ = handoff.start_handoff(conv, user=request.user, provider=provider)
+    except ProviderError as exc:
+        if request.htmx:
+            return render(request, "conversations/_handoff.html#handoff-status", _handoff_context(request, conv, error=str(exc)))
+        from django.contrib import messages
+
+        messages.error(request, str(exc))
+        return redirect("conversation", pk=conv.pk)
+    if request.htmx:
+        return render(request, "conversations/_handoff.html#handoff-status", _handoff_context(request, conv, job=job, **_progress(job)))
+    return redirect("job_detail", job_id=job.pk)
+
+
+def _progress(job) -> dict:
+    from . import jobs
+
+    progress, text = jobs.current_progress(job)
+    return {"progress_pct": int(progress * 100), "progress_text": text}
+
+
+@login_required
+@require_GET
+def handoff_status(request: HttpRequest, pk: int, job_id: int) -> HttpResponse:
+    """The self-polling progress of a handoff; once its fold exists the page reloads to show it."""
+    from .models import Job
+
+    conv = _get_conversation_for_user(request, pk)
+    job = Job.objects.filter(project=conv.project, kind="handoff", pk=job_id, params__conversation_id=conv.pk).first()
+    if job is None:
+        raise Http404("No such handoff")
+    if job.status == "succeeded" and request.htmx:
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = f"{conv_url(conv)}?folded={job.result.get('fold_id', '')}#segments"
+        return response
+    context = _handoff_context(request, conv, job=job, **_progress(job))
+    if not request.htmx:
+        return redirect("job_detail", job_id=job.pk)
+    return render(request, "conversations/_handoff.html#handoff-status", context)
+
+
+def conv_url(conv: Conversation) -> str:
+    from django.urls import reverse
+
+    return reverse("conversation", args=[conv.pk])
+
+
+@login_required
+@require_GET
+def fold_preview(request: HttpRequest, pk: int) -> HttpResponse:
+    """Where an automatic fold at X % would have fired along the measured curve (open loop)."""
+    from . import handoff
+
+    conv = _get_conversation_for_user(request, pk)
+    raw = (request.GET.get("at") or "85").strip().rstrip("%").strip()
+    context: dict = {"conv": conv, "at": raw}
+    status = 200
+    try:
+        at = int(float(raw))
+        if not 10 <= at <= 99:
+            raise ValueError
+    except ValueError:
+        context["error"] = f"Enter a threshold between 10 and 99 % (got {raw[:20]!r})."
+        status = 200 if request.htmx else 400
+    else:
+        context["preview"] = handoff.fold_preview(conv, at)
+        context["at"] = at
+    template = "conversations/_fold_preview.html#fold-preview-result" if request.htmx else "conversations/fold_preview.html"
+    return render(request, template, context, status=status)

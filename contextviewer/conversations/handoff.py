@@ -186,3 +186,76 @@ def run_handoff(job: Job, progress) -> dict:
     except IntegrityError:  # the same job, run twice at once: the other run wrote it
         fold = Fold.objects.get(conversation=conv, key=job.idempotency_key[:255])
     return fold_result(fold)
+
+
+# "Fold at X %": where an automatic fold would have fired along the measured curve -------------
+
+@dataclass
+class FoldPreview:
+    threshold_pct: int
+    fires: list  # core.policies.FoldFire
+    calls: int
+    window: int | None
+    svg_points: str  # "x,y x,y ..." of the curve, 0..600 x 0..80
+    svg_fires: list[tuple[float, float]]
+    threshold_y: float
+
+
+def fold_preview(conv: Conversation, threshold_pct: int) -> FoldPreview:
+    from contextviewer.core import registry
+    from contextviewer.core.curve import curve_points
+    from contextviewer.core.policies import fire_points
+
+    rows = list(
+        ModelCall.objects.filter(conversation=conv)
+        .order_by("position", "id")
+        .values_list("position", "input_uncached", "cache_write", "cache_read", "estimated_context", "model", "message__turn")
+    )
+    calls = [
+        {
+            "position": pos,
+            "measured": (a + b + c) or None,
+            "estimated": est,
+            "model": model,
+            "turn": turn,
+            "window": registry.lookup(model, conv.window).window,
+        }
+        for pos, a, b, c, est, model, turn in rows
+    ]
+    points = curve_points(calls, registry.lookup(conv.model_names[0] if conv.model_names else None, conv.window).window)
+    fires = fire_points(points, threshold_pct / 100)
+    width, height = 600.0, 80.0
+    top = max([p.used for p in points] + [p.window or 0 for p in points] + [1])
+    n = max(len(points) - 1, 1)
+
+    def xy(i: int, v: float) -> tuple[float, float]:
+        return round(width * i / n, 1), round(height - height * v / top, 1)
+
+    step = max(1, len(points) // 600)  # at most ~600 vertices
+    svg = " ".join("%s,%s" % xy(i, p.used) for i, p in enumerate(points) if i % step == 0 or i == len(points) - 1)
+    window = points[-1].window if points else None
+    return FoldPreview(
+        threshold_pct=threshold_pct,
+        fires=fires,
+        calls=len(points),
+        window=window,
+        svg_points=svg,
+        svg_fires=[xy(f.index, f.used) for f in fires],
+        threshold_y=xy(0, (window or top) * threshold_pct / 100)[1],
+    )
+
+
+def panel_context(user, conv: Conversation) -> dict:
+    """What the Handoff card of the conversation page shows."""
+    from contextviewer.accounts.models import Membership
+    from contextviewer.providers.models import ProviderConfig
+
+    membership = Membership.objects.filter(project=conv.project, user=user).first()
+    configs = list(ProviderConfig.objects.filter(project=conv.project).exclude(provider="builtin"))
+    return {
+        "conv": conv,
+        "can_handoff": bool(membership and membership.can("edit")),
+        "providers": ["builtin"] + [c.provider for c in configs],
+        "default_provider": next((c.provider for c in configs if c.is_default), "builtin"),
+        "spend": providers.conversation_spend(conv),
+    }

@@ -100,6 +100,13 @@
       case "?":
         showKeys();
         break;
+      case "h": {
+        // Handoff: press the conversation page's Handoff button (it starts the job with htmx).
+        var handoffButton = document.getElementById("handoff-button");
+        if (!handoffButton) return;
+        handoffButton.click();
+        break;
+      }
       default:
         return;
     }
