@@ -240,7 +240,7 @@ def judge_fold(fold: Fold, provider, *, job: Job | None = None) -> JudgeRun:
     probe = probe_for(fold)
     messages = segment_messages(fold)
     prompt = judge_prompt(fold, probe, messages)
-    completion = provider.complete(system=JUDGE_SYSTEM, prompt=prompt, role="judge", max_tokens=4096)
+    completion = _complete(provider, fold, prompt, job)
     spend = {
         "input_tokens": completion.input_tokens,
         "output_tokens": completion.output_tokens,
@@ -269,6 +269,18 @@ def judge_fold(fold: Fold, provider, *, job: Job | None = None) -> JudgeRun:
     return run
 
 
+def _complete(provider, fold: Fold, prompt: str, job: Job | None):
+    """Through the providers service when installed (bounded retries, spend in the ledger by role)."""
+    try:
+        from contextviewer.providers import services as provider_services
+    except ImportError:
+        return provider.complete(system=JUDGE_SYSTEM, prompt=prompt, role="judge", max_tokens=4096)
+    return provider_services.complete(
+        provider, project=fold.conversation.project, role="judge", system=JUDGE_SYSTEM, prompt=prompt,
+        max_tokens=4096, job=job, conversation=fold.conversation,
+    )
+
+
 def start_judge(fold: Fold, *, user=None) -> Job:
     job, _ = jobs.create_job(fold.conversation.project, "judge", {"fold_id": fold.pk}, user=user)
     return job
@@ -280,8 +292,11 @@ def _project_provider(project: Project):
     except ImportError as exc:
         raise ReviewError("No LLM provider is available in this installation.") from exc
     provider = provider_services.get_provider(project)
-    if provider is None:
-        raise ReviewError("No provider is configured for this project: set one in the project's provider settings.")
+    if provider is None or provider.name == "builtin":
+        # The builtin provider writes summaries offline; it cannot read and judge one.
+        raise ReviewError(
+            "The judge needs an LLM provider (OpenAI-compatible or Anthropic): set one as this project's default."
+        )
     return provider
 
 

@@ -293,3 +293,17 @@ def test_roles_and_strangers(project, folds, team):
     assigned = services.create_queue(project, "ann2 only", {}, reviewers=[team["ann2"]])
     assert login(team["ann1"]).get(reverse("review_queue_next", args=[assigned.pk])).status_code == 403
     assert not Review.objects.exists()
+
+
+def test_the_judge_spend_goes_to_the_ledger_and_needs_a_real_provider(project, folds):
+    from contextviewer.conversations import jobs
+    from contextviewer.providers.models import SpendEntry
+
+    fold = folds[0]
+    run = services.judge_fold(fold, FakeProvider(json.dumps({"facts": [], "statements": [], "rubric": {"goal": 3}})))
+    entry = SpendEntry.objects.get(role="judge")
+    assert entry.provider == "fake" and run.spend["input_tokens"] == 1234
+    # With no provider configured (builtin only), the judge job fails with a message saying why.
+    job = services.start_judge(fold)
+    done = jobs.run(job.pk)
+    assert done.status == "failed" and "The judge needs an LLM provider" in done.error
