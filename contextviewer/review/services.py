@@ -613,7 +613,10 @@ def _group_value(fold: Fold, group: str) -> str:
     if group == "cli_version":
         return conv.cli_version or "?"
     if group == "provider":
-        return (fold.cost or {}).get("provider") or ("imported" if fold.origin == "imported" else "generated")
+        # Folds made here name their provider (cost, or the trigger "handoff (openai)"); imported
+        # folds were written by the agent's own summarizer.
+        named = (fold.cost or {}).get("provider") or (m.group(1) if (m := re.match(r"handoff \((\w+)\)", fold.trigger or "")) else "")
+        return named or (f"{conv.agent} (own)" if fold.origin == "imported" else "generated")
     when = fold.timestamp or fold.created_at
     return when.strftime("%Y-%m") if when else "?"
 

@@ -307,3 +307,16 @@ def test_the_judge_spend_goes_to_the_ledger_and_needs_a_real_provider(project, f
     job = services.start_judge(fold)
     done = jobs.run(job.pk)
     assert done.status == "failed" and "The judge needs an LLM provider" in done.error
+
+
+def test_dashboard_groups_by_provider_and_cli_version(project, folds, team):
+    a = folds[0]
+    Fold.objects.create(
+        conversation=a.conversation, key="handoff:o", position=a.position, origin="generated", kind="handoff",
+        summary_text="Goal: keep the tests green in src/module_1.py.", cost={"provider": "openai", "model": "m"},
+    )
+    data = login(team["viewer"]).get(reverse("review_dashboard", args=[project.slug]) + "?by=provider&format=json").json()
+    names = {row["name"]: row["folds"] for row in data["rows"]}
+    assert names == {"openai": 1, "claude-code (own)": len(folds)}
+    page = login(team["viewer"]).get(reverse("review_dashboard", args=[project.slug]) + "?by=cli_version").content.decode()
+    assert "By cli_version" in page
