@@ -93,7 +93,9 @@ def run_import(job: Job, progress) -> dict:
     # Fact probes for every conversation that now has folds (idempotent per set of folds).
     from contextviewer.review.services import enqueue_probes
 
-    for conv in Conversation.objects.filter(pk__in=report.conversation_ids, fold_count__gt=0):
+    imported = Conversation.objects.filter(pk__in=report.conversation_ids)
+    imported |= Conversation.objects.filter(parent_id__in=report.conversation_ids)  # sub-agents compact too
+    for conv in imported.filter(fold_count__gt=0):
         enqueue_probes(conv, user=job.created_by)
     return import_result(report)
 
