@@ -67,7 +67,7 @@ def _preview_context(conv: Conversation, turns: str, folds: str) -> dict:
             continue
         seen.add(m["turn"])
         text = next((b.get("text") for b in m["blocks"] if b.get("kind") == "text" and b.get("text")), "")
-        firsts.append({"turn": m["turn"], "summary": bool(m.get("is_compact_summary")), "text": " ".join(text.split())[:140]})
+        firsts.append({"turn": m["turn"], "summary": bool(m.get("is_compact_summary")), "text": " ".join(text.split()).lstrip("#> ")[:140]})
     used = p.gauge.used if p.gauge else sum(p.categories.values())
     return {
         "conv": conv,

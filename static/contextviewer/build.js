@@ -87,8 +87,11 @@
       if (head) {
         head.classList.toggle("picked", box.checked);
         head.classList.toggle("behind-summary", behind.length > 0);
-        if (behind.length) head.setAttribute("data-behind", "behind the summary of fold " + behind.join(", "));
-        else head.removeAttribute("data-behind");
+        var summary = head.querySelector("summary");
+        if (summary) {
+          if (behind.length) summary.setAttribute("title", "Behind the chosen summary of fold " + behind.join(", "));
+          else summary.removeAttribute("title");
+        }
       }
     });
     all("input.pick-fold").forEach(function (box) {

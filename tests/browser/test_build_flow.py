@@ -1,0 +1,125 @@
+"""Build in Chromium: select turns and a summary, see them exclude each other, build with the real
+worker, open the new conversation, export it (a download). No sleeps."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from contextviewer.conversations import builds
+from contextviewer.conversations.models import Conversation, ConversationKind
+from contextviewer.core import build as core_build
+from tests.browser.test_viewer_flows import Watch, login, wait_for_htmx
+from tests.factories import TextSource, build_conversation, make_project, make_user
+from tests.worker import Worker, purge_broker
+
+pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+@pytest.fixture
+def worker_process(live_server):
+    purge_broker()
+    w = Worker()
+    yield w
+    w.stop()
+
+
+@pytest.fixture
+def seeded(live_server):
+    project = make_project("acme", "Acme backend")
+    user = make_user("dana", project=project)
+    texts = TextSource(title="Fix the parser and keep the API stable")
+    built = build_conversation(project, turns=14, fold_at=40_000, texts=texts, external_id="s-build", subagent_turn=None)
+    assert built.folds, "the conversation needs a fold"
+    return {"user": user, "conv": built.conversation}
+
+
+def test_select_turns_and_a_summary_build_open_and_export(page, live_server, seeded, worker_process, tmp_path):
+    watch = Watch(page)
+    login(page.context, live_server, seeded["user"])
+    conv = seeded["conv"]
+    spans = builds.turn_spans(conv)
+    behind = core_build.exclusions(spans, builds.fold_infos(conv))[1]  # the turns fold 1 stands for
+    last = spans[-1].turn
+
+    page.goto(f"{live_server.url}/c/{conv.id}/")
+    page.wait_for_selector("#build-form[data-ready]")
+    expect(page.locator("#build-button")).to_be_disabled()
+
+    # A turn the latest state still holds, and one that fold 1 put away (its segment unfolded).
+    page.locator(f"#turn-{last} input.pick-turn").check()
+    archived = page.locator("details.segment.archived").first
+    archived.locator("summary.fold-head .seg-range").click()
+    archived.locator(f"#turn-{behind[0]}").wait_for()
+    wait_for_htmx(page)
+    old_turn = page.locator(f"#turn-{behind[0]} input.pick-turn")
+    old_turn.check()
+    expect(page.locator("#build-selection")).to_contain_text(f"2 turns ({behind[0]}, {last})")
+    summary_box = archived.locator("summary.fold-head input.pick-fold")
+
+    # Choosing fold 1's summary clears the turn it stands for, and marks it.
+    summary_box.check()
+    expect(old_turn).not_to_be_checked()
+    expect(page.locator(f"#turn-{behind[0]}")).to_have_class(re.compile(r"\bbehind-summary\b"))
+    expect(page.locator("#build-selection")).to_contain_text(f"stands for turn {behind[0]}: cleared")
+    # And the reverse: choosing that turn again clears the summary.
+    old_turn.check()
+    expect(summary_box).not_to_be_checked()
+    expect(page.locator("#build-selection")).to_contain_text("that summary was cleared")
+    # Space on the current turn selects it too: put the summary back (clears the old turn), then
+    # space on the last turn unselects and selects it again.
+    summary_box.check()
+    expect(old_turn).not_to_be_checked()
+    page.locator(f"#turn-{last} .turn-no").click()  # makes it the current turn (and opens it)
+    page.keyboard.press(" ")
+    expect(page.locator(f"#turn-{last} input.pick-turn")).not_to_be_checked()
+    page.keyboard.press(" ")
+    expect(page.locator(f"#turn-{last} input.pick-turn")).to_be_checked()
+
+    # The preview: the summary and one turn, with a gauge.
+    page.wait_for_selector("#build-preview .build-figures")
+    wait_for_htmx(page)
+    expect(page.locator("#build-preview .build-figures")).to_contain_text("2 turns")
+    expect(page.locator("#build-preview svg.gauge-small")).to_be_visible()
+    expect(page.locator("#build-preview .build-turns li").first).to_contain_text("summary")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.locator("#build").screenshot(path=str(SCREENSHOTS / "build-panel.png"))
+    page.screenshot(path=str(SCREENSHOTS / "build-selection.png"), full_page=False)
+
+    # Build: the job runs on the worker; its page links the new conversation.
+    page.locator("#build-button").click()
+    page.wait_for_url("**/jobs/*/")
+    link = page.locator("table.import-result a").first
+    link.wait_for(timeout=60_000)
+    link.click()
+    page.wait_for_selector(".lineage")
+    built = Conversation.objects.get(kind=ConversationKind.BUILD)
+    assert page.url.endswith(f"/c/{built.id}/")
+    expect(page.locator(".lineage")).to_contain_text(f"turns {last}")
+    expect(page.locator(".lineage")).to_contain_text("fold 1")
+    assert built.lineage["selection"] == {"turns": [last], "folds": [1]}
+    page.screenshot(path=str(SCREENSHOTS / "build-result.png"))
+
+    # Export it: a download of Claude Code JSONL that starts with the summary.
+    with page.expect_download() as info:
+        page.locator("a[data-export='claude-code']").click()
+    download = info.value
+    path = tmp_path / download.suggested_filename
+    download.save_as(path)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert download.suggested_filename == f"{lines[0]['sessionId']}.jsonl"
+    assert lines[0].get("isCompactSummary") is True
+    first_text = next(
+        b["text"] for m in conv.messages.filter(turn=last).order_by("position") for b in m.blocks if b.get("kind") == "text"
+    )
+    assert any(first_text in json.dumps(line, ensure_ascii=False) for line in lines)
+    with page.expect_download() as info:
+        page.locator("a[data-export='markdown']").click()
+    assert info.value.suggested_filename.endswith(".md")
+    watch.assert_clean()
