@@ -138,3 +138,40 @@ def test_a_job_run_twice_creates_one_conversation(project, user, tmp_path):
     assert second.status == JobStatus.SUCCEEDED
     assert second.result["conversation_id"] == first.result["conversation_id"]
     assert Conversation.objects.filter(kind=ConversationKind.BUILD).count() == 1
+
+
+@pytest.mark.django_db
+def test_the_build_page_works_without_javascript_and_says_what_is_wrong(project, user, fixtures_dir):
+    source = _main(project, fixtures_dir / "claude-code" / SPOTTER)
+    client = _client(user)
+    page = client.get(f"/c/{source.pk}/build/", {"turns": "0", "folds": "1"})
+    assert page.status_code == 400
+    assert "fold 1 put turn 0 away" in page.content.decode()
+    r = client.post(f"/c/{source.pk}/build/create/", {"turns": "0", "folds": "1"})
+    assert r.status_code == 400 and "Select either the summary or those turns" in r.content.decode()
+    spans = builds.turn_spans(source)
+    last = spans[-1].turn
+    preview = client.get(f"/c/{source.pk}/build/preview/", {"turns": [str(last)], "folds": ["1"]})
+    assert "2 turns" in preview.content.decode()
+    r = client.post(f"/c/{source.pk}/build/create/", {"turns": [str(last)], "folds": ["1"]})
+    assert r.status_code == 302 and "/jobs/" in r["Location"]
+    options = client.get(f"/c/{source.pk}/build/options/").json()
+    assert options["folds"]["1"][0][0] == 0
+    assert not Conversation.objects.filter(kind=ConversationKind.BUILD).exists()  # queued, not run here
+
+
+@pytest.mark.django_db
+def test_a_viewer_may_export_but_not_build(project, tmp_path):
+    from contextviewer.accounts.models import Role
+    from tests.factories import make_user
+
+    viewer = make_user("vic", project=project, role=Role.VIEWER)
+    write_lines(tmp_path / "s.jsonl", session_lines(2))
+    source = _main(project, tmp_path / "s.jsonl")
+    client = _client(viewer)
+    r = client.post(f"/api/conversations/{source.pk}/builds", {"turns": [0]}, content_type="application/json")
+    assert r.status_code == 403
+    assert client.post(f"/c/{source.pk}/build/create/", {"turns": ["0"]}).status_code == 403
+    assert client.get(f"/c/{source.pk}/export/markdown/").status_code == 200
+    assert client.get(f"/api/conversations/{source.pk}/export", {"format": "openai"}).status_code == 200
+    assert not Conversation.objects.filter(kind=ConversationKind.BUILD).exists()
