@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -24,6 +25,7 @@ from . import services
 from .models import Comment, JudgeRun, PairwiseComparison, ReviewItem, ReviewQueue
 
 SEGMENT_MESSAGE_LIMIT = 400
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 BLOCK_CHARS = 2000
 
 
@@ -162,7 +164,7 @@ def _segment_view(fold: Fold) -> list[dict]:
     for m in services.segment_messages(fold)[:SEGMENT_MESSAGE_LIMIT]:
         blocks = []
         for b in m.blocks or ():
-            text = b.get("text") or ""
+            text = ANSI_RE.sub("", b.get("text") or "")  # colours are noise when reading for facts
             if not text and b.get("kind") not in {"image"}:
                 continue
             label = b.get("kind", "")

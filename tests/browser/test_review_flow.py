@@ -103,3 +103,28 @@ def test_annotator_reviews_three_folds_by_keyboard_and_owner_sees_the_dashboard(
     owner_page.screenshot(path=str(SCREENSHOTS / "review-dashboard.png"), full_page=True)
     owner_watch.assert_clean()
     owner_context.close()
+
+
+def test_pairwise_vote_by_keyboard(page, live_server, queue_of_three):
+    from contextviewer.conversations.models import Fold
+    from contextviewer.review.models import PairwiseComparison
+
+    a = queue_of_three["queue"].items.first().fold
+    b = Fold.objects.create(
+        conversation=a.conversation, key="handoff:b", position=a.position, origin="generated", kind="handoff",
+        summary_text="Goal: fix src/parser_0.py; never change the public API.\nState: `make test_0` fails in src/module_1.py.",
+        cost={"provider": "openai"},
+    )
+    watch = Watch(page)
+    login(page.context, live_server, queue_of_three["annotator"])
+    page.goto(f"{live_server.url}/review/folds/{a.pk}/")
+    page.get_by_role("link", name=f"compare with fold {b.pk}").click()
+    expect(page.locator("#pair-form")).to_be_visible()
+    page.keyboard.press("b")
+    expect(page.locator('input[name=choice][value="b"]')).to_be_checked()
+    page.screenshot(path=str(SCREENSHOTS / "review-pairwise.png"), full_page=False)
+    page.keyboard.press("s")
+    expect(page.get_by_text("Vote saved.")).to_be_visible()
+    expect(page.get_by_text("anna → B better")).to_be_visible()
+    watch.assert_clean()
+    assert PairwiseComparison.objects.get().choice == "b"
