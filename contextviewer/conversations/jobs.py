@@ -94,15 +94,22 @@ def current_progress(job: Job) -> tuple[float, str]:
     return job.progress, job.progress_text
 
 
-def is_cancel_requested(job_id: int) -> bool:
-    return bool(cache.get(f"job-cancel:{job_id}"))
+def _cancel_key(job: Job) -> str:
+    # The creation time in the key: a flag left by an earlier job with the same id (a test
+    # database created again, a restored backup) never cancels this one.
+    stamp = int(job.created_at.timestamp() * 1_000_000) if job.created_at else 0
+    return f"job-cancel:{job.pk}:{stamp}"
+
+
+def is_cancel_requested(job: Job) -> bool:
+    return bool(cache.get(_cancel_key(job)))
 
 
 def cancel(job: Job) -> bool:
     """Queued jobs stop at once; running ones at their next progress report."""
     if job.is_finished:
         return False
-    cache.set(f"job-cancel:{job.pk}", True, PROGRESS_TTL)
+    cache.set(_cancel_key(job), True, PROGRESS_TTL)
     Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
         status=JobStatus.CANCELLED, finished_at=timezone.now(), progress_text="cancelled"
     )
@@ -117,7 +124,7 @@ def retry(job: Job) -> bool:
         pk=job.pk, status__in=[JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.RUNNING]
     ).update(status=JobStatus.QUEUED, error="", finished_at=None)
     if updated:
-        cache.delete(f"job-cancel:{job.pk}")
+        cache.delete(_cancel_key(job))
         transaction.on_commit(lambda: enqueue_job(job.pk))
     return bool(updated)
 
@@ -129,7 +136,7 @@ def run(job_id: int, *, on_progress: Callable[[float, str], None] | None = None)
         return None
 
     def progress(fraction: float, text: str = "") -> None:
-        if is_cancel_requested(job.pk):
+        if is_cancel_requested(job):
             raise JobCancelled()
         set_progress(job.pk, fraction, text)
         if on_progress:
