@@ -77,3 +77,19 @@ def test_fold_preview_shows_where_a_fold_would_fire(client, user, conv):
     assert bad.status_code == 400 and "between 10 and 99" in bad.content.decode()
     page = client.get(f"/c/{conv.pk}/").content.decode()
     assert 'id="fold-preview"' in page
+
+
+def test_the_api_starts_a_handoff_once_per_idempotency_key(client, user, conv):
+    client.force_login(user)
+    url = f"/api/conversations/{conv.pk}/handoff"
+    first = client.post(url, {"idempotency_key": "abc"}, content_type="application/json")
+    again = client.post(url, {"idempotency_key": "abc"}, content_type="application/json")
+    assert first.status_code == again.status_code == 202
+    assert first.json()["id"] == again.json()["id"] and first.json()["kind"] == "handoff"
+    jobs.run(first.json()["id"])
+    polled = client.get(first.json()["poll"]).json()
+    assert polled["status"] == "succeeded"
+    assert polled["result"]["conversation_id"] == conv.pk and "## Next steps" in polled["result"]["summary"]
+    assert conv.folds.filter(origin="generated").count() == 1
+    missing = client.post("/api/conversations/999999/handoff", {}, content_type="application/json")
+    assert missing.status_code == 404
