@@ -117,3 +117,42 @@ def test_meta_messages_and_huge_outputs_are_bounded():
     assert facts.extract(seg) == []
     many = [msg(i, i, "user", text(f"edit src/m{i}.py")) for i in range(facts.MAX_FACTS_PER_KIND + 50)]
     assert len([f for f in facts.extract(many) if f.kind == "path"]) == facts.MAX_FACTS_PER_KIND
+
+
+# --- properties -------------------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_words = st.sampled_from(
+    ["fix", "the", "parser", "src/app/models.py", "`load_config()`", "128 MB", "https://example.org/a/b",
+     "never", "always", "use", "pnpm", "not", "npm", "I'll", "switch", "to", "uv", "README.md", "3.5s", "."]
+)
+_text = st.lists(_words, max_size=30).map(" ".join)
+_message = st.tuples(st.sampled_from(["user", "assistant", "tool"]), _text, st.booleans())
+
+
+def _as_messages(items):
+    out = []
+    for i, (role, t, error) in enumerate(items):
+        block = result(t, error) if role == "tool" else text(t)
+        out.append(msg(i, i // 3, role, block))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_message, max_size=12))
+def test_a_summary_that_states_every_fact_keeps_every_fact(items):
+    messages = _as_messages(items)
+    found = facts.extract(messages)
+    report = facts.probe(messages, "\n".join(f.text for f in found))
+    assert [f.text for f in report.facts if not f.kept] == []
+    assert all(not f.kept for f in facts.probe(messages, "").facts)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=400), st.text(max_size=200))
+def test_any_text_is_probed_without_error(segment_text, summary):
+    report = facts.probe([msg(0, 0, "user", text(segment_text)), msg(1, 0, "tool", result(segment_text, True))], summary)
+    assert report.retention is None or 0.0 <= report.retention <= 1.0
+    assert all(f.kind in facts.KINDS for f in report.facts)
