@@ -6,7 +6,7 @@ Messages protocols, answering from a script: the network edge of the provider te
         server.requests       # every request received (path, headers, JSON body)
 
 Script steps: "ok", "429", "500", "malformed" (not JSON), "slow:<seconds>" (answers ok after a
-delay), "hang" (sleeps longer than any timeout). After the script, `then` repeats ("ok").
+delay), "hang" (sleeps longer than any timeout), "redirect" (307 to /stolen). After the script, `then` repeats ("ok").
 """
 
 from __future__ import annotations
@@ -97,6 +97,8 @@ class FakeProvider:
                     return self._send(429, json.dumps({"error": {"message": "rate limited", "type": "rate_limit_error"}}).encode(), {"retry-after": "0"})
                 if step == "500":
                     return self._send(500, json.dumps({"error": {"message": "upstream exploded", "type": "api_error"}}).encode())
+                if step == "redirect":
+                    return self._send(307, b"{}", {"Location": f"http://127.0.0.1:{fake.port}/stolen"})
                 if step == "malformed":
                     return self._send(200, b"{this is not json")
                 if step == "hang":

@@ -16,7 +16,13 @@ class AnthropicProvider:
     def __init__(self, *, base_url: str, api_key: str, model: str, timeout: float = 120.0):
         self.model = model
         self.base_url = base_url or DEFAULT_BASE_URL
-        self.client = anthropic.Anthropic(api_key=api_key or "not-set", base_url=self.base_url, max_retries=0, timeout=timeout)
+        self.client = anthropic.Anthropic(
+            api_key=api_key or "not-set",
+            base_url=self.base_url,
+            max_retries=0,
+            timeout=timeout,
+            http_client=anthropic.DefaultHttpxClient(follow_redirects=False),  # see openai_provider
+        )
 
     def complete(self, *, system: str, prompt: str, role: str, max_tokens: int = 4096) -> Completion:
         try:

@@ -41,8 +41,13 @@ class OpenAIProvider:
     def __init__(self, *, base_url: str, api_key: str, model: str, timeout: float = 120.0):
         self.model = model
         self.base_url = base_url
+        # No redirects: a checked base URL must not bounce the request to an address the SSRF guard refuses.
         self.client = openai.OpenAI(
-            api_key=api_key or "not-needed", base_url=base_url or None, max_retries=0, timeout=timeout
+            api_key=api_key or "not-needed",
+            base_url=base_url or None,
+            max_retries=0,
+            timeout=timeout,
+            http_client=openai.DefaultHttpxClient(follow_redirects=False),
         )
 
     def complete(self, *, system: str, prompt: str, role: str, max_tokens: int = 4096) -> Completion:

@@ -135,3 +135,13 @@ def test_an_answer_without_the_four_sections_is_refused(protocol, project, conv)
     assert job.status == JobStatus.FAILED
     assert 'missing "Goal"' in job.error and server.count() == 1
     assert not Fold.objects.filter(conversation=conv, origin="generated").exists()
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_redirects_are_not_followed(protocol, project, conv):
+    # A checked base URL must not bounce the request elsewhere (e.g. to a metadata address).
+    with FakeProvider(["redirect"]) as server:
+        _configure(project, protocol, server)
+        job = _handoff(conv)
+    assert job.status == JobStatus.FAILED and "307" in job.error
+    assert [r["path"] for r in server.requests if "stolen" in r["path"]] == []
