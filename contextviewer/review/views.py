@@ -89,12 +89,16 @@ def review_index(request: HttpRequest, project: str) -> HttpResponse:
         can_review = member.can("score") and (not assigned or request.user.pk in assigned)
         queues.append({"queue": queue, "items": len(items), "done": done, "can_review": can_review})
     folds = Fold.objects.filter(conversation__project=proj).count()
+    recent = list(
+        Fold.objects.filter(conversation__project=proj).select_related("conversation").order_by("-created_at", "-pk")[:50]
+    )
+    fold_rows = [{"fold": f, "probe": services.probe_for(f)} for f in recent]
     agents = sorted(set(Fold.objects.filter(conversation__project=proj).values_list("conversation__agent", flat=True)))
     members = proj.memberships.select_related("user").order_by("user__username")
     return render(request, "review/index.html", {
         "project": proj, "member": member, "queues": queues, "fold_count": folds, "agents": agents,
         "members": members, "projects": Membership.objects.filter(user=request.user).select_related("project"),
-        "can_edit": member.can("edit"),
+        "can_edit": member.can("edit"), "fold_rows": fold_rows,
     })
 
 

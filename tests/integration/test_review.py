@@ -320,3 +320,14 @@ def test_dashboard_groups_by_provider_and_cli_version(project, folds, team):
     assert names == {"openai": 1, "claude-code (own)": len(folds)}
     page = login(team["viewer"]).get(reverse("review_dashboard", args=[project.slug]) + "?by=cli_version").content.decode()
     assert "By cli_version" in page
+
+
+def test_the_review_index_lists_folds_with_their_probes(project, folds, team):
+    page = login(team["viewer"]).get(reverse("review_index", args=[project.slug])).content.decode()
+    for fold in folds:
+        assert reverse("review_fold", args=[fold.pk]) in page
+    retention = services.probe_for(folds[0]).retention
+    assert f"{retention * 100:.1f} %" in page
+    assert "New queue" not in page  # a viewer cannot create queues
+    assert "New queue" in login(team["owner"]).get(reverse("review_index", args=[project.slug])).content.decode()
+    assert login(team["owner"]).get("/review/").url == reverse("review_index", args=[project.slug])
