@@ -140,3 +140,18 @@ def test_enqueue_probes_after_a_handoff_style_fold(project, user, worker):
     job = services.enqueue_probes(conv, user=user)
     done = wait_for(lambda: Job.objects.filter(pk=job.pk, status=JobStatus.SUCCEEDED).first(), message="probes job")
     assert done.result["folds"][0]["facts"] > 0
+
+
+@pytest.mark.django_db
+def test_the_review_screen_of_a_real_fold_highlights_its_lost_facts(project, user, client, fixtures_dir):
+    import re
+
+    ingest.import_path(project, fixtures_dir / FASTHOOKS)
+    fold = Fold.objects.get(conversation__external_id=SESSION)
+    client.force_login(user)
+    page = client.get(f"/review/folds/{fold.pk}/").content.decode()
+    lost = re.findall(r'<li class="fact lost">.*?<div class="fact-text">(.*?)</div>', page, re.S)
+    kept = re.findall(r'<li class="fact kept">.*?<div class="fact-text">(.*?)</div>', page, re.S)
+    assert "README.md" in lost and "python3 /workspace/number_generator.py" in lost
+    assert "/workspace/hello_world.py" in kept and "README.md" not in kept
+    assert 'id="turn-4"' in page  # the facts link to their turns in the archived segment
