@@ -202,6 +202,13 @@ def _create_build(job, source, plan, result, session_id, progress) -> Conversati
             "notes": result.notes,
         },
     )
+    # A summary has no time of its own here: it takes the time of what follows it (else precedes).
+    msgs = result.messages
+    for i, m in enumerate(msgs):
+        if not m.get("timestamp"):
+            later = next((x["timestamp"] for x in msgs[i + 1 :] if x.get("timestamp")), None)
+            earlier = next((x["timestamp"] for x in reversed(msgs[:i]) if x.get("timestamp")), None)
+            m["timestamp"] = later or earlier or now
     namespace = uuidlib.UUID(session_id)
     parent = None
     rows = []
@@ -379,7 +386,8 @@ def export(conv: Conversation, fmt: str) -> ExportFile:
     if fmt == "claude-code":
         session_id = core_export.export_session_id(f"{conv.project_id}:{conv.agent}:{conv.external_id}")
         result = core_export.claude_code(
-            messages, session_id=session_id, cwd=conv.cwd or "/", git_branch=conv.git_branch, model=model
+            messages, session_id=session_id, cwd=conv.cwd or "/", git_branch=conv.git_branch, model=model,
+            title=conv.title,
         )
         folder = core_export.encoded_project_dir(conv.cwd or "/")
         hint = f"Save as ~/.claude/projects/{folder}/{session_id}.jsonl, then run: claude --resume {session_id}"

@@ -232,9 +232,11 @@ def claude_code(
     model: str = "",
     version: str = CLAUDE_CODE_VERSION,
     start: datetime | None = None,
+    title: str = "",
 ) -> Export:
     lines, notes = claude_code_lines(
-        messages, session_id=session_id, cwd=cwd, git_branch=git_branch, model=model, version=version, start=start
+        messages, session_id=session_id, cwd=cwd, git_branch=git_branch, model=model, version=version, start=start,
+        title=title,
     )
     content = "".join(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n" for line in lines)
     return Export(content, notes, session_id)
@@ -249,9 +251,11 @@ def claude_code_lines(
     model: str = "",
     version: str = CLAUDE_CODE_VERSION,
     start: datetime | None = None,
+    title: str = "",
 ) -> tuple[list[dict], list[str]]:
     """One JSONL line per message, chained by uuid/parentUuid; a fold marker starts a new chain
-    (parentUuid null, logicalParentUuid: the last line before it), as Claude Code writes it."""
+    (parentUuid null, logicalParentUuid: the last line before it), as Claude Code writes it.
+    A title, when given, ends the file as a custom-title line (the name `claude --resume` lists)."""
     if not _UUID.match(session_id or ""):
         raise ValueError("session_id must be a lowercase UUID")
     notes = _Notes()
@@ -341,6 +345,8 @@ def claude_code_lines(
                 line["isVisibleInTranscriptOnly"] = True
         lines.append(line)
         parent = uid
+    if title and lines:
+        lines.append({"type": "custom-title", "customTitle": " ".join(title.split())[:200], "sessionId": session_id})
     out = notes.render()
     if renamed:
         out.append("tool names Claude Code does not know, renamed: " + ", ".join(sorted(renamed)))

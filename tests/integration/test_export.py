@@ -66,9 +66,11 @@ def check_claude_code(content: str) -> list[dict]:
     lines = [json.loads(line) for line in content.splitlines()]
     assert lines, "the export is empty"
     for n, line in enumerate(lines, 1):
-        assert line["version"] == core_export.CLAUDE_CODE_VERSION
         errors = sorted({e.message[:200] for e in validator.iter_errors(line)})
         assert errors == [], f"line {n} ({line.get('type')}): {errors}"
+    title = lines.pop() if lines[-1]["type"] == "custom-title" else None
+    assert title is None or title["sessionId"] == lines[0]["sessionId"]
+    assert {line["version"] for line in lines} == {core_export.CLAUDE_CODE_VERSION}
     known = set()
     for line in lines:
         assert line["parentUuid"] is None or line["parentUuid"] in known
@@ -91,6 +93,7 @@ def test_a_claude_code_export_of_a_real_session_validates_and_imports_back_the_s
 
     again = _reimport(project, tmp_path, r.content.decode(), f"{session_id}.jsonl")
     assert again.pk != source.pk and again.external_id == session_id
+    assert again.title == " ".join(source.title.split())[:200]
     assert view(again) == view(source)
     assert again.folds.filter(kind="compact").count() == source.folds.filter(kind="compact").count()
 

@@ -50,11 +50,14 @@ def conversation() -> list[dict]:
 
 def test_claude_code_lines_validate_against_the_schema_of_the_version_they_claim():
     validator = schema_validator()
-    lines, notes = export.claude_code_lines(conversation(), session_id=SESSION, cwd="/home/dev/app", git_branch="main")
+    lines, notes = export.claude_code_lines(
+        conversation(), session_id=SESSION, cwd="/home/dev/app", git_branch="main", title="Bug fix"
+    )
     for line in lines:
-        assert line["version"] == export.CLAUDE_CODE_VERSION
         errors = [e.message for e in validator.iter_errors(line)]
         assert errors == [], (line, errors)
+    assert lines.pop() == {"type": "custom-title", "customTitle": "Bug fix", "sessionId": SESSION}
+    assert {line["version"] for line in lines} == {export.CLAUDE_CODE_VERSION}
     # A uuid chain, one session, a fold marker that starts a new chain as Claude Code writes it.
     assert {line["sessionId"] for line in lines} == {SESSION}
     uuids = [line["uuid"] for line in lines]
