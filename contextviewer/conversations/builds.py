@@ -204,11 +204,16 @@ def _create_build(job, source, plan, result, session_id, progress) -> Conversati
     )
     # A summary has no time of its own here: it takes the time of what follows it (else precedes).
     msgs = result.messages
+    later = None
+    fill: list = [None] * len(msgs)
+    for i in range(len(msgs) - 1, -1, -1):
+        fill[i] = later
+        later = msgs[i].get("timestamp") or later
+    earlier = None
     for i, m in enumerate(msgs):
         if not m.get("timestamp"):
-            later = next((x["timestamp"] for x in msgs[i + 1 :] if x.get("timestamp")), None)
-            earlier = next((x["timestamp"] for x in reversed(msgs[:i]) if x.get("timestamp")), None)
-            m["timestamp"] = later or earlier or now
+            m["timestamp"] = fill[i] or earlier or now
+        earlier = m["timestamp"]
     namespace = uuidlib.UUID(session_id)
     parent = None
     rows = []
