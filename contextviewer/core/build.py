@@ -267,10 +267,12 @@ def repair_tool_pairs(messages: Sequence[dict]) -> tuple[list[dict], list[str]]:
             kind = b.get("kind")
             if kind == "tool_call":
                 tid = b.get("tool_id")
-                if tid:
-                    calls.setdefault(tid, (i, j))
+                if tid and tid not in calls:
+                    calls[tid] = (i, j)
                 else:
-                    orphan_results.add((i, j))  # a call without an id can never be answered
+                    # Without an id it can never be answered; a second open call with the same id
+                    # could not be told from the first.
+                    orphan_results.add((i, j))
             elif kind == "tool_result":
                 tid = b.get("tool_id")
                 at = calls.pop(tid, None) if tid else None
@@ -319,7 +321,11 @@ def check_structure(messages: Sequence[dict]) -> list[str]:
     for m in messages:
         for b in m.get("blocks") or ():
             if b.get("kind") == "tool_call":
-                open_calls[b.get("tool_id") or ""] = m.get("position", -1)
+                tid = b.get("tool_id") or ""
+                if not tid or tid in open_calls:
+                    problems.append(f"call {tid!r} at {m.get('position')} has no id of its own")
+                else:
+                    open_calls[tid] = m.get("position", -1)
             elif b.get("kind") == "tool_result":
                 if b.get("tool_id") not in open_calls:
                     problems.append(f"result {b.get('tool_id')!r} at {m.get('position')} has no call before it")

@@ -99,3 +99,41 @@ def test_assemble_drops_dangling_tool_pairs_and_says_so():
     assert "fold marker" in notes
     # The inputs were not changed.
     assert turns[1][1]["blocks"] == [call("toolu_b")]
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@st.composite
+def tool_transcripts(draw):
+    """Messages with tool calls and results in any order, some unanswered, some answering nothing."""
+    ids = [f"toolu_{i}" for i in range(draw(st.integers(0, 6)))]
+    messages = []
+    for _ in range(draw(st.integers(0, 14))):
+        role = draw(st.sampled_from(["user", "assistant", "tool"]))
+        blocks = []
+        for _ in range(draw(st.integers(0, 3))):
+            kind = draw(st.sampled_from(["text", "tool_call", "tool_result"]))
+            if kind == "text":
+                blocks.append(text("t"))
+            elif ids:
+                tid = draw(st.sampled_from(ids))
+                blocks.append(call(tid) if kind == "tool_call" else result(tid))
+        messages.append(_msg(role, *blocks))
+    return messages
+
+
+@settings(max_examples=300, deadline=None)
+@given(tool_transcripts())
+def test_repair_always_leaves_every_call_answered_and_every_result_called(messages):
+    repaired, notes = build.repair_tool_pairs(messages)
+    renumbered = [dict(m, position=i) for i, m in enumerate(repaired)]
+    assert build.check_structure(renumbered) == []
+    # Only tool blocks go, and only when something was wrong (then the notes say so).
+    before = [b for m in messages for b in m["blocks"] if b["kind"] == "text"]
+    after = [b for m in repaired for b in m["blocks"] if b["kind"] == "text"]
+    assert before == after
+    if build.check_structure([dict(m, position=i) for i, m in enumerate(messages)]) == []:
+        assert repaired == messages and notes == []
+    else:
+        assert notes
