@@ -363,6 +363,10 @@ def _groups(messages: Sequence[dict], notes: _Notes) -> list[tuple[str, list[dic
     for m in conversational(messages, notes):
         role = "assistant" if m.get("role") == "assistant" else "user"
         blocks = anthropic_blocks(m, notes)
+        misplaced = "tool_result" if role == "assistant" else "tool_use"
+        if any(b["type"] == misplaced for b in blocks):
+            blocks = [b for b in blocks if b["type"] != misplaced]
+            notes.add(f"{misplaced} in a {role} message left out (the API takes it only from the other side)")
         if not blocks:
             continue
         if groups and groups[-1][0] == role:
@@ -378,6 +382,19 @@ def _groups(messages: Sequence[dict], notes: _Notes) -> list[tuple[str, list[dic
                 if results and blocks[: len(results)] != results:
                     groups[i][1] = results + [b for b in blocks if b["type"] != "tool_result"]
                 continue
+            ids = [b["id"] for b in blocks if b["type"] == "tool_use"]
+            if len(ids) != len(set(ids)):
+                seen_ids: set[str] = set()
+                kept = []
+                for b in blocks:
+                    if b["type"] == "tool_use":
+                        if b["id"] in seen_ids:
+                            continue
+                        seen_ids.add(b["id"])
+                    kept.append(b)
+                groups[i][1] = blocks = kept
+                notes.add("tool call repeating an id in the same message left out", len(ids) - len(seen_ids))
+                changed = True
             calls = {b["id"] for b in blocks if b["type"] == "tool_use"}
             nxt = groups[i + 1][1] if i + 1 < len(groups) else []
             answered = {b["tool_use_id"] for b in nxt if b["type"] == "tool_result"}
@@ -391,9 +408,15 @@ def _groups(messages: Sequence[dict], notes: _Notes) -> list[tuple[str, list[dic
                 continue
             prev = groups[i - 1][1] if i > 0 and groups[i - 1][0] == "assistant" else []
             calls = {b["id"] for b in prev if b["type"] == "tool_use"}
-            stray = [b for b in blocks if b["type"] == "tool_result" and b["tool_use_id"] not in calls]
+            seen: set[str] = set()
+            stray = []
+            for b in blocks:
+                if b["type"] == "tool_result":
+                    if b["tool_use_id"] not in calls or b["tool_use_id"] in seen:
+                        stray.append(b)
+                    seen.add(b["tool_use_id"])
             if stray:
-                groups[i][1] = [b for b in blocks if b not in stray]
+                groups[i][1] = [b for b in blocks if not any(b is x for x in stray)]
                 notes.add("tool result not answering the assistant message before it left out", len(stray))
                 changed = True
         merged: list[list] = []

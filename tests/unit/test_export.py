@@ -132,3 +132,41 @@ def test_markdown_fences_survive_backticks_in_the_text():
     assert "## Turn 0" in md and "## Turn 2" in md
     assert "Tool call `Bash`" in md and "````\n" not in md.split("Done")[0][-10:]
     assert "Done ```x```" in md
+
+
+from hypothesis import given, settings as hsettings  # noqa: E402
+
+from tests.unit.test_build import tool_transcripts  # noqa: E402
+
+
+def anthropic_problems(doc) -> list[str]:
+    msgs = doc["messages"]
+    problems = []
+    if msgs and msgs[0]["role"] != "user":
+        problems.append("does not start with user")
+    problems += [f"{a['role']} twice at {i}" for i, (a, b) in enumerate(zip(msgs, msgs[1:])) if a["role"] == b["role"]]
+    for i, m in enumerate(msgs):
+        uses = [b["id"] for b in m["content"] if b["type"] == "tool_use"]
+        results = [b["tool_use_id"] for b in m["content"] if b["type"] == "tool_result"]
+        prev = [b["id"] for b in msgs[i - 1]["content"] if b["type"] == "tool_use"] if i else []
+        if sorted(results) != sorted(prev):
+            problems.append(f"message {i} answers {results}, the one before called {prev}")
+        if uses and i + 1 == len(msgs):
+            problems.append("tool use at the end")
+        if not m["content"]:
+            problems.append(f"message {i} is empty")
+    return problems
+
+
+@hsettings(max_examples=300, deadline=None)
+@given(tool_transcripts())
+def test_anthropic_and_openai_shapes_hold_whatever_the_transcript(messages):
+    assert anthropic_problems(json.loads(export.anthropic(messages).content)) == []
+    pending: list[str] = []
+    for m in json.loads(export.openai(messages).content)["messages"]:
+        if m["role"] == "tool":
+            assert pending and m["tool_call_id"] == pending.pop(0)
+        else:
+            assert pending == []
+            pending = [c["id"] for c in m.get("tool_calls", [])]
+    assert pending == []
