@@ -184,7 +184,7 @@ def handoff_start(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect("conversation", pk=conv.pk)
     if request.htmx:
         return render(request, "conversations/_handoff.html#handoff-status", _handoff_context(request, conv, job=job, **_progress(job)))
-    return redirect("job_detail", job_id=job.pk)
+    return redirect("handoff_status", pk=conv.pk, job_id=job.pk)
 
 
 def _progress(job) -> dict:
@@ -209,8 +209,8 @@ def handoff_status(request: HttpRequest, pk: int, job_id: int) -> HttpResponse:
         response["HX-Redirect"] = f"{conv_url(conv)}?folded={job.result.get('fold_id', '')}#segments"
         return response
     context = _handoff_context(request, conv, job=job, **_progress(job))
-    if not request.htmx:
-        return redirect("job_detail", job_id=job.pk)
+    if not request.htmx:  # without JavaScript: a page that refreshes itself until the job ends
+        return render(request, "conversations/handoff_job.html", context)
     return render(request, "conversations/_handoff.html#handoff-status", context)
 
 

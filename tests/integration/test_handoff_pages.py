@@ -41,7 +41,10 @@ def test_handoff_from_the_page_with_htmx_then_the_fold_is_shown(client, user, co
     assert page.count('class="segment archived"') == 1
     assert page.index('class="segment loaded"') > page.index('class="segment archived"')
     assert page.index("handoff (builtin)", page.index('class="segment loaded"')) > 0
-    # Without JavaScript: the form posts and lands on the job page.
+    # Without JavaScript: the status page refreshes itself and links to the new fold when done.
+    status_page = client.get(f"/c/{conv.pk}/handoff/{job.pk}/").content.decode()
+    fold_id = Job.objects.get(pk=job.pk).result["fold_id"]
+    assert "Succeeded" in status_page and f"?folded={fold_id}" in status_page
     response = client.post(f"/c/{conv.pk}/handoff/", {"provider": "builtin"})
     assert response.status_code == 302  # nothing new to fold: back to the page with the reason
     page = client.get(response["Location"]).content.decode()
