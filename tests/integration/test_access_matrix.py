@@ -39,6 +39,7 @@ from contextviewer.accounts import services
 from contextviewer.accounts.models import ROLE_PERMISSIONS, ApiToken, Invitation, Project, Role
 from contextviewer.api import api
 from contextviewer.conversations import jobs
+from contextviewer.conversations.models import Fold
 from tests.factories import TextSource, build_conversation, make_project
 from tests.sessions import SessionBuilder, session_lines
 
@@ -48,6 +49,7 @@ ROLES = [Role.OWNER, Role.ADMIN, Role.MEMBER, Role.ANNOTATOR, Role.VIEWER]
 # Strings that exist only in project A's data: a response to an outsider must contain none of them.
 A_MARKERS = ["Aardvark Alpha", "alpha-zq", "zq-secret-title", "zq-secret-marker"]
 LOGIN_URL = "/login/"
+OUTSIDE = ("anonymous", "b_token", "outsider")
 # Pages reachable by everyone by design (they show no project data).
 PUBLIC = {"login", "logout"}
 
@@ -94,21 +96,39 @@ def build_world() -> World:
     )
     built = build_conversation(a, turns=8, fold_at=30_000, per_turn_tokens=9_000, texts=texts)
     assert built.folds, "the world needs a fold in A"
+    conv, fold = built.conversation, built.folds[0]
     job, _ = jobs.create_job(a, "import", {"uploads": []}, user=users[Role.OWNER])
+    handoff_job, _ = jobs.create_job(a, "handoff", {"conversation_id": conv.pk}, user=users[Role.OWNER])
+    # A second summary of the first fold's segment (a handoff made here), for pairwise review.
+    other_fold = Fold.objects.create(
+        conversation=conv, key="zq-handoff", position=fold.position, summary_text="zq-secret-marker handoff summary",
+        kind="handoff", origin="generated",
+    )
     invitation = Invitation.objects.create(project=a, user=users["invitee"], role=Role.MEMBER, invited_by=users[Role.OWNER])
     owner_token, _ = services.create_token(users[Role.OWNER], a, "owner's token")
     # B's objects exist too, so "B's view" is not merely empty.
     build_conversation(b, turns=2, title="bravo conversation")
 
     world = World(a=a, b=b, users=users, memberships=memberships, objects={
-        "conversation": built.conversation, "fold": built.folds[0], "job": job,
+        "conversation": conv, "fold": fold, "other_fold": other_fold, "job": job, "handoff_job": handoff_job,
         "long_message": built.long_message, "image_message": built.image_message,
         "invitation": invitation, "token": owner_token,
     })
+    _review_objects(world)
     for role in ROLES:
         _, world.secrets[role] = services.create_token(users[role], a, f"{role} token")
     _, world.secrets["b_token"] = services.create_token(users["dual"], b, "dual's B token")
     return world
+
+
+def _review_objects(world: World) -> None:
+    """A review queue over A's folds (the review app's queues and items)."""
+    from contextviewer.review import services as review
+
+    review.score_config(world.a)  # made on first use; made here so that a refused write finds it made
+    queue = review.create_queue(world.a, "zq queue", {}, user=world.users[Role.OWNER])
+    world.objects["queue"] = queue
+    world.objects["item"] = queue.items.order_by("order").first()
 
 
 # Path parameter name -> A's object (or value). Override per URL name in PARAM_OVERRIDES.
@@ -127,9 +147,15 @@ PARAMS: dict[str, Callable[[World], Any]] = {
     "invitation_id": lambda w: w.objects["invitation"].pk,
     "token_id": lambda w: w.objects["token"].pk,
     "answer": lambda w: "accept",
+    "other_id": lambda w: w.objects["other_fold"].pk,  # review_pairwise: a second summary of the same segment
+    "queue_id": lambda w: w.objects["queue"].pk,
+    "item_id": lambda w: w.objects["item"].pk,
+    "fmt": lambda w: "claude-code",  # an export format
+    "provider": lambda w: "openai",  # a provider kind
 }
 PARAM_OVERRIDES: dict[tuple[str, str], Callable[[World], Any]] = {
     ("image", "message_id"): lambda w: w.objects["image_message"].pk,
+    ("handoff_status", "job_id"): lambda w: w.objects["handoff_job"].pk,
 }
 
 
@@ -176,9 +202,18 @@ PAGE_WRITES: dict[str, Write] = {
     "invitation_cancel": Write("manage_members"),
     "project_tokens": Write("view", lambda w: {"name": "ci", "lifetime": "30"}),
     "token_revoke": Write("manage_members"),  # the owner's token: its owner, or a manager
+    # Review (issue 5): annotators score and comment; score settings are settings.
+    "review_item": Write("score", lambda w: {"fidelity": "4", "lost_detail": "no", "comment": "zq"}),
+    "review_pairwise": Write("score", lambda w: {"choice": "a"}),
+    "review_comment": Write("score", lambda w: {"text": "zq comment"}),
+    "review_settings": Write("settings", lambda w: {"fields": json.dumps(SCORE_FIELDS)}),
 }
 # Pages whose reading needs more than "view".
-PAGE_READS: dict[str, str] = {"project_audit": "manage_members"}
+PAGE_READS: dict[str, str] = {"project_audit": "manage_members", "review_queue_next": "score"}
+SCORE_FIELDS = [
+    {"key": "fidelity", "label": "Fidelity", "type": "scale", "min": 1, "max": 5},
+    {"key": "lost_detail", "label": "Lost a load-bearing detail", "type": "bool"},
+]
 
 # API writes by (method, path as in the OpenAPI schema).
 API_WRITES: dict[tuple[str, str], Write] = {
@@ -187,6 +222,9 @@ API_WRITES: dict[tuple[str, str], Write] = {
     ("POST", "/api/projects/{project}/invitations"): Write("manage_members", lambda w: {"json": {"who": "zq-newbie", "role": "member"}}),
     ("PATCH", "/api/projects/{project}/members/{membership_id}"): Write("manage_members", lambda w: {"json": {"role": "annotator"}}),
     ("DELETE", "/api/projects/{project}/members/{membership_id}"): Write("manage_members"),
+    ("POST", "/api/review/items/{item_id}/reviews"): Write("score", lambda w: {"json": {"scores": {"fidelity": 3, "lost_detail": "yes", "comment": ""}}}),
+    ("POST", "/api/review/folds/{fold_id}/comments"): Write("score", lambda w: {"json": {"text": "zq comment"}}),
+    ("PUT", "/api/review/projects/{slug}/score-config"): Write("settings", lambda w: {"json": {"fields": SCORE_FIELDS}}),
 }
 API_READS: dict[tuple[str, str], str] = {("GET", "/api/projects/{project}/audit"): "manage_members"}
 
@@ -209,17 +247,21 @@ def allowed(permission: str | None, role: str) -> bool:
 # --- A's rows, to prove a refused write changed nothing -----------------------------------------
 
 
-def _path_to_project(model) -> str | None:
+def _path_to_project(model, depth: int = 3) -> str | None:
+    """The shortest lookup from `model` to its project through foreign keys (up to `depth` hops)."""
     if model is Project:
         return "pk"
-    for f in model._meta.get_fields():
-        if isinstance(f, models.ForeignKey) and f.related_model is Project:
-            return f.name
-    for f in model._meta.get_fields():
-        if isinstance(f, models.ForeignKey) and f.related_model is not None:
-            for g in f.related_model._meta.get_fields():
-                if isinstance(g, models.ForeignKey) and g.related_model is Project:
-                    return f"{f.name}__{g.name}"
+    level = [("", model)]
+    for _ in range(depth):
+        nxt = []
+        for prefix, m in level:
+            for f in m._meta.get_fields():
+                if isinstance(f, models.ForeignKey) and f.related_model is not None:
+                    path = f"{prefix}{f.name}"
+                    if f.related_model is Project:
+                        return path
+                    nxt.append((path + "__", f.related_model))
+        level = nxt
     return None
 
 
@@ -236,12 +278,12 @@ def a_rows(world: World) -> dict[str, list]:
     return out
 
 
-def attempt(world: World, request: Callable[[], Any]) -> tuple[Any, bool]:
+def attempt(world: World, request: Callable[[], Any], compare: bool = True) -> tuple[Any, bool]:
     """Send a request in a savepoint that is rolled back; return (response, whether A changed)."""
-    before = a_rows(world)
+    before = a_rows(world) if compare else None
     with transaction.atomic():
         response = request()
-        changed = a_rows(world) != before
+        changed = compare and a_rows(world) != before
         transaction.set_rollback(True)
     return response, changed
 
@@ -341,15 +383,17 @@ def test_page_access(world, page):
     write = PAGE_WRITES.get(page.name) or default_write(page.name)
     problems = []
     data = write.data(world) if write else {}
-    reference, _ = attempt(world, lambda: clients[Role.OWNER].post(url, data))
+    reference, _ = attempt(world, lambda: clients[Role.OWNER].post(url, data), compare=False)
     if addresses_a and reference.status_code in INVALID:
         warnings.warn(f"access matrix: POST {page.name} rejects the input it is sent; give it valid data in PAGE_WRITES")
 
     for who, client in clients.items():
-        # Reads.
-        r = client.get(url)
+        # Reads (rolled back too: opening a review item locks it, and the next caller must find it free).
+        r, changed = attempt(world, lambda: client.get(url), compare=who in OUTSIDE)
         if r.status_code >= 500:
             problems.append(f"GET as {who}: {r.status_code}")
+        if who in ("anonymous", "b_token", "outsider") and changed:
+            problems.append(f"GET as {who} changed A's data")
         if who in ("anonymous", "b_token"):
             if not (is_login_redirect(r) or r.status_code == 405):
                 problems.append(f"GET as {who}: {r.status_code}, expected a redirect to the login page")
@@ -366,8 +410,9 @@ def test_page_access(world, page):
                 problems.append(f"GET as {who}: {r.status_code}, expected 403/404 (needs {need})")
 
         # Writes.
-        data = write.data(world) if write else {}
-        r, changed = attempt(world, lambda: client.post(url, data))
+        data = write.data(world) if write else {}  # fresh: an upload is read once
+        may_write = write is not None and write.permission != "nobody" and who in ROLES and allowed(write.permission, who)
+        r, changed = attempt(world, lambda: client.post(url, data), compare=not may_write)
         if r.status_code >= 500:
             problems.append(f"POST as {who}: {r.status_code}")
         if who in ("anonymous", "b_token"):
@@ -457,7 +502,7 @@ def test_api_access(world, op):
     problems = []
     owner = Client()
     owner.force_login(world.users[Role.OWNER])
-    reference, _ = attempt(world, lambda: _call(owner, op, url, write.data(world) if write else {}, {}))
+    reference, _ = attempt(world, lambda: _call(owner, op, url, write.data(world) if write else {}, {}), compare=False)
     if reference.status_code in INVALID:
         warnings.warn(f"access matrix: {op.method} {op.path} rejects the input it is sent; give it valid input in API_WRITES")
 
@@ -469,7 +514,9 @@ def test_api_access(world, op):
             headers = {"Authorization": f"Bearer {world.secrets[who]}"}
         label = f"{who} ({how})" if how else who
         data = write.data(world) if write else {}
-        r, changed = attempt(world, lambda: _call(client, op, url, data, headers))
+        may_write = write is not None and write.permission != "nobody" and who in ROLES and allowed(write.permission, who)
+        compare = who in OUTSIDE or (op.method != "GET" and not may_write)
+        r, changed = attempt(world, lambda: _call(client, op, url, data, headers), compare=compare)
         if r.status_code >= 500:
             problems.append(f"as {label}: {r.status_code}")
         if who == "anonymous":
