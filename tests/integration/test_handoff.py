@@ -58,6 +58,10 @@ def test_builtin_handoff_on_every_compacted_fixture_keeps_paths_and_commands(pro
         if latest.position >= last:
             continue
         before = conv.folds.count()
+        if latest.summary_text:  # the imported compaction summary is read again (cumulative)
+            view = handoff.loaded_input(conv)
+            assert [e.role for e in view.entries].count("summary") == 1
+            assert " ".join(latest.summary_text.split())[:200] in " ".join(view.entries[0].text.split())
         job, fold = _run_handoff(conv)
         assert conv.folds.count() == before + 1
         assert fold.origin == "generated" and fold.kind == "handoff"
