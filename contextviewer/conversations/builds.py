@@ -87,7 +87,7 @@ def message_dict(m: Message) -> dict:
         "flags": m.flags or {},
         "tokens": m.tokens or {},
         "token_total": m.token_total,
-        "raw": m.raw,
+        "raw": None if "raw" in m.get_deferred_fields() else m.raw,
         "source_id": m.source_id,
         "line_no": m.line_no,
         "id": m.pk,
@@ -125,10 +125,12 @@ class Preview:
     spec: object
 
 
-def assemble(conv: Conversation, plan: core_build.Plan, infos=None) -> core_build.BuildResult:
+def assemble(conv: Conversation, plan: core_build.Plan, infos=None, *, with_raw: bool = True) -> core_build.BuildResult:
     infos = fold_infos(conv) if infos is None else infos
     by_turn: dict[int, list[dict]] = {}
     qs = conv.messages.filter(turn__in=plan.turns).order_by("position")
+    if not with_raw:
+        qs = qs.defer("raw")
     for m in qs.iterator(chunk_size=2000):
         by_turn.setdefault(m.turn, []).append(message_dict(m))
     return core_build.assemble(plan, by_turn, infos)
@@ -138,7 +140,7 @@ def preview(conv: Conversation, turns, folds) -> Preview:
     """What a build of this selection would hold, and its window gauge (estimated)."""
     infos = fold_infos(conv)
     plan = core_build.validate(turns, folds, turn_spans(conv), infos)
-    result = assemble(conv, plan, infos)
+    result = assemble(conv, plan, infos, with_raw=False)
     categories: dict[str, int] = {}
     for m in result.messages:
         counts = _count(m) if m.get("repaired") or not m.get("tokens") else m["tokens"]
