@@ -6,7 +6,7 @@ from django.http import HttpResponse
 from ninja import Query, Router, Schema
 from ninja.responses import Status
 
-from contextviewer.accounts.models import Membership
+from contextviewer.accounts.auth import allowed_projects, membership_for
 from contextviewer.api import api
 
 from . import builds
@@ -23,10 +23,13 @@ class BuildIn(Schema):
 
 
 def _conversation(request, pk: int, permission: str) -> tuple[Conversation | None, Status | None]:
-    conv = Conversation.objects.for_user(request.user).select_related("project").filter(pk=pk).first()
+    """The conversation if this request (a session, or a token scoped to one project) may see it,
+    and its role there allows `permission`."""
+    visible = allowed_projects(request, "view")
+    conv = Conversation.objects.filter(project__in=visible).select_related("project").filter(pk=pk).first()
     if conv is None:
         return None, Status(404, {"detail": "No such conversation."})
-    membership = Membership.objects.filter(project=conv.project, user=request.user).first()
+    membership = membership_for(request, conv.project)
     if membership is None or not membership.can(permission):
         return None, Status(403, {"detail": f"Your role in {conv.project.name} may not do this ({permission})."})
     return conv, None

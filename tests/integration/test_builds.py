@@ -175,3 +175,25 @@ def test_a_viewer_may_export_but_not_build(project, tmp_path):
     assert client.get(f"/c/{source.pk}/export/markdown/").status_code == 200
     assert client.get(f"/api/conversations/{source.pk}/export", {"format": "openai"}).status_code == 200
     assert not Conversation.objects.filter(kind=ConversationKind.BUILD).exists()
+
+
+@pytest.mark.django_db
+def test_a_token_for_another_project_cannot_build_or_export_here(project, user, tmp_path):
+    from contextviewer.accounts import tokens
+    from contextviewer.accounts.models import ApiToken, Role
+    from tests.factories import make_project
+
+    other = make_project("other-b")
+    user.memberships.create(project=other, role=Role.OWNER)
+    secret, prefix = tokens.new_secret()
+    ApiToken.objects.create(user=user, project=other, name="b only", prefix=prefix, token_hash=tokens.hash_token(secret))
+    write_lines(tmp_path / "s.jsonl", session_lines(2))
+    source = _main(project, tmp_path / "s.jsonl")
+    bearer = {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
+    c = Client()
+    r = c.post(f"/api/conversations/{source.pk}/builds", {"turns": [0]}, content_type="application/json", **bearer)
+    assert r.status_code == 404
+    assert c.get(f"/api/conversations/{source.pk}/export", {"format": "markdown"}, **bearer).status_code == 404
+    # The same user's session (a member of both) may.
+    assert _client(user).get(f"/api/conversations/{source.pk}/export", {"format": "markdown"}).status_code == 200
+    assert not Conversation.objects.filter(kind=ConversationKind.BUILD).exists()
