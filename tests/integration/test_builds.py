@@ -153,8 +153,11 @@ def test_the_build_page_works_without_javascript_and_says_what_is_wrong(project,
     last = spans[-1].turn
     preview = client.get(f"/c/{source.pk}/build/preview/", {"turns": [str(last)], "folds": ["1"]})
     assert "2 turns" in preview.content.decode()
-    r = client.post(f"/c/{source.pk}/build/create/", {"turns": [str(last)], "folds": ["1"]})
+    form = {"turns": [str(last)], "folds": ["1"], "idempotency_key": "k1"}
+    r = client.post(f"/c/{source.pk}/build/create/", form)
     assert r.status_code == 302 and "/jobs/" in r["Location"]
+    assert client.post(f"/c/{source.pk}/build/create/", form)["Location"] == r["Location"]  # a double submit
+    assert 'name="idempotency_key"' in client.get(f"/c/{source.pk}/").content.decode()
     options = client.get(f"/c/{source.pk}/build/options/").json()
     assert options["folds"]["1"][0][0] == 0
     assert not Conversation.objects.filter(kind=ConversationKind.BUILD).exists()  # queued, not run here

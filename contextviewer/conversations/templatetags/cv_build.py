@@ -27,3 +27,11 @@ def ranges(numbers) -> str:
         out.append(str(values[i]) if i == j else f"{values[i]}–{values[j]}")
         i = j + 1
     return ", ".join(out)
+
+
+@register.simple_tag
+def new_key() -> str:
+    """A fresh idempotency key for a form: a double submit starts one job, not two."""
+    import uuid
+
+    return uuid.uuid4().hex
