@@ -180,9 +180,14 @@ def reconcile(now=None) -> dict:
             requeued += 1
             enqueue_job(pk)
     resent = 0
-    for pk in Job.objects.filter(status=JobStatus.QUEUED, created_at__lt=stale, started_at__isnull=True).values_list("pk", flat=True)[:100]:
-        enqueue_job(pk)
-        resent += 1
+    waiting = Job.objects.filter(status=JobStatus.QUEUED, created_at__lt=stale).filter(
+        Q(started_at__isnull=True) | Q(started_at__lt=stale)
+    )
+    for pk in waiting.values_list("pk", flat=True)[:100]:
+        # Once per STALE_AFTER at most: a long queue is not flooded with copies.
+        if cache.add(f"job-resent:{pk}", True, int(STALE_AFTER.total_seconds())):
+            enqueue_job(pk)
+            resent += 1
     if failed or requeued or resent:
         log.warning("reconciler: %s re-queued, %s re-sent, %s failed", requeued, resent, failed)
     return {"requeued": requeued, "resent": resent, "failed": failed}

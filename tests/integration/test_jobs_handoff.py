@@ -83,3 +83,19 @@ def test_the_reconciler_requeues_stale_jobs_and_fails_them_after_max_runs(projec
     assert jobs.retry(failed)
     assert jobs.run(job.pk).status == JobStatus.SUCCEEDED
     assert Fold.objects.filter(conversation=conv, key=job.idempotency_key).count() == 1
+
+
+@pytest.mark.django_db
+def test_the_reconciler_resends_a_long_queued_job_once_per_period(project, tmp_path, monkeypatch):
+    from django.core.cache import cache
+
+    conv = _conversation(project, tmp_path)
+    sent = []
+    monkeypatch.setattr(jobs, "enqueue_job", sent.append)
+    job, _ = handoff.start_handoff(conv, enqueue=False)
+    cache.delete(f"job-resent:{job.pk}")
+    Job.objects.filter(pk=job.pk).update(created_at=timezone.now() - jobs.STALE_AFTER - timedelta(seconds=5))
+    assert jobs.reconcile()["resent"] == 1
+    assert jobs.reconcile()["resent"] == 0  # not again within the period
+    assert sent == [job.pk]
+    cache.delete(f"job-resent:{job.pk}")
