@@ -97,7 +97,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("label, send, action", [c if not isinstance(c, tuple) else pytest.param(*c, id=c[0]) for c in CASES])
+@pytest.mark.parametrize("label, send, action", [c if hasattr(c, "marks") else pytest.param(*c, id=c[0]) for c in CASES])
 def test_security_relevant_action_is_audited(world, label, send, action):
     before = set(AuditEvent.objects.values_list("pk", flat=True))
     response = send(world)
