@@ -112,7 +112,12 @@ class FakeProvider:
                 messages = body.get("messages") or []
                 prompt = messages[-1]["content"] if messages else ""
                 lines = prompt.split("\n") if isinstance(prompt, str) else []
-                text = fake.text or SUMMARY.format(
+                system = body.get("system") or next((m["content"] for m in messages if m.get("role") == "system"), "")
+                if "name coding-agent sessions" in str(system):  # a title request
+                    text = fake.text or '"Stripe billing migration"'
+                else:
+                    text = None
+                text = text or fake.text or SUMMARY.format(
                     protocol=protocol,
                     users=sum(1 for ln in lines if ln.startswith("USER: ")),
                     tools=sum(1 for ln in lines if ln.startswith("TOOL ")),

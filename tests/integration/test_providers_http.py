@@ -145,3 +145,25 @@ def test_redirects_are_not_followed(protocol, project, conv):
         job = _handoff(conv)
     assert job.status == JobStatus.FAILED and "307" in job.error
     assert [r["path"] for r in server.requests if "stolen" in r["path"]] == []
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_titles_use_the_configured_provider(protocol, project, tmp_path):
+    from contextviewer.conversations import titles
+    from tests.sessions import SessionBuilder
+
+    builder = SessionBuilder()
+    path = tmp_path / "t.jsonl"
+    write_lines(path, [builder.user("Please move billing to Stripe v3")] + session_lines(1, builder))
+    ingest.import_file(project, path)
+    conv = Conversation.objects.get()
+    with FakeProvider() as server:
+        _configure(project, protocol, server)
+        (job,) = titles.after_import(project, [conv.pk])
+        done = jobs.run(job.pk)
+    assert done.status == JobStatus.SUCCEEDED, done.error
+    conv.refresh_from_db()
+    assert conv.title == "Stripe billing migration"
+    assert "Please move billing to Stripe v3" in server.requests[0]["body"]["messages"][-1]["content"]
+    spend = SpendEntry.objects.get(job_id=job.pk)
+    assert (spend.role, spend.provider, spend.conversation_id) == ("title", protocol, conv.pk)
