@@ -123,3 +123,9 @@ def test_select_turns_and_a_summary_build_open_and_export(page, live_server, see
         page.locator("a[data-export='markdown']").click()
     assert info.value.suggested_filename.endswith(".md")
     watch.assert_clean()
+
+    # Without the script: numbers typed on the build page; a conflict is explained there.
+    page.goto(f"{live_server.url}/c/{conv.id}/build/?turns={behind[0]}&folds=1")
+    expect(page.locator(".build-preview .error")).to_contain_text(f"fold 1 put turn {behind[0]} away")
+    page.screenshot(path=str(SCREENSHOTS / "build-page.png"))
+    assert watch.csp() == [] and watch.dialogs == []  # (the console notes the 400 answer itself)
