@@ -1,9 +1,14 @@
 """Projects and memberships: the writes shared by the run command, views and tests."""
 
+from datetime import timedelta
+
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
 
-from .models import DEFAULT_PROJECT_SLUG, Membership, Project, Role  # noqa: F401
+from . import audit, tokens
+from .models import DEFAULT_PROJECT_SLUG, ApiToken, Invitation, Membership, Project, Role  # noqa: F401
 
 
 def get_or_create_project(name: str, owner=None) -> Project:
@@ -42,13 +47,6 @@ def membership(user, project) -> Membership | None:
 
 
 # --- members, invitations, tokens (each write leaves an audit event) --------------------------
-
-from datetime import timedelta  # noqa: E402
-
-from django.utils import timezone  # noqa: E402
-
-from . import audit, tokens  # noqa: E402
-from .models import ApiToken, Invitation  # noqa: E402
 
 TOKEN_LIFETIMES = {"30": 30, "90": 90, "365": 365, "never": None}
 
@@ -122,14 +120,8 @@ def invite(project: Project, who: str, role: str, *, by, request=None) -> Invita
 def pending_invitations_for(user):
     qs = Invitation.objects.filter(status=Invitation.Status.PENDING).select_related("project", "invited_by")
     if user.email:
-        return qs.filter(_invitee_q(user))
+        return qs.filter(Q(user=user) | Q(user__isnull=True, email__iexact=user.email))
     return qs.filter(user=user)
-
-
-def _invitee_q(user):
-    from django.db.models import Q
-
-    return Q(user=user) | Q(user__isnull=True, email__iexact=user.email)
 
 
 def answer_invitation(invitation: Invitation, user, accept: bool, request=None) -> Membership | None:
