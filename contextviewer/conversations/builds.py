@@ -263,6 +263,7 @@ def _create_build(job, source, plan, result, session_id, progress) -> Conversati
             progress(0.1 + 0.85 * (m["position"] + 1) / total, f"copied {m['position'] + 1} of {total} messages")
             rows = []
     _flush(conv, rows)
+    progress(0.97, f"copied {len(result.messages)} messages")
     conv.tool_call_count = tool_calls
     conv.message_count = len(result.messages)
     conv.save(update_fields=["tool_call_count", "message_count"])

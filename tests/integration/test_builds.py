@@ -106,6 +106,10 @@ def test_a_build_through_the_command_on_a_synthetic_session_drops_a_dangling_cal
     assert built.lineage["selection"] == {"turns": [0, 2, 3], "folds": []}
     assert built.messages.values("turn").distinct().count() == 3
     assert "Running it" in json.dumps(list(built.messages.values_list("blocks", flat=True)))
+    out, err = StringIO(), StringIO()
+    call_command("build", str(source.pk), turns="1", stdout=out, stderr=err)
+    assert out.getvalue().startswith("conversation ") and "messages, 1 turn\n" in out.getvalue()
+    assert " 97% copied 5 messages" in err.getvalue()
 
 
 @pytest.mark.django_db

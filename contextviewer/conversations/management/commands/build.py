@@ -42,6 +42,10 @@ class Command(BaseCommand):
         if opts["json"]:
             self.stdout.write(json.dumps({"status": done.status, "job_id": done.pk, "result": r}, default=str))
             return
-        self.stdout.write(f"conversation {r['conversation_id']} ({r['external_id']}): {r['messages']} messages, {r['turns']} turns")
+        messages, turns = r["messages"], r["turns"]
+        self.stdout.write(
+            f"conversation {r['conversation_id']} ({r['external_id']}): {messages} message{'s' if messages != 1 else ''}, "
+            f"{turns} turn{'s' if turns != 1 else ''}"
+        )
         for note in r["notes"]:
             self.stdout.write(f"  note: {note}")
