@@ -204,3 +204,22 @@ def test_a_token_for_another_project_cannot_build_or_export_here(project, user, 
     # The same user's session (a member of both) may.
     assert _client(user).get(f"/api/conversations/{source.pk}/export", {"format": "markdown"}).status_code == 200
     assert not Conversation.objects.filter(kind=ConversationKind.BUILD).exists()
+
+
+@pytest.mark.django_db
+def test_a_handoff_summary_at_the_end_seeds_a_build_and_excludes_the_turns_it_folded(project, user, tmp_path):
+    write_lines(tmp_path / "s.jsonl", session_lines(3))
+    source = _main(project, tmp_path / "s.jsonl")
+    last = source.messages.order_by("-position").first()
+    Fold.objects.create(
+        conversation=source, key="handoff:test", position=last.position, kind="handoff", origin="generated",
+        summary_text="## Goal\nFix the tests.\n## Next steps\nRun pytest.",
+    )
+    with pytest.raises(builds.BuildError, match="fold 1 put turn 2 away"):
+        builds.validate(source, "2", "1")
+    job = builds.start_build(source, "", "1", user=user)
+    done = jobs.run(job.pk)
+    assert done.status == JobStatus.SUCCEEDED, done.error
+    built = Conversation.objects.get(pk=done.result["conversation_id"])
+    only = list(built.messages.all())
+    assert len(only) == 1 and only[0].is_compact_summary and "Run pytest." in only[0].blocks[0]["text"]
