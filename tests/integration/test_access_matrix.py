@@ -413,6 +413,13 @@ def test_page_access(world, page):
                 problems.append(f"GET as a non-member: {r.status_code} for A's object, expected 403/404")
             elif r.status_code == 200 and leaks(r):
                 problems.append(f"GET as a non-member shows A's data: {leaks(r)}")
+            if not addresses_a:
+                # Lists filtered to project A and searched for words of A's messages (the slug itself
+                # may be echoed back in the filter form).
+                r = client.get(url, {"project": world.a.slug, "q": "turn"})
+                shown = [m for m in leaks(r) if m != world.a.slug] if r.status_code == 200 else []
+                if shown:
+                    problems.append(f"GET ?project={world.a.slug}&q=turn as a non-member shows A's data: {shown}")
         else:
             need = PAGE_READS.get(page.name, "view")
             if addresses_a and allowed(need, who) and r.status_code in (403, 404):
@@ -592,3 +599,11 @@ def test_admin_site_is_for_staff_only(world):
         c.force_login(world.users[who])
         r = c.get("/admin/accounts/apitoken/")
         assert r.status_code == 302 and "/admin/login/" in r["Location"], who
+
+
+def test_the_list_probe_would_see_a_leak(world):
+    """The non-member probe of list pages (?project=A&q=turn) finds A's words when a member asks."""
+    owner = Client()
+    owner.force_login(world.users[Role.OWNER])
+    r = owner.get(reverse("index"), {"project": world.a.slug, "q": "turn"})
+    assert "zq-secret-marker" in r.content.decode()
