@@ -96,3 +96,13 @@ def test_the_api_starts_a_handoff_once_per_idempotency_key(client, user, conv):
     assert conv.folds.filter(origin="generated").count() == 1
     missing = client.post("/api/conversations/999999/handoff", {}, content_type="application/json")
     assert missing.status_code == 404
+
+
+def test_the_api_body_is_optional_and_a_bad_one_is_explained(client, user, conv):
+    client.force_login(user)
+    url = f"/api/conversations/{conv.pk}/handoff"
+    assert client.post(url).status_code == 202  # no body: the project's provider
+    bad = client.post(url, "not json", content_type="application/json")
+    assert bad.status_code == 400 and "JSON object" in bad.json()["detail"]
+    wrong = client.post(url, {"provider": 7}, content_type="application/json")
+    assert wrong.status_code == 400 and "JSON object" in wrong.json()["detail"]
