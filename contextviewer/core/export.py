@@ -430,6 +430,12 @@ def _groups(messages: Sequence[dict], notes: _Notes) -> list[tuple[str, list[dic
             else:
                 merged.append([role, blocks])
         groups = merged
+    # Results in the order of their calls (OpenAI lists tool messages in tool_calls order).
+    for i in range(1, len(groups)):
+        if groups[i][0] == "user" and groups[i - 1][0] == "assistant":
+            order = {b["id"]: n for n, b in enumerate(groups[i - 1][1]) if b["type"] == "tool_use"}
+            results = sorted((b for b in groups[i][1] if b["type"] == "tool_result"), key=lambda b: order[b["tool_use_id"]])
+            groups[i][1] = results + [b for b in groups[i][1] if b["type"] != "tool_result"]
     if groups and groups[0][0] == "assistant":
         groups.insert(0, ["user", [{"type": "text", "text": "(The exported conversation begins with an assistant message.)"}]])
         notes.extra.append("A user message was put first: the conversation began with an assistant message.")
