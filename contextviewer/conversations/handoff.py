@@ -89,10 +89,13 @@ def loaded_input(conv: Conversation) -> LoadedInput:
         estimate += tokens or 0
     entries += core.entries_from_messages(messages)
 
+    # The agent's measured context is the loaded view's size only while the folds are the agent's
+    # own: after a handoff made here, the recorded calls still carried the unfolded history.
     measured = None
-    call = ModelCall.objects.filter(conversation=conv, position__gte=loaded.start).order_by("-position", "-id").first()
-    if call is not None:
-        measured = call.context_size + call.output
+    if latest is None or latest.origin == FoldOrigin.IMPORTED:
+        call = ModelCall.objects.filter(conversation=conv, position__gte=loaded.start).order_by("-position", "-id").first()
+        if call is not None:
+            measured = call.context_size + call.output
     return LoadedInput(entries, loaded.start, last, latest, estimate, measured or None)
 
 

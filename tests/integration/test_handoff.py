@@ -106,6 +106,10 @@ def test_the_next_handoff_folds_the_previous_summary_in(project, tmp_path):
     assert len([e for e in view.entries if e.role == "user"]) == 2  # only what came after the first fold
     _, second = _run_handoff(conv)
     assert second.position > first.position
+    # What the second summary replaced: the first summary and the new turns, estimated (the recorded
+    # calls still carried the whole history, so their measurement is not this view's size).
+    latest_call = conv.model_calls.order_by("-position").first()
+    assert second.tokens_before == view.tokens_estimate < latest_call.context_size
     s2 = core.parse_sections(second.summary_text)
     assert "src/parser.py" in s2["Goal"] and "docs/parser.md" in s2["Goal"]  # first goal kept, latest request named
     state = s2["State and what is done"]
