@@ -33,6 +33,7 @@ class Completion:
 
 class Provider(Protocol):
     name: str  # "builtin" | "openai" | "anthropic"
+    model: str  # the model asked for (the Completion says which one answered)
 
     def complete(self, *, system: str, prompt: str, role: str, max_tokens: int = 4096) -> Completion:
         """One request: `prompt` is the single user message (the flat transcript for a handoff)."""
