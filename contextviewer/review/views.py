@@ -304,10 +304,11 @@ def pairwise(request: HttpRequest, fold_id: int, other_id: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def score_settings(request: HttpRequest, project: str) -> HttpResponse:
     proj, member = _project_for(request, project)
+    if request.method == "POST":
+        _membership(request, proj, "settings")  # before anything is read or written
     config = services.score_config(proj)
     error, raw = None, json.dumps(config.fields, indent=2)
     if request.method == "POST":
-        _membership(request, proj, "settings")
         raw = request.POST.get("fields", "")
         try:
             services.save_score_config(proj, raw, request=request)
