@@ -366,9 +366,13 @@ def export_messages(conv: Conversation):
         }
         for c in ModelCall.objects.filter(conversation=conv)
     }
+    folds = {f.position: f for f in conv.folds.filter(kind="compact")}
     out = []
     for m in conv.messages.order_by("position").iterator(chunk_size=2000):
         d = _enrich(message_dict(m))
+        fold = folds.get(m.position) if m.role == "system" else None
+        if fold is not None:
+            d["pre_tokens"], d["trigger"] = fold.tokens_before, fold.trigger
         d.pop("raw", None)
         api_id = None
         if m.role == "assistant":

@@ -297,7 +297,7 @@ def claude_code_lines(
                 "content": "Conversation compacted",
                 "isMeta": False,
                 "level": "info",
-                "compactMetadata": {"trigger": "manual", "preTokens": int(m.get("pre_tokens") or 0)},
+                "compactMetadata": {"trigger": m.get("trigger") or "manual", "preTokens": int(m.get("pre_tokens") or 0)},
                 "uuid": uid,
                 "timestamp": _iso(clock),
             }

@@ -95,7 +95,8 @@ def test_a_claude_code_export_of_a_real_session_validates_and_imports_back_the_s
     assert again.pk != source.pk and again.external_id == session_id
     assert again.title == " ".join(source.title.split())[:200]
     assert view(again) == view(source)
-    assert again.folds.filter(kind="compact").count() == source.folds.filter(kind="compact").count()
+    figures = lambda c: list(c.folds.filter(kind="compact").order_by("position").values_list("trigger", "tokens_before"))  # noqa: E731
+    assert figures(again) == figures(source)
 
 
 @pytest.mark.django_db
