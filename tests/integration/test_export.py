@@ -11,6 +11,7 @@ from django.test import Client
 from contextviewer.core import build as core_build, export as core_export
 from contextviewer.conversations import builds, ingest, jobs
 from contextviewer.conversations.models import Conversation, JobStatus
+from tests.conftest import claude_code_fixture_files
 from tests.sessions import session_lines, write_lines
 from tests.unit.test_export import schema_validator
 
@@ -79,8 +80,12 @@ def check_claude_code(content: str) -> list[dict]:
     return lines
 
 
+# Every main session of the corpus (sub-agent files are imported with their session).
+MAIN_FILES = [p.name for p in claude_code_fixture_files() if "subagents" not in p.parts] or FIXTURES
+
+
 @pytest.mark.django_db
-@pytest.mark.parametrize("name", FIXTURES)
+@pytest.mark.parametrize("name", MAIN_FILES)
 def test_a_claude_code_export_of_a_real_session_validates_and_imports_back_the_same(project, user, fixtures_dir, tmp_path, name):
     report = ingest.import_path(project, fixtures_dir / "claude-code" / name)
     source = Conversation.objects.get(pk=report.conversation_ids[0])
