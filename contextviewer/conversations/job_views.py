@@ -38,7 +38,11 @@ def upload(request: HttpRequest) -> HttpResponse:
         return render(request, "jobs/upload.html", context)
     if not projects:
         return HttpResponse("You have no project you may import into.", status=403)
-    project = next((p for p in projects if p.slug == request.POST.get("project")), projects[0])
+    wanted = request.POST.get("project")
+    project = next((p for p in projects if p.slug == wanted), None) if wanted else projects[0]
+    if project is None:
+        context["error"] = "You may not import into that project."
+        return render(request, "jobs/upload.html", context, status=403)
     files = request.FILES.getlist("files")
     if not files:
         context["error"] = "Choose one or more session files (.jsonl or .jsonl.gz) to import."

@@ -159,3 +159,19 @@ def test_api_and_page_report_bad_input(name, case_dir, limits, project, user, wo
         assert words in page.replace("&#x27;", "'").replace("&quot;", '"')
         assert path.name in page
     assert Message.objects.count() == valid_messages  # the second upload of the same bytes added nothing
+
+
+@pytest.mark.django_db
+def test_an_upload_to_a_project_the_user_may_not_import_into_is_refused(client, user, project, tmp_path):
+    from contextviewer.accounts.models import Membership, Role
+    from contextviewer.accounts.services import get_or_create_project
+
+    other = get_or_create_project("Read only here")
+    Membership.objects.create(project=other, user=user, role=Role.VIEWER)
+    client.force_login(user)
+    path, _, _ = make_case("non_json", tmp_path)
+    with open(path, "rb") as fh:
+        response = client.post("/import/", {"files": [fh], "project": other.slug})
+    assert response.status_code == 403
+    assert "You may not import into that project." in response.content.decode()
+    assert not Job.objects.exists()
