@@ -63,7 +63,7 @@ def export_conversation(request, conversation_id: int, format: str = Query(..., 
         return error
     if format not in builds.CONTENT_TYPES:
         return Status(400, {"detail": f"Unknown format {format!r}: use one of {', '.join(builds.CONTENT_TYPES)}."})
-    return export_response(builds.export(conv, format))
+    return export_response(builds.export(conv, format, actor=request))
 
 
 def export_response(f: builds.ExportFile) -> HttpResponse:

@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import Max, Min
 from django.utils import timezone
 
+from contextviewer.accounts import audit
 from contextviewer.core import build as core_build
 from contextviewer.core import budget, export as core_export, registry, tokens as token_core
 
@@ -388,9 +389,18 @@ def export_messages(conv: Conversation):
     return out
 
 
-def export(conv: Conversation, fmt: str) -> ExportFile:
+def export(conv: Conversation, fmt: str, *, actor=None) -> ExportFile:
+    """The conversation as a file. Exports are audited (who took which conversation out, how);
+    `actor` is the request (page, API) or None (the command line)."""
     if fmt not in CONTENT_TYPES:
         raise ValueError(f"Unknown export format {fmt!r}: use one of {', '.join(core_export.FORMATS)}.")
+    f = _export(conv, fmt)
+    audit.record(actor, conv.project, "export.conversation", f"conversation {conv.pk}", format=fmt,
+                 external_id=conv.external_id, filename=f.filename, via="web" if actor is not None else "command")
+    return f
+
+
+def _export(conv: Conversation, fmt: str) -> ExportFile:
     messages = export_messages(conv)
     model = (conv.model_names or [""])[-1]
     content_type, ext = CONTENT_TYPES[fmt]

@@ -150,7 +150,7 @@ def export_download(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
         raise Http404("No such export format")
     from .build_api import export_response
 
-    return export_response(builds.export(conv, fmt))
+    return export_response(builds.export(conv, fmt, actor=request))
 
 
 # Handoff and "fold at X %" (helper-4a) ------------------------------------------------------

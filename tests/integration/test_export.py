@@ -176,3 +176,19 @@ def test_the_export_command_writes_a_file_and_says_how_to_resume(project, tmp_pa
     out = StringIO()
     call_command("export", str(conv.pk), format="markdown", stdout=out)
     assert "## Turn 2" in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_every_export_is_audited(project, user, tmp_path):
+    from contextviewer.accounts.models import AuditEvent
+
+    write_lines(tmp_path / "s.jsonl", session_lines(2))
+    report = ingest.import_path(project, tmp_path / "s.jsonl")
+    conv = Conversation.objects.get(pk=report.conversation_ids[0])
+    client = _client(user)
+    client.get(f"/api/conversations/{conv.pk}/export", {"format": "openai"})
+    client.get(f"/c/{conv.pk}/export/markdown/")
+    call_command("export", str(conv.pk), format="anthropic", stdout=StringIO(), stderr=StringIO())
+    events = list(AuditEvent.objects.filter(action="export.conversation").order_by("pk"))
+    assert [(e.details["format"], e.actor) for e in events] == [("openai", user), ("markdown", user), ("anthropic", None)]
+    assert all(e.project == project and e.target == f"conversation {conv.pk}" for e in events)
