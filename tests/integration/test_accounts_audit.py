@@ -72,9 +72,6 @@ def _accept(w):
 slug = lambda w: w["project"].slug  # noqa: E731
 member_pk = lambda w: w["member"].pk  # noqa: E731
 conv_pk = lambda w: w["conversation"].pk  # noqa: E731
-EXPORTS_NOT_AUDITED = pytest.mark.xfail(
-    strict=True, reason="conversation exports write no audit event yet (conversations/build_api.py, curation_views.py)"
-)
 
 CASES = [
     ("invite", _page_post("member_invite", lambda w: {"who": "newbie", "role": "member"}, args=[slug]), "member.invited"),
@@ -90,10 +87,8 @@ CASES = [
      "provider.settings_changed"),
     ("provider api", _api("PUT", "/api/projects/{slug}/providers/openai", {"model": "gpt-4o-mini"}), "provider.settings_changed"),
     ("dashboard export", _get("review_dashboard", "?format=csv", args=[slug]), "export."),
-    pytest.param("conversation export page", _get("export_download", args=[conv_pk, "markdown"]), "export.",
-                 marks=EXPORTS_NOT_AUDITED, id="conversation export page"),
-    pytest.param("conversation export api", _api("GET", "/api/conversations/{conv}/export?format=markdown"), "export.",
-                 marks=EXPORTS_NOT_AUDITED, id="conversation export api"),
+    ("conversation export page", _get("export_download", args=[conv_pk, "markdown"]), "export."),
+    ("conversation export api", _api("GET", "/api/conversations/{conv}/export?format=markdown"), "export."),
 ]
 
 
