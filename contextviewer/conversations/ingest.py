@@ -550,8 +550,9 @@ class _Writer:
     def _flush(self, state: _ConversationState) -> None:
         if not state.pending:
             return
-        # Tokens are counted per batch: one tiktoken call for thousands of texts, threaded.
-        counted = token_core.count_messages([m.pop("_count") for m in state.pending])
+        # Tokens are counted per batch: one tiktoken call for thousands of texts. One thread: the
+        # second core is busier with the database than with a second tokenizer (bench import).
+        counted = token_core.count_messages([m.pop("_count") for m in state.pending], num_threads=1)
         for row, (categories, _per_block) in zip(state.pending, counted):
             row["tokens"] = categories
             row["token_total"] = sum(categories.values())
