@@ -13,7 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import queue
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -348,6 +350,79 @@ def insert_rows(model, messages: list[dict]) -> None:
         cursor.executemany(sql, rows)
 
 
+PREPARE_BATCH = 1000
+
+
+def _prepare(batch: list) -> list[tuple]:
+    """The per-message work that needs no database: blocks as stored (text no column can hold
+    replaced, secrets masked and flagged) and token counts, one tiktoken call per batch."""
+    out, counting = [], []
+    for record in batch:
+        if not isinstance(record, MessageRecord):
+            out.append((record, ()))
+            continue
+        blocks = [b.as_dict() for b in record.blocks]
+        if _MAY_HOLD_UNSTORABLE.search(record.raw):
+            blocks, record.flags = _storable(blocks), _storable(record.flags)
+        if secrets.may_hold_secret(record.raw):
+            masked_raw, kinds = secrets.mask(record.raw)
+            if kinds:  # masked in the stored line and blocks alike, and flagged
+                record.raw = masked_raw
+                blocks = secrets.mask_value(blocks)
+                record.flags = {**record.flags, "secrets": kinds}
+        out.append((record, blocks))
+        counting.append((record.role, blocks, record.is_compact_summary, record.record_type))
+    counted = iter(token_core.count_messages(counting, num_threads=1))
+    return [
+        (record, (extra, next(counted)[0])) if isinstance(record, MessageRecord) else (record, extra)
+        for record, extra in out
+    ]
+
+
+def prepare_ahead(records, depth: int = 4):
+    """Yield (record, prepared) in order, parsing and preparing on a second thread.
+
+    The parser and tokenizer run while this thread writes to the database (tiktoken and the
+    database drivers release the GIL), so a large import uses both cores. Nothing here touches
+    the database; the writer's transaction stays on the calling thread."""
+    done = object()
+    results: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            batch: list = []
+            for record in records:
+                if stop.is_set():
+                    return
+                batch.append(record)
+                if len(batch) >= PREPARE_BATCH or isinstance(record, ImportProgress):
+                    results.put(_prepare(batch))
+                    batch = []
+            results.put(_prepare(batch))
+            results.put(done)
+        except BaseException as exc:  # handed to the writer's thread, raised there
+            results.put(exc)
+
+    worker = threading.Thread(target=produce, name="ingest-prepare", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item = results.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield from item
+    finally:
+        stop.set()
+        while worker.is_alive():  # let a blocked producer finish its put and see the stop
+            try:
+                results.get(timeout=0.05)
+            except queue.Empty:
+                pass
+
+
 class _ConversationState:
     """Where the next message of one conversation goes."""
 
@@ -467,11 +542,11 @@ class _Writer:
     # -- records
 
     def consume(self, records, progress=None) -> SessionInfo | None:
-        for record in records:
+        for record, prepared in prepare_ahead(records):
             if isinstance(record, MessageRecord):
                 if self.session_id is None and record.session_id:
                     self.session_id = record.session_id
-                self._add_message(record)
+                self._add_message(record, *prepared)
             elif isinstance(record, UsageRecord):
                 self.usage.append(record)
             elif isinstance(record, FoldRecord):
@@ -488,19 +563,10 @@ class _Writer:
         self._flush_all()
         return self.info
 
-    def _add_message(self, record: MessageRecord) -> None:
+    def _add_message(self, record: MessageRecord, blocks: list[dict], categories: dict[str, int]) -> None:
         state = self._conversation_for(record)
         if record.uuid is not None and record.uuid in state.uuid_positions:
             return  # already stored (re-read after a rewrite, or a duplicated row)
-        blocks = [b.as_dict() for b in record.blocks]
-        if _MAY_HOLD_UNSTORABLE.search(record.raw):
-            blocks, record.flags = _storable(blocks), _storable(record.flags)
-        if secrets.may_hold_secret(record.raw):
-            masked_raw, kinds = secrets.mask(record.raw)
-            if kinds:  # masked in the stored line and blocks alike, and flagged
-                record.raw = masked_raw
-                blocks = secrets.mask_value(blocks)
-                record.flags = {**record.flags, "secrets": kinds}
         if starts_turn(record.role, blocks, record.is_meta, record.is_compact_summary):
             if state.has_user_turn:
                 state.turn += 1
@@ -537,7 +603,8 @@ class _Writer:
                 is_meta=record.is_meta,
                 is_compact_summary=record.is_compact_summary,
                 flags=record.flags,
-                _count=(record.role, blocks, record.is_compact_summary, record.record_type),
+                tokens=categories,
+                token_total=sum(categories.values()),
                 source_id=self.source.pk,
                 line_no=record.line_no,
             )
@@ -550,12 +617,6 @@ class _Writer:
     def _flush(self, state: _ConversationState) -> None:
         if not state.pending:
             return
-        # Tokens are counted per batch: one tiktoken call for thousands of texts. One thread: the
-        # second core is busier with the database than with a second tokenizer (bench import).
-        counted = token_core.count_messages([m.pop("_count") for m in state.pending], num_threads=1)
-        for row, (categories, _per_block) in zip(state.pending, counted):
-            row["tokens"] = categories
-            row["token_total"] = sum(categories.values())
         insert_rows(Message, state.pending)
         # Full-text search: index the new rows (positions of one batch are contiguous).
         texts = {m["position"]: search.text_of_blocks(m["blocks"]) for m in state.pending}
