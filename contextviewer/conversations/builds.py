@@ -32,13 +32,8 @@ BuildError = core_build.BuildError
 
 def find_conversation(ref: str, qs=None) -> Conversation | None:
     """A conversation by id or by its session's external id (CONVERSATION in the commands)."""
-    ref = (ref or "").strip()
     qs = Conversation.objects.all() if qs is None else qs
-    if ref.isdigit():
-        found = qs.filter(pk=int(ref)).first()
-        if found:
-            return found
-    return qs.filter(external_id=ref).order_by("-pk").first()
+    return qs.by_reference(ref).order_by("-pk").first()
 
 
 def build_folds(conv: Conversation) -> list[Fold]:

@@ -61,6 +61,14 @@ class ConversationQuerySet(models.QuerySet):
     def top_level(self):
         return self.filter(parent__isnull=True)
 
+    def by_reference(self, ref: str):
+        """CONVERSATION in the commands: an id, else a session's external id (a session imported
+        into several projects matches once per project)."""
+        ref = (ref or "").strip()
+        if ref.isdigit() and self.filter(pk=int(ref)).exists():
+            return self.filter(pk=int(ref))
+        return self.filter(external_id=ref)
+
 
 class Conversation(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="conversations")

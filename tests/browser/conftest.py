@@ -39,3 +39,14 @@ def browser_type_launch_args(browser_type_launch_args):
 @pytest.fixture(scope="session")
 def browser_context_args(browser_context_args):
     return {**browser_context_args, "viewport": {"width": 1440, "height": 900}}
+
+
+@pytest.fixture
+def worker_process(live_server):
+    """A real Celery worker on the live server's database."""
+    from tests.worker import Worker, purge_broker
+
+    purge_broker()
+    w = Worker()
+    yield w
+    w.stop()

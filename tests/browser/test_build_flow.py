@@ -15,19 +15,10 @@ from contextviewer.conversations.models import Conversation, ConversationKind
 from contextviewer.core import build as core_build
 from tests.browser.test_viewer_flows import Watch, login, wait_for_htmx
 from tests.factories import TextSource, build_conversation, make_project, make_user
-from tests.worker import Worker, purge_broker
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
-
-
-@pytest.fixture
-def worker_process(live_server):
-    purge_broker()
-    w = Worker()
-    yield w
-    w.stop()
 
 
 @pytest.fixture

@@ -9,19 +9,10 @@ from playwright.sync_api import expect
 
 from tests.browser.test_viewer_flows import Watch, login
 from tests.sessions import SessionBuilder, session_lines, write_lines
-from tests.worker import Worker, purge_broker
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
-
-
-@pytest.fixture
-def worker_process(live_server):
-    purge_broker()
-    w = Worker()
-    yield w
-    w.stop()
 
 
 @pytest.fixture

@@ -29,9 +29,7 @@ class Command(BaseCommand):
         qs = Conversation.objects.all()
         if opts.get("project"):
             qs = qs.filter(project__slug=opts["project"])
-        matches = list(qs.filter(external_id=ref)[:2])
-        if not matches and ref.isdigit():
-            matches = list(qs.filter(pk=int(ref))[:1])
+        matches = list(qs.by_reference(ref)[:2])
         if not matches:
             raise CommandError(f"No conversation with id or external id {ref!r}.")
         if len(matches) > 1:
