@@ -188,6 +188,9 @@ def run_handoff(job: Job, progress) -> dict:
             Conversation.objects.filter(pk=conv.pk).update(fold_count=conv.folds.count())
     except IntegrityError:  # the same job, run twice at once: the other run wrote it
         fold = Fold.objects.get(conversation=conv, key=job.idempotency_key[:255])
+    from contextviewer.review.services import enqueue_probes
+
+    enqueue_probes(conv)  # did the new summary keep the facts it replaced? (once per set of folds)
     return fold_result(fold)
 
 

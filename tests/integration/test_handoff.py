@@ -132,6 +132,9 @@ def test_a_job_run_twice_makes_one_fold(project, tmp_path):
     again = jobs.run(job.pk)
     assert again.status == JobStatus.SUCCEEDED and again.result["fold_id"] == fold.pk
     assert Fold.objects.filter(conversation=conv, origin="generated").count() == 1
+    # The new fold gets its fact probes, once.
+    probes = Job.objects.filter(kind="probes", params__conversation_id=conv.pk)
+    assert probes.count() == 1
 
 
 def test_handoff_command_prints_json_and_accepts_the_external_id(project, tmp_path, capsys):
