@@ -167,6 +167,9 @@ Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
 # a gzip file expanding beyond MAX_DECOMPRESSED_BYTES is stopped.
 MAX_LINE_BYTES = int(env("CONTEXTVIEWER_MAX_LINE_BYTES", str(32 * 1024 * 1024)))
 MAX_DECOMPRESSED_BYTES = int(env("CONTEXTVIEWER_MAX_DECOMPRESSED_BYTES", str(4 * 1024 * 1024 * 1024)))
+# A file with at least this many bytes left to read is parsed and tokenized in a forked process
+# beside the database writer (both cores); a smaller one on a second thread. -1: never fork.
+IMPORT_PROCESS_MIN_BYTES = int(env("CONTEXTVIEWER_IMPORT_PROCESS_MIN_BYTES", str(4 * 1024 * 1024)))
 
 # Caches hold job progress written while an import transaction is open.
 REDIS_URL = env("REDIS_URL", "")

@@ -12,38 +12,35 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 import os
-import queue
-import re
-import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
+from datetime import timezone as dt_timezone
 from pathlib import Path
 
 from django.conf import settings
 from django.db import IntegrityError, connection, models, transaction
-from django.db.models import Max, Sum
+from django.db.models import Max
 
 from contextviewer.accounts.models import Project
-from contextviewer.core import registry, secrets
-from contextviewer.core import tokens as token_core
+from contextviewer.core import registry
 from contextviewer.core.curve import estimated_contexts
 from contextviewer.core.records import (
     AgentLink,
     BadLine,
     FoldRecord,
     ImportProgress,
-    MessageRecord,
     SessionInfo,
     UsageRecord,
 )
 from contextviewer.core.segments import FoldSpan
-from contextviewer.core.turns import starts_turn
 from contextviewer.importers import claude_code, detect
 from contextviewer.importers.lines import open_stream
 
 from . import search
 from .models import Conversation, ConversationKind, Fold, Message, ModelCall, Source, SourceStatus
+from .prepare import PreparedMessage, prepare_ahead, storable
 
 IMPORTER_VERSION = "cc-1"
 BATCH = 2000
@@ -260,7 +257,9 @@ def import_file(
                 agent_type=agent_type,
                 max_line_bytes=settings.MAX_LINE_BYTES,
             )
-            info = writer.consume(records, progress=progress)
+            # A large file is parsed and tokenized in a forked process on the other core.
+            in_process = 0 <= settings.IMPORT_PROCESS_MIN_BYTES <= size - start_offset
+            info = writer.consume(records, progress=progress, in_process=in_process)
         finally:
             stream.close()
 
@@ -294,40 +293,62 @@ def import_file(
 # ---------------------------------------------------------------------------------------------
 # The writer: records -> rows
 
-# JSON escapes that decode to text no database column can hold: NUL and lone surrogates. The raw
-# line keeps them as written; the decoded copies get U+FFFD instead.
-_MAY_HOLD_UNSTORABLE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+# Message fields that PreparedMessage carries as encoded JSON.
+ENCODED_MESSAGE_FIELDS = frozenset({"blocks", "flags", "tokens"})
 
 
-def _storable(value):
-    if isinstance(value, str):
-        return _UNSTORABLE.sub("\ufffd", value)
-    if isinstance(value, list):
-        return [_storable(v) for v in value]
-    if isinstance(value, dict):
-        return {_storable(k): _storable(v) for k, v in value.items()}
-    return value
+def _as_is(text: str) -> str:
+    return text
 
 
-def _column_adapter(field):
-    """How one Message field goes into a raw INSERT (the ORM's per-value preparation is the
-    slowest part of a large import; these are the same conversions, done once per field)."""
+def _column_adapter(field, encoded: bool = False):
+    """How one field goes into a raw INSERT, or None when the driver takes the value as it is
+    (the ORM's per-value preparation is the slowest part of a large import; these are the same
+    conversions, done once per field). An `encoded` JSON field's values are JSON text already."""
+    postgres = connection.vendor == "postgresql"
     if isinstance(field, models.JSONField):
-        if connection.vendor == "postgresql":
+        if postgres:
             from psycopg.types.json import Jsonb
 
-            return lambda value: Jsonb(value)
-        return lambda value: json.dumps(value, ensure_ascii=False)
+            if encoded:
+                return lambda value: Jsonb(value, dumps=_as_is)
+            return Jsonb
+        return None if encoded else _encode_json
     if isinstance(field, models.DateTimeField):
-        return connection.ops.adapt_datetimefield_value
-    if isinstance(field, models.BooleanField):
-        return bool
+        return connection.ops.adapt_datetimefield_value if postgres else _sqlite_datetime
+    if isinstance(field, models.BooleanField) and postgres:
+        return bool  # sqlite3 stores any int; PostgreSQL's boolean column takes only bool
     return None
 
 
-def insert_rows(model, messages: list[dict]) -> None:
-    """Insert many new rows (dicts of field attnames) with one prepared statement.
+def _inserted_pks(count: int) -> list[int] | None:
+    """The pks of the `count` rows the last insert_rows just added, where the database tells
+    without a query: SQLite's AUTOINCREMENT gives consecutive rowids to the rows of one
+    statement run while this transaction holds the write lock. None elsewhere."""
+    if connection.vendor != "sqlite" or not count:
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT last_insert_rowid()")
+        last = cursor.fetchone()[0]
+    return list(range(last - count + 1, last + 1))
+
+
+def _sqlite_datetime(value) -> str:
+    """What the SQLite backend's adapt_datetimefield_value stores (USE_TZ: naive UTC text),
+    without its per-value settings lookups."""
+    if value.utcoffset() is not None:
+        value = value.astimezone(dt_timezone.utc).replace(tzinfo=None)
+    return str(value)
+
+
+def _encode_json(value) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def insert_rows(model, rows: list[dict], *, encoded: Collection[str] = ()) -> None:
+    """Insert many new rows (dicts of field attnames, missing ones take the field's default)
+    with one prepared statement. Fields named in `encoded` are JSON fields whose values are
+    already JSON text.
 
     Model instances are not built: on a large import that costs more than the database does."""
     fields = [f for f in model._meta.concrete_fields if not f.primary_key]
@@ -336,91 +357,25 @@ def insert_rows(model, messages: list[dict]) -> None:
         f"INSERT INTO {connection.ops.quote_name(model._meta.db_table)} ({columns}) "
         f"VALUES ({', '.join(['%s'] * len(fields))})"
     )
-    plan = [(f.attname, _column_adapter(f)) for f in fields]
+    names = [f.attname for f in fields]
     defaults = {f.attname: f.get_default() for f in fields}
-    rows = [
-        tuple(
-            (adapt(value) if adapt and value is not None else value)
-            for name, adapt in plan
-            for value in (m.get(name, defaults.get(name)),)
-        )
-        for m in messages
+    adapters = [
+        (i, adapt) for i, f in enumerate(fields) if (adapt := _column_adapter(f, f.attname in encoded)) is not None
     ]
+    values_of = operator.itemgetter(*names)
+    values = []
+    for row in rows:
+        if len(row) != len(names):
+            row = {**defaults, **row}
+        row_values = values_of(row)
+        if adapters:
+            row_values = list(row_values)
+            for i, adapt in adapters:
+                if row_values[i] is not None:
+                    row_values[i] = adapt(row_values[i])
+        values.append(row_values)
     with connection.cursor() as cursor:
-        cursor.executemany(sql, rows)
-
-
-PREPARE_BATCH = 1000
-
-
-def _prepare(batch: list) -> list[tuple]:
-    """The per-message work that needs no database: blocks as stored (text no column can hold
-    replaced, secrets masked and flagged) and token counts, one tiktoken call per batch."""
-    out, counting = [], []
-    for record in batch:
-        if not isinstance(record, MessageRecord):
-            out.append((record, ()))
-            continue
-        blocks = [b.as_dict() for b in record.blocks]
-        if _MAY_HOLD_UNSTORABLE.search(record.raw):
-            blocks, record.flags = _storable(blocks), _storable(record.flags)
-        if secrets.may_hold_secret(record.raw):
-            masked_raw, kinds = secrets.mask(record.raw)
-            if kinds:  # masked in the stored line and blocks alike, and flagged
-                record.raw = masked_raw
-                blocks = secrets.mask_value(blocks)
-                record.flags = {**record.flags, "secrets": kinds}
-        out.append((record, blocks))
-        counting.append((record.role, blocks, record.is_compact_summary, record.record_type))
-    counted = iter(token_core.count_messages(counting, num_threads=1))
-    return [
-        (record, (extra, next(counted)[0])) if isinstance(record, MessageRecord) else (record, extra)
-        for record, extra in out
-    ]
-
-
-def prepare_ahead(records, depth: int = 4):
-    """Yield (record, prepared) in order, parsing and preparing on a second thread.
-
-    The parser and tokenizer run while this thread writes to the database (tiktoken and the
-    database drivers release the GIL), so a large import uses both cores. Nothing here touches
-    the database; the writer's transaction stays on the calling thread."""
-    done = object()
-    results: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def produce() -> None:
-        try:
-            batch: list = []
-            for record in records:
-                if stop.is_set():
-                    return
-                batch.append(record)
-                if len(batch) >= PREPARE_BATCH or isinstance(record, ImportProgress):
-                    results.put(_prepare(batch))
-                    batch = []
-            results.put(_prepare(batch))
-            results.put(done)
-        except BaseException as exc:  # handed to the writer's thread, raised there
-            results.put(exc)
-
-    worker = threading.Thread(target=produce, name="ingest-prepare", daemon=True)
-    worker.start()
-    try:
-        while True:
-            item = results.get()
-            if item is done:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield from item
-    finally:
-        stop.set()
-        while worker.is_alive():  # let a blocked producer finish its put and see the stop
-            try:
-                results.get(timeout=0.05)
-            except queue.Empty:
-                pass
+        cursor.executemany(sql, values)
 
 
 class _ConversationState:
@@ -435,7 +390,12 @@ class _ConversationState:
         self.uuid_positions: dict[str, int] = dict(
             conversation.messages.exclude(uuid=None).values_list("uuid", "position")
         )
-        self.pending: list[Message] = []
+        self.pending: list[dict] = []  # rows not yet inserted
+        self.search_texts: list[str] = []  # their searchable text, in the same order
+        self.message_pks: dict[int, int] = {}  # position -> pk of the messages this import inserted
+        # (position, token_total) of every message when the conversation was empty before this
+        # import (the figures are then computed from memory), else None (read back).
+        self.token_totals: list[tuple[int, int]] | None = [] if agg["p"] is None else None
         self.added = 0
         self.tool_calls = 0
         self.first_prompt: str | None = None
@@ -464,7 +424,7 @@ class _Writer:
 
     # -- conversations
 
-    def _conversation_for(self, record: MessageRecord) -> _ConversationState:
+    def _conversation_for(self, record: PreparedMessage) -> _ConversationState:
         if self.main is None:
             self.main = _ConversationState(self._get_main(record))
         agent = record.agent_id
@@ -490,7 +450,7 @@ class _Writer:
             return state
         return self.main
 
-    def _get_main(self, record: MessageRecord) -> Conversation:
+    def _get_main(self, record: PreparedMessage) -> Conversation:
         # The first conversation a source created is its own; later ones are its inline sidechains.
         existing = self.source.conversations.order_by("pk").first()
         if existing is not None:
@@ -541,12 +501,12 @@ class _Writer:
 
     # -- records
 
-    def consume(self, records, progress=None) -> SessionInfo | None:
-        for record, prepared in prepare_ahead(records):
-            if isinstance(record, MessageRecord):
+    def consume(self, records, progress=None, *, in_process: bool = False) -> SessionInfo | None:
+        for record in prepare_ahead(records, in_process=in_process):
+            if isinstance(record, PreparedMessage):
                 if self.session_id is None and record.session_id:
                     self.session_id = record.session_id
-                self._add_message(record, *prepared)
+                self._add_message(record)
             elif isinstance(record, UsageRecord):
                 self.usage.append(record)
             elif isinstance(record, FoldRecord):
@@ -563,52 +523,53 @@ class _Writer:
         self._flush_all()
         return self.info
 
-    def _add_message(self, record: MessageRecord, blocks: list[dict], categories: dict[str, int]) -> None:
-        state = self._conversation_for(record)
-        if record.uuid is not None and record.uuid in state.uuid_positions:
+    def _add_message(self, message: PreparedMessage) -> None:
+        state = self._conversation_for(message)
+        if message.uuid is not None and message.uuid in state.uuid_positions:
             return  # already stored (re-read after a rewrite, or a duplicated row)
-        if starts_turn(record.role, blocks, record.is_meta, record.is_compact_summary):
+        if message.starts_turn:
             if state.has_user_turn:
                 state.turn += 1
             state.has_user_turn = True
-            if state.first_prompt is None and not record.is_compact_summary:
-                state.first_prompt = next((b.get("text") for b in blocks if b.get("text")), None)
+            if state.first_prompt is None and not message.is_compact_summary:
+                state.first_prompt = message.first_text
         position = state.next_position
         state.next_position += 1
-        if record.uuid is not None:
-            state.uuid_positions[record.uuid] = position
-        state.tool_calls += sum(1 for b in blocks if b["kind"] == "tool_call")
-        if record.model and record.model != "<synthetic>" and record.model not in state.models:
-            state.models.append(record.model)
-        if record.timestamp is not None:
-            if state.min_ts is None or record.timestamp < state.min_ts:
-                state.min_ts = record.timestamp
-            if state.max_ts is None or record.timestamp > state.max_ts:
-                state.max_ts = record.timestamp
+        if message.uuid is not None:
+            state.uuid_positions[message.uuid] = position
+        state.tool_calls += message.tool_calls
+        if message.model and message.model != "<synthetic>" and message.model not in state.models:
+            state.models.append(message.model)
+        if message.timestamp is not None:
+            if state.min_ts is None or message.timestamp < state.min_ts:
+                state.min_ts = message.timestamp
+            if state.max_ts is None or message.timestamp > state.max_ts:
+                state.max_ts = message.timestamp
         state.pending.append(
             dict(
                 conversation_id=state.conversation.pk,
                 position=position,
                 turn=state.turn,
-                uuid=record.uuid,
-                parent_uuid=record.parent_uuid,
-                role=record.role,
-                record_type=record.record_type[:60],
-                subtype=(record.subtype or "")[:60],
-                blocks=blocks,
-                raw=record.raw,
-                timestamp=record.timestamp,
-                is_sidechain=record.is_sidechain,
-                agent_id=record.agent_id or "",
-                is_meta=record.is_meta,
-                is_compact_summary=record.is_compact_summary,
-                flags=record.flags,
-                tokens=categories,
-                token_total=sum(categories.values()),
+                uuid=message.uuid,
+                parent_uuid=message.parent_uuid,
+                role=message.role,
+                record_type=message.record_type[:60],
+                subtype=(message.subtype or "")[:60],
+                blocks=message.blocks,
+                raw=message.raw,
+                timestamp=message.timestamp,
+                is_sidechain=message.is_sidechain,
+                agent_id=message.agent_id or "",
+                is_meta=message.is_meta,
+                is_compact_summary=message.is_compact_summary,
+                flags=message.flags,
+                tokens=message.tokens,
+                token_total=message.token_total,
                 source_id=self.source.pk,
-                line_no=record.line_no,
+                line_no=message.line_no,
             )
         )
+        state.search_texts.append(message.search_text)
         state.added += 1
         self.added_messages += 1
         if len(state.pending) >= BATCH:
@@ -617,14 +578,23 @@ class _Writer:
     def _flush(self, state: _ConversationState) -> None:
         if not state.pending:
             return
-        insert_rows(Message, state.pending)
-        # Full-text search: index the new rows (positions of one batch are contiguous).
-        texts = {m["position"]: search.text_of_blocks(m["blocks"]) for m in state.pending}
-        ids = Message.objects.filter(
-            conversation_id=state.conversation.pk, position__gte=min(texts), position__lte=max(texts)
-        ).values_list("pk", "position")
-        search.index_messages(state.conversation.pk, ((pk, texts[pos]) for pk, pos in ids if pos in texts))
+        insert_rows(Message, state.pending, encoded=ENCODED_MESSAGE_FIELDS)
+        positions = [m["position"] for m in state.pending]
+        pks = _inserted_pks(len(positions))
+        if pks is None:  # positions of one batch are contiguous
+            found = dict(
+                Message.objects.filter(
+                    conversation_id=state.conversation.pk, position__gte=positions[0], position__lte=positions[-1]
+                ).values_list("position", "pk")
+            )
+            pks = [found[p] for p in positions]
+        state.message_pks.update(zip(positions, pks))
+        if state.token_totals is not None:
+            state.token_totals.extend((m["position"], m["token_total"]) for m in state.pending)
+        # Full-text search: index the new rows.
+        search.index_messages(state.conversation.pk, zip(pks, state.search_texts))
         state.pending = []
+        state.search_texts = []
 
     def _flush_all(self) -> None:
         for state in [self.main, *self.children.values()]:
@@ -643,7 +613,7 @@ class _Writer:
         for state in [main, *self.children.values()]:
             _refresh_conversation(state, info if state is main else None)
         if self.children:
-            _refresh_figures(main.conversation)
+            _refresh_figures(main.conversation, main.token_totals)
 
     def _write_model_calls(self, main: _ConversationState) -> None:
         by_agent: dict[str | None, list[UsageRecord]] = {}
@@ -652,9 +622,9 @@ class _Writer:
         for agent, calls in by_agent.items():
             state = self.children.get(agent) if agent and agent in self.children else main
             conversation = state.conversation
-            existing = {
-                (m.api_message_id, m.request_id): m
-                for m in conversation.model_calls.filter(api_message_id__in=[c.api_message_id for c in calls])
+            # A conversation that was empty before this import has no calls yet.
+            existing = {} if state.token_totals is not None else {
+                (m.api_message_id, m.request_id): m for m in conversation.model_calls.all()
             }
             new_rows, changed = [], []
             for call in calls:
@@ -687,13 +657,14 @@ class _Writer:
                     )
                 )
             if new_rows:
-                ids = dict(
-                    conversation.messages.filter(
-                        position__gte=min(r["position"] for r in new_rows)
-                    ).values_list("position", "pk")
-                )
+                pks = state.message_pks
+                missing = [r["position"] for r in new_rows if r["position"] not in pks]
+                if missing:  # messages stored by an earlier import
+                    pks = {**pks, **dict(
+                        conversation.messages.filter(position__gte=min(missing)).values_list("position", "pk")
+                    )}
                 for row in new_rows:
-                    row["message_id"] = ids.get(row["position"])
+                    row["message_id"] = pks.get(row["position"])
                 insert_rows(ModelCall, new_rows)
             if changed:
                 ModelCall.objects.bulk_update(changed, ["output", "output_is_lower_bound"], batch_size=500)
@@ -719,7 +690,7 @@ class _Writer:
                     "position": boundary_position,  # the boundary marker closes the archived segment
                     "boundary_id": ids.get(boundary_position),
                     "summary_message_id": ids.get(summary_position) if summary_position is not None else None,
-                    "summary_text": _storable(fold.summary_text),
+                    "summary_text": storable(fold.summary_text),
                     "kind": fold.kind,
                     "trigger": (fold.trigger or "")[:40],
                     "tokens_before": fold.tokens_before,
@@ -772,42 +743,44 @@ def _refresh_conversation(state: _ConversationState, info: SessionInfo | None) -
     conversation.ended_at = state.max_ts
     conversation.tool_call_count += state.tool_calls
     conversation.save()
-    _refresh_figures(conversation)
+    _refresh_figures(conversation, state.token_totals)
 
 
-def _refresh_figures(conversation: Conversation) -> None:
-    """Recompute the index figures and the estimated context of every model call."""
+def _refresh_figures(conversation: Conversation, token_totals: list[tuple[int, int]] | None = None) -> None:
+    """Recompute the index figures and the estimated context of every model call.
+
+    `token_totals`: (position, token_total) of every message in position order when the caller
+    holds them all (a first import), else they are read back."""
     folds = [
         FoldSpan(key=f.key, position=f.position, summary_position=None, preserved_positions=())
         for f in conversation.folds.filter(kind="compact").only("key", "position")
     ]
-    calls = list(conversation.model_calls.order_by("position", "pk"))
+    calls = list(
+        conversation.model_calls.order_by("position", "pk").values_list(
+            "pk", "position", "estimated_context", "input_uncached", "cache_write", "cache_read", "output"
+        )
+    )
     if calls:
-        message_tokens = conversation.messages.order_by("position").values_list("position", "token_total")
-        estimates = estimated_contexts(message_tokens.iterator(chunk_size=5000), [c.position for c in calls], folds)
-        changed = []
-        for call, estimate in zip(calls, estimates):
-            if call.estimated_context != estimate:
-                call.estimated_context = estimate
-                changed.append(call)
+        if token_totals is None:
+            message_tokens = conversation.messages.order_by("position").values_list("position", "token_total")
+            token_totals = message_tokens.iterator(chunk_size=5000)
+        estimates = estimated_contexts(token_totals, [c[1] for c in calls], folds)
+        changed = [(estimate, call[0]) for call, estimate in zip(calls, estimates) if call[2] != estimate]
         if changed:
             with connection.cursor() as cursor:
                 cursor.executemany(
                     f"UPDATE {connection.ops.quote_name(ModelCall._meta.db_table)} SET estimated_context = %s WHERE id = %s",
-                    [(c.estimated_context, c.pk) for c in changed],
+                    changed,
                 )
-    agg = conversation.model_calls.aggregate(
-        uncached=Sum("input_uncached"), write=Sum("cache_write"), read=Sum("cache_read"), out=Sum("output")
-    )
     conversation.message_count = conversation.messages.count()
     conversation.model_call_count = len(calls)
     conversation.fold_count = conversation.folds.count()
-    conversation.peak_context = max((c.context_size for c in calls), default=0)
+    conversation.peak_context = max((uncached + write + read for *_, uncached, write, read, _out in calls), default=0)
     if conversation.window is None and conversation.model_names:
         conversation.window = registry.harness_window(
             conversation.agent, conversation.model_names[-1], conversation.peak_context
         )
-    conversation.spend_tokens = sum(v or 0 for v in agg.values())
+    conversation.spend_tokens = sum(sum(call[3:]) for call in calls)
     conversation.save(
         update_fields=["message_count", "model_call_count", "fold_count", "peak_context", "spend_tokens", "window"]
     )
