@@ -17,6 +17,7 @@ The work runs beside the writer, which keeps the database transaction on its own
 
 from __future__ import annotations
 
+import functools
 import json
 import operator
 import os
@@ -26,6 +27,7 @@ import re
 import signal
 import struct
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -37,6 +39,7 @@ from contextviewer.core.turns import starts_turn
 from .search import text_of_blocks
 
 PREPARE_BATCH = 1000
+WRITER_WAITS_SECONDS = 0.01  # forked path: a batch taken this fast means the writer's process waits
 
 # JSON escapes that decode to text no database column can hold: NUL and lone surrogates. The raw
 # line keeps them as written; the decoded copies get U+FFFD instead.
@@ -94,33 +97,38 @@ def prepare_batch(batch: list) -> list:
     return _finish(_count(batch))
 
 
-# The MessageRecord fields a PreparedMessage keeps, in its order.
+# The MessageRecord fields a PreparedMessage keeps, in its order, and their index in it.
 _record_fields = operator.attrgetter(*PreparedMessage._fields[: PreparedMessage._fields.index("raw")])
+_FIELD = {name: i for i, name in enumerate(PreparedMessage._fields)}
 
 
-def _count(batch: list) -> list:
+def _count(batch: list, *, count: bool = True) -> list:
     """Stage one: token counts of the text as the model saw it (one tiktoken call per batch;
     tiktoken releases the GIL). A message becomes a flat tuple (record fields..., raw, blocks,
-    flags, token categories), the cheapest thing to pickle."""
+    flags, token categories), the cheapest thing to pickle. With count=False the categories are
+    None, and _finish counts them."""
     out: list = []
-    counting: list = []
     for record in batch:
         if isinstance(record, MessageRecord):
-            item = (record, [b.as_dict() for b in record.blocks])
-            counting.append((record.role, item[1], record.is_compact_summary, record.record_type))
-            out.append(item)
+            blocks = [b.as_dict() for b in record.blocks]
+            out.append((*_record_fields(record), record.raw, blocks, record.flags, None))
         else:
             out.append(record)
+    return _counted(out) if count else out
+
+
+def _counted(flat: list) -> list:
+    """The flat message tuples of `flat` with their token categories, counted in one call."""
+    role, record_type, is_summary = (_FIELD[name] for name in ("role", "record_type", "is_compact_summary"))
+    counting = [(m[role], m[-3], m[is_summary], m[record_type]) for m in flat if type(m) is tuple]
     counted = iter(token_core.count_messages(counting, num_threads=1))
-    return [
-        item if type(item) is not tuple
-        else (*_record_fields(item[0]), item[0].raw, item[1], item[0].flags, next(counted)[0])
-        for item in out
-    ]
+    return [(*m[:-1], next(counted)[0]) if type(m) is tuple else m for m in flat]
 
 
 def _finish(counted: list) -> list:
-    """Stage two: the PreparedMessage of every flat message tuple."""
+    """Stage two: the PreparedMessage of every flat message tuple (counted first if need be)."""
+    if any(type(m) is tuple and m[-1] is None for m in counted):
+        counted = _counted(counted)
     return [_message(item) if type(item) is tuple else item for item in counted]
 
 
@@ -274,9 +282,15 @@ def _child(records: Iterable, write_fd: int) -> None:
                 pipe.write(data)
 
             try:
-                for counted in _batches(records, stage=_count):
-                    send(_BATCH, counted)
+                # Tokenizing is most of the work. When the writer's process took the last batch
+                # at once (it is waiting), it counts the next one itself; when it was busy, the
+                # child counts. The two processes balance whatever the database's speed.
+                writer_waits = False
+                for flat in _batches(records, stage=functools.partial(_count, count=False)):
+                    started = time.monotonic()
+                    send(_BATCH, flat if writer_waits else _counted(flat))
                     pipe.flush()
+                    writer_waits = time.monotonic() - started < WRITER_WAITS_SECONDS
                 send(_DONE, None)
             except BrokenPipeError:
                 raise

@@ -234,3 +234,17 @@ def test_a_writer_that_stops_early_leaves_no_parsing_process_behind(project, tmp
     with pytest.raises(ChildProcessError):  # killed and reaped: no zombie, no orphan
         os.waitpid(forks[0], os.WNOHANG)
     assert Message.objects.count() == 0
+
+
+def test_tokens_counted_by_the_writers_process_equal_those_counted_by_the_parsing_process(tmp_path):
+    # The parsing process hands some batches over uncounted when the writer's process waits.
+    from contextviewer.importers import claude_code
+
+    main = synthetic.write_session(tmp_path / "session", messages=300, seed=3)
+    with open(main, "rb") as stream:
+        batch = list(claude_code.parse(stream))
+    counted_in_child = prepare._finish(prepare._count(batch))
+    counted_in_writer = prepare._finish(prepare._count(batch, count=False))
+    messages = [m for m in counted_in_child if isinstance(m, prepare.PreparedMessage)]
+    assert len(messages) >= 300 and sum(m.token_total for m in messages) > 10_000
+    assert counted_in_writer == counted_in_child
