@@ -27,7 +27,7 @@ class Command(BaseCommand):
         parser.add_argument("--file", help="bench import: an existing session file instead of a synthetic one")
         parser.add_argument("--sizes", default="1000,10000,50000", help="bench pages: conversation sizes")
         parser.add_argument("--keep", action="store_true", help="keep the generated files")
-        parser.add_argument("--repeat", type=int, default=1, help="bench import: runs of the floor and the import, "
+        parser.add_argument("--repeat", type=int, default=3, help="bench import: runs of the floor and the import, "
                             "interleaved; the figures are the fastest of each (a noisy machine slows runs, never speeds them)")
         parser.add_argument("--database-url", default="", help="bench import: a scratch PostgreSQL database "
                             "(default: a fresh SQLite file in a temporary folder)")
