@@ -248,3 +248,18 @@ def test_tokens_counted_by_the_writers_process_equal_those_counted_by_the_parsin
     messages = [m for m in counted_in_child if isinstance(m, prepare.PreparedMessage)]
     assert len(messages) >= 300 and sum(m.token_total for m in messages) > 10_000
     assert counted_in_writer == counted_in_child
+
+
+def test_timestamps_go_into_sqlite_as_the_backend_would_write_them():
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        pytest.skip("the SQLite shortcut only")
+    for value in (
+        datetime(2026, 3, 1, 12, 0, 5, 123456, tzinfo=UTC),
+        datetime(2026, 3, 1, 23, 30, tzinfo=timezone(timedelta(hours=-5))),
+        datetime(2026, 3, 1, 12, 0),
+    ):
+        assert ingest._sqlite_datetime(value) == connection.ops.adapt_datetimefield_value(value)
