@@ -50,3 +50,29 @@ class UploadLimitMiddleware:
                 return JsonResponse({"detail": message}, status=413)
             return HttpResponse(message, status=413, content_type="text/plain; charset=utf-8")
         return self.get_response(request)
+
+
+class PrivateNoStoreMiddleware:
+    """`Cache-Control: private, no-store` on every response to a signed-in user or an API token, so
+    no browser, proxy or shared cache keeps a page or an answer (conversations hold code, secrets,
+    tokens) after the person has gone. Static files (served before this by WhiteNoise), the login
+    page and an answer that already says no-store keep their own headers."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        from django.conf import settings
+        from django.urls import reverse
+
+        response = self.get_response(request)
+        user = getattr(request, "user", None)  # an API token sets it during the view
+        if user is None or not user.is_authenticated:
+            return response
+        path = request.path_info
+        if path.startswith("/" + settings.STATIC_URL.lstrip("/")) or path == reverse("login"):
+            return response
+        if "no-store" in response.get("Cache-Control", ""):
+            return response
+        response["Cache-Control"] = "private, no-store"
+        return response

@@ -77,6 +77,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "contextviewer.middleware.PrivateNoStoreMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -106,6 +107,10 @@ def _database(url: str) -> dict:
         return {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": env("CONTEXTVIEWER_SQLITE_PATH", str(DATA_DIR / "contextviewer.sqlite3")),
+            # The web server sets it (conversations/webserver.py): each of its threads keeps its own
+            # connection between requests (connect + PRAGMAs cost 1-2 ms of CPU a request); no
+            # transaction stays open across requests, so an idle connection holds no WAL snapshot.
+            "CONN_MAX_AGE": int(env("CONTEXTVIEWER_SQLITE_CONN_MAX_AGE", "0")),
             "OPTIONS": {
                 "transaction_mode": "IMMEDIATE",
                 "timeout": 30,
@@ -218,6 +223,31 @@ CSRF_COOKIE_HTTPONLY = False
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+
+# Behind TLS (see docs/security.md). The defaults keep the local HTTP embedded mode working.
+# CONTEXTVIEWER_SECURE_COOKIES: the session and CSRF cookies are sent over HTTPS only.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("CONTEXTVIEWER_SECURE_COOKIES", False)
+# CONTEXTVIEWER_HSTS_SECONDS: Strict-Transport-Security for that long (0: none), with subdomains
+# unless CONTEXTVIEWER_HSTS_INCLUDE_SUBDOMAINS=0; CONTEXTVIEWER_HSTS_PRELOAD=1 adds preload.
+SECURE_HSTS_SECONDS = int(env("CONTEXTVIEWER_HSTS_SECONDS", "0") or 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0 and env_bool("CONTEXTVIEWER_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0 and env_bool("CONTEXTVIEWER_HSTS_PRELOAD", False)
+# CONTEXTVIEWER_SSL_REDIRECT: redirect plain HTTP to HTTPS (when the proxy does not already).
+SECURE_SSL_REDIRECT = env_bool("CONTEXTVIEWER_SSL_REDIRECT", False)
+# CONTEXTVIEWER_TRUSTED_PROXY: a reverse proxy that terminates TLS sets X-Forwarded-Proto,
+# X-Forwarded-Host and X-Forwarded-For, and overwrites what clients send in them. Only then are
+# these headers believed (the request is HTTPS, its host, the client's address for throttling).
+TRUSTED_PROXY = env_bool("CONTEXTVIEWER_TRUSTED_PROXY", False)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if TRUSTED_PROXY else None
+USE_X_FORWARDED_HOST = TRUSTED_PROXY
+
+# Login throttling (contextviewer.accounts.throttle, on the cache): after LOGIN_FAILURE_LIMIT wrong
+# passwords for a user name, or LOGIN_IP_FAILURE_LIMIT failed sign-ins from one address, within
+# LOGIN_LOCKOUT_SECONDS, sign-in is refused for LOGIN_LOCKOUT_SECONDS. 0 turns a limit off.
+AUTHENTICATION_BACKENDS = ["contextviewer.accounts.throttle.ThrottledModelBackend"]
+LOGIN_FAILURE_LIMIT = int(env("CONTEXTVIEWER_LOGIN_FAILURES", "10") or 0)
+LOGIN_IP_FAILURE_LIMIT = int(env("CONTEXTVIEWER_LOGIN_IP_FAILURES", "30") or 0)
+LOGIN_LOCKOUT_SECONDS = int(env("CONTEXTVIEWER_LOGIN_LOCKOUT_SECONDS", "900") or 0)
 
 LOGGING = {
     "version": 1,

@@ -1,6 +1,10 @@
 from django.contrib import admin
 
 from .models import ApiToken, AuditEvent, Invitation, Membership, Project
+from .throttle import ThrottledAdminAuthenticationForm
+
+# The admin's sign-in is throttled like the login page's, and says so.
+admin.site.login_form = ThrottledAdminAuthenticationForm
 
 
 class MembershipInline(admin.TabularInline):

@@ -8,6 +8,7 @@ Never put secrets in details."""
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 from .models import AuditEvent, Project
@@ -17,7 +18,13 @@ def _actor_and_ip(request_or_user) -> tuple[Any, str | None]:
     if request_or_user is None:
         return None, None
     if hasattr(request_or_user, "META"):  # a request
-        ip = request_or_user.META.get("REMOTE_ADDR") or None
+        from .throttle import client_ip  # REMOTE_ADDR, or the client's address behind a trusted proxy
+
+        ip = client_ip(request_or_user) or None
+        try:
+            ipaddress.ip_address(ip or "")
+        except ValueError:
+            ip = request_or_user.META.get("REMOTE_ADDR") or None
         return getattr(request_or_user, "user", None), ip
     return request_or_user, None
 

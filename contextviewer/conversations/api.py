@@ -12,7 +12,7 @@ from ninja.responses import Status
 from contextviewer.accounts.auth import allowed_projects
 from contextviewer.api import api
 
-from . import jobs, services
+from . import idempotency, jobs, services
 from .models import Job
 
 router = Router(tags=["imports"])
@@ -66,6 +66,10 @@ def create_import(
         return Status(403, {"detail": "You may not import into this project." if project else "You have no project to import into."})
     if not files:
         return Status(400, {"detail": "Send one or more files in the multipart field 'files'."})
+    try:
+        idempotency.check(idempotency_key)
+    except idempotency.IdempotencyKeyTooLong as exc:
+        return Status(400, {"detail": str(exc)})
     limit = settings.MAX_UPLOAD_BYTES
     try:
         stored = [services.store_upload(f, limit) for f in files]
@@ -91,6 +95,34 @@ def cancel_job(request, job_id: int):
         return Status(409, {"detail": "This job has already ended."})
     job.refresh_from_db()
     return Status(200, job_out(request, job))
+
+
+class DeletedOut(Schema):
+    id: int
+    external_id: str
+    title: str
+    conversations: int
+    subagents: int
+    messages: int
+    search_entries: int
+    sources_removed: int
+    uploads_removed: int
+    builds_kept: int
+
+
+@router.delete(
+    "/conversations/{conversation_id}", response={200: DeletedOut, 403: ErrorOut, 404: ErrorOut}, tags=["conversations"]
+)
+def delete_conversation(request, conversation_id: int):
+    """Delete a conversation with its sub-agents, folds, probes, review items, search entries and
+    unused upload (owners and admins; builds made from it keep their copy). Answers what went."""
+    from .deletion import delete_conversation as delete, refusal
+    from .models import Conversation
+
+    conv = get_object_or_404(Conversation.objects.filter(project__in=allowed_projects(request)), pk=conversation_id)
+    if not allowed_projects(request, "delete").filter(pk=conv.project_id).exists():
+        return Status(403, {"detail": refusal(request.user, conv) or "Your role in this project may not delete conversations."})
+    return Status(200, delete(conv, actor=request, via="api").as_dict())
 
 
 api.add_router("/", router)

@@ -9,7 +9,7 @@ from ninja.responses import Status
 from contextviewer.accounts.auth import allowed_projects, membership_for
 from contextviewer.api import api
 
-from . import builds
+from . import builds, idempotency
 from .api import ErrorOut, JobOut, job_out
 from .models import Conversation
 
@@ -46,6 +46,10 @@ def create_build(request, conversation_id: int, payload: BuildIn):
     if error:
         return error
     try:
+        idempotency.check(payload.idempotency_key)
+    except idempotency.IdempotencyKeyTooLong as exc:
+        return Status(400, {"detail": str(exc)})
+    try:
         job = builds.start_build(conv, payload.turns, payload.folds, user=request.user, idempotency_key=payload.idempotency_key)
     except builds.BuildError as exc:
         return Status(400, {"detail": str(exc)})
@@ -63,7 +67,10 @@ def export_conversation(request, conversation_id: int, format: str = Query(..., 
         return error
     if format not in builds.CONTENT_TYPES:
         return Status(400, {"detail": f"Unknown format {format!r}: use one of {', '.join(builds.CONTENT_TYPES)}."})
-    return export_response(builds.export(conv, format, actor=request))
+    try:
+        return export_response(builds.export(conv, format, actor=request))
+    except builds.ExportRefused as exc:
+        return Status(400, {"detail": str(exc)})
 
 
 def export_response(f: builds.ExportFile) -> HttpResponse:

@@ -13,14 +13,14 @@ import uuid as uuidlib
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import Max, Min
 from django.utils import timezone
 
 from contextviewer.accounts import audit
 from contextviewer.core import build as core_build
 from contextviewer.core import budget, export as core_export, registry, tokens as token_core
+from contextviewer.importers import formats
 
-from . import jobs, search
+from . import jobs, search, window as windows
 from .models import Conversation, ConversationKind, Fold, Job, Message, ModelCall
 
 BATCH = 500
@@ -38,29 +38,16 @@ def find_conversation(ref: str, qs=None) -> Conversation | None:
 
 def build_folds(conv: Conversation) -> list[Fold]:
     """The folds a build can take a summary from, numbered 1.. in this order (as on the page)."""
-    return list(conv.folds.exclude(kind="microcompact").select_related("summary_message").order_by("position", "id"))
+    return windows.segment_folds(conv)
 
 
 def fold_infos(conv: Conversation, folds: list[Fold] | None = None) -> list[core_build.FoldInfo]:
-    folds = build_folds(conv) if folds is None else folds
-    wanted = {u for f in folds for u in (f.preserved or [])}
-    at = dict(conv.messages.filter(uuid__in=wanted).values_list("uuid", "position")) if wanted else {}
-    return core_build.make_folds(
-        [
-            {
-                "position": f.position,
-                "summary_text": f.summary_text,
-                "summary_position": f.summary_message.position if f.summary_message_id and f.summary_message else None,
-                "preserved": [at[u] for u in (f.preserved or []) if u in at],
-            }
-            for f in folds
-        ]
-    )
+    """What each fold's summary stands for: its archived segment as the page shows it."""
+    return windows.fold_infos(conv, windows.load(conv, folds))
 
 
 def turn_spans(conv: Conversation) -> list[core_build.TurnSpan]:
-    rows = conv.messages.values("turn").annotate(first=Min("position"), last=Max("position")).order_by("turn")
-    return [core_build.TurnSpan(r["turn"], r["first"], r["last"]) for r in rows]
+    return windows.turn_spans(conv)
 
 
 def validate(conv: Conversation, turns, folds) -> core_build.Plan:
@@ -81,6 +68,7 @@ def message_dict(m: Message) -> dict:
         "is_compact_summary": m.is_compact_summary,
         "is_sidechain": m.is_sidechain,
         "flags": m.flags or {},
+        "api_message_id": m.api_message_id,
         "tokens": m.tokens or {},
         "token_total": m.token_total,
         "raw": None if "raw" in m.get_deferred_fields() else m.raw,
@@ -143,7 +131,7 @@ def preview(conv: Conversation, turns, folds) -> Preview:
         for k, v in counts.items():
             categories[k] = categories.get(k, 0) + int(v or 0)
     spec = registry.lookup((conv.model_names or [""])[-1], override_window=conv.window)
-    gauge = budget.gauge(categories, spec=spec, measured=None) if spec and spec.window else None
+    gauge = budget.gauge(categories, spec=spec, measured=None, agent=conv.agent) if spec and spec.window else None
     return Preview(plan, result, categories, gauge, spec)
 
 
@@ -153,7 +141,6 @@ def _count(m: dict) -> dict:
     )
 
 
-@jobs.runner("build")
 def run_build(job: Job, progress) -> dict:
     params = job.params or {}
     source = Conversation.objects.filter(pk=params.get("conversation_id"), project=job.project).first()
@@ -224,9 +211,10 @@ def _create_build(job, source, plan, result, session_id, progress) -> Conversati
         flags = dict(m.get("flags") or {})
         if "source_position" in m:
             flags["copied_from"] = {"conversation": source.pk, "position": m["source_position"]}
+        # A fold's summary has no line of its own in the source: its record says where it came from.
         raw = m.get("raw") or json.dumps(
-            {"type": "user", "isCompactSummary": True, "message": {"role": "user", "content": m["blocks"][0]["text"]},
-             "contextviewer": {"from_fold": m.get("from_fold"), "source_conversation": source.pk}},
+            {"contextviewer": "fold summary", "role": "user", "content": m["blocks"][0]["text"],
+             "from_fold": m.get("from_fold"), "source_conversation": source.pk},
             ensure_ascii=False,
         )
         rows.append(
@@ -247,6 +235,7 @@ def _create_build(job, source, plan, result, session_id, progress) -> Conversati
                 is_meta=bool(m.get("is_meta")),
                 is_compact_summary=bool(m.get("is_compact_summary")),
                 flags=flags,
+                api_message_id=m.get("api_message_id") or "",
                 tokens=counts,
                 token_total=sum(counts.values()),
                 source_id=m.get("source_id"),
@@ -309,6 +298,10 @@ CONTENT_TYPES = {
 }
 
 
+class ExportRefused(ValueError):
+    """An export format that would misrepresent the conversation (another agent's session file)."""
+
+
 @dataclass
 class ExportFile:
     format: str
@@ -318,36 +311,6 @@ class ExportFile:
     notes: list[str]
     session_id: str | None = None
     resume_hint: str = ""
-
-
-def _enrich(d: dict) -> dict:
-    """Put back what the stored blocks leave in the raw line: thinking signatures, image data,
-    a tool result's own content (its images). Blocks align with the raw content items."""
-    raw = d.get("raw")
-    blocks = d.get("blocks") or []
-    if not raw or not any(b.get("kind") in ("thinking", "image") or b.get("images") for b in blocks):
-        return d
-    try:
-        obj = json.loads(raw)
-    except ValueError:
-        return d
-    content = obj.get("message", {}).get("content") if isinstance(obj, dict) and isinstance(obj.get("message"), dict) else None
-    if not isinstance(content, list):
-        return d
-    items = [c for c in content if c is not None]
-    if len(items) != len(blocks):
-        return d
-    out = []
-    for b, item in zip(blocks, items):
-        if isinstance(item, dict):
-            if b.get("kind") == "thinking" and isinstance(item.get("signature"), str) and item["signature"]:
-                b = {**b, "signature": item["signature"]}
-            elif b.get("kind") == "image" and isinstance(item.get("source"), dict):
-                b = {**b, "data": item["source"].get("data"), "media_type": item["source"].get("media_type")}
-            elif b.get("kind") == "tool_result" and b.get("images") and isinstance(item.get("content"), list):
-                b = {**b, "content": item["content"]}
-        out.append(b)
-    return {**d, "blocks": out}
 
 
 def export_messages(conv: Conversation):
@@ -363,23 +326,18 @@ def export_messages(conv: Conversation):
         for c in ModelCall.objects.filter(conversation=conv)
     }
     folds = {f.position: f for f in conv.folds.filter(kind="compact")}
+    fmt = formats.get(conv.agent)
+    enrich = fmt.enrich if fmt is not None else (lambda d: d)
     out = []
     for m in conv.messages.order_by("position").iterator(chunk_size=2000):
-        d = _enrich(message_dict(m))
+        d = enrich(message_dict(m))
         fold = folds.get(m.position) if m.role == "system" else None
         if fold is not None:
             d["pre_tokens"], d["trigger"] = fold.tokens_before, fold.trigger
         d.pop("raw", None)
-        api_id = None
-        if m.role == "assistant":
-            try:
-                obj = json.loads(m.raw)
-                api_id = obj.get("message", {}).get("id") if isinstance(obj, dict) else None
-            except (ValueError, AttributeError):
-                api_id = None
-            if m.position in usage:
-                d["usage"] = usage[m.position]
-        d["api_message_id"] = api_id if isinstance(api_id, str) else None
+        if m.role == "assistant" and m.position in usage:
+            d["usage"] = usage[m.position]
+        d["api_message_id"] = (m.api_message_id or None) if m.role == "assistant" else None
         out.append(d)
     return out
 
@@ -389,6 +347,11 @@ def export(conv: Conversation, fmt: str, *, actor=None) -> ExportFile:
     `actor` is the request (page, API) or None (the command line)."""
     if fmt not in CONTENT_TYPES:
         raise ValueError(f"Unknown export format {fmt!r}: use one of {', '.join(core_export.FORMATS)}.")
+    if fmt not in core_export.formats_for(conv.agent):
+        raise ExportRefused(
+            f"A {formats.label(conv.agent)} conversation cannot be exported as {core_export.LABELS[fmt]}: that is "
+            f"another agent's own session file. Use one of {', '.join(core_export.formats_for(conv.agent))}."
+        )
     f = _export(conv, fmt)
     audit.record(actor, conv.project, "export.conversation", f"conversation {conv.pk}", format=fmt,
                  external_id=conv.external_id, filename=f.filename, via="web" if actor is not None else "command")

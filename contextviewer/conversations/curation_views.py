@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_POST
 from contextviewer.accounts.models import Membership
 from contextviewer.core import build as core_build
 
-from . import builds
+from . import builds, idempotency
 from .models import Conversation
 
 
@@ -134,8 +134,9 @@ def build_create(request: HttpRequest, pk: int) -> HttpResponse:
         return _forbidden(exc)
     turns, folds = _selection(request.POST)
     try:
-        job = builds.start_build(conv, turns, folds, user=request.user, idempotency_key=request.POST.get("idempotency_key") or None)
-    except core_build.BuildError as exc:
+        key = idempotency.check(request.POST.get("idempotency_key") or None)
+        job = builds.start_build(conv, turns, folds, user=request.user, idempotency_key=key)
+    except (core_build.BuildError, idempotency.IdempotencyKeyTooLong) as exc:
         context = _preview_context(conv, "", "")
         context.update(error=str(exc), turns_text=turns, folds_text=folds, folds=builds.build_folds(conv))
         return render(request, "conversations/build.html", context, status=400)
@@ -150,7 +151,10 @@ def export_download(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
         raise Http404("No such export format")
     from .build_api import export_response
 
-    return export_response(builds.export(conv, fmt, actor=request))
+    try:
+        return export_response(builds.export(conv, fmt, actor=request))
+    except builds.ExportRefused as exc:
+        return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
 
 
 # Handoff and "fold at X %" (helper-4a) ------------------------------------------------------
@@ -227,7 +231,7 @@ def fold_preview(request: HttpRequest, pk: int) -> HttpResponse:
     from . import handoff
 
     conv = _get_conversation_for_user(request, pk)
-    raw = (request.GET.get("at") or "85").strip().rstrip("%").strip()
+    raw = (request.GET.get("at") or str(handoff.default_fold_percent(conv))).strip().rstrip("%").strip()
     context: dict = {"conv": conv, "at": raw}
     status = 200
     try:

@@ -8,18 +8,18 @@ twice-run job makes exactly one fold.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from contextviewer.core import handoff as core
-from contextviewer.core.segments import FoldSpan, segments
+from contextviewer.core.secrets import mask_text
 from contextviewer.core.tokens import count_text
 from contextviewer.providers import services as providers
 from contextviewer.providers.base import ProviderError
 
-from . import jobs
+from . import jobs, window as windows
 from .models import Conversation, Fold, FoldOrigin, Job, Message, ModelCall
 
 MAX_SUMMARY_TOKENS = 4096
@@ -37,55 +37,29 @@ class LoadedInput:
     latest_fold: Fold | None
     tokens_estimate: int  # estimated tokens of the loaded view
     tokens_measured: int | None  # the latest model call's measured context, when inside the view
+    positions: list[int] = field(default_factory=list)  # the messages read (summary, preserved, active)
 
 
 def loaded_input(conv: Conversation) -> LoadedInput:
-    """The loaded view of a conversation as transcript entries, from the database."""
-    bounds = Message.objects.filter(conversation=conv).order_by("position").values_list("position", flat=True)
-    first = bounds.first()
-    last = Message.objects.filter(conversation=conv).order_by("-position").values_list("position", flat=True).first()
-    if first is None or last is None:
+    """The loaded view of a conversation as transcript entries, from the one window loader."""
+    loaded = windows.loaded_input(conv)
+    if loaded.segment is None or loaded.last is None:
         raise NothingToFold("this conversation has no messages to fold")
-    folds = list(conv.folds.exclude(kind="microcompact").select_related("summary_message").order_by("position", "id"))
-    preserved_uuids = {u for f in folds for u in (f.preserved or [])}
-    at = (
-        dict(Message.objects.filter(conversation=conv, uuid__in=preserved_uuids).values_list("uuid", "position"))
-        if preserved_uuids
-        else {}
-    )
-    spans = [
-        FoldSpan(
-            key=f.key,
-            position=f.position,
-            summary_position=f.summary_message.position if f.summary_message_id and f.summary_message else None,
-            preserved_positions=tuple(sorted(at[u] for u in (f.preserved or []) if u in at)),
-        )
-        for f in folds
-    ]
-    loaded = segments(first, last, spans)[-1]
-    latest = folds[loaded.fold_index] if loaded.fold_index is not None else None
+    latest = loaded.fold
 
     entries: list[core.Entry] = []
     estimate = 0
-    # The latest summary heads the view; a summary message inside the view is read with the messages.
-    if latest is not None and latest.summary_text and (
-        loaded.summary_position is None or not (loaded.start <= loaded.summary_position <= loaded.end)
-    ):
-        entries.append(core.Entry("summary", latest.summary_text))
-        estimate += latest.tokens_after or count_text(latest.summary_text)
-    positions_qs = Message.objects.filter(conversation=conv, position__gte=loaded.start, position__lte=loaded.end)
-    preserved = [p for p in loaded.preserved_positions if p < loaded.start]
-    rows = []
-    if preserved:
-        rows += list(
-            Message.objects.filter(conversation=conv, position__in=preserved)
-            .order_by("position")
-            .values_list("role", "blocks", "is_meta", "is_compact_summary", "token_total")
-        )
-    rows_iter = positions_qs.order_by("position").values_list("role", "blocks", "is_meta", "is_compact_summary", "token_total")
+    # The latest summary heads the view: its message is read with the others; a summary without a
+    # message of its own (a handoff made here) is its text.
+    if loaded.summary_text:
+        entries.append(core.Entry("summary", loaded.summary_text))
+        estimate += (latest.tokens_after if latest else None) or count_text(loaded.summary_text)
     messages = []
-    for role, blocks, is_meta, is_summary, tokens in [*rows, *rows_iter.iterator(chunk_size=2000)]:
+    positions = []
+    fields = ("position", "role", "blocks", "is_meta", "is_compact_summary", "token_total")
+    for position, role, blocks, is_meta, is_summary, tokens in windows.loaded_messages(conv, loaded, *fields):
         messages.append((role, blocks, is_meta, is_summary))
+        positions.append(position)
         estimate += tokens or 0
     entries += core.entries_from_messages(messages)
 
@@ -93,10 +67,10 @@ def loaded_input(conv: Conversation) -> LoadedInput:
     # own: after a handoff made here, the recorded calls still carried the unfolded history.
     measured = None
     if latest is None or latest.origin == FoldOrigin.IMPORTED:
-        call = ModelCall.objects.filter(conversation=conv, position__gte=loaded.start).order_by("-position", "-id").first()
+        call = ModelCall.objects.filter(conversation=conv, position__gte=loaded.segment.start).order_by("-position", "-id").first()
         if call is not None:
             measured = call.context_size + call.output
-    return LoadedInput(entries, loaded.start, last, latest, estimate, measured or None)
+    return LoadedInput(entries, loaded.segment.start, loaded.last, latest, estimate, measured or None, positions)
 
 
 def start_handoff(conv: Conversation, *, user=None, provider: str | None = None, idempotency_key: str | None = None, enqueue=True):
@@ -106,7 +80,7 @@ def start_handoff(conv: Conversation, *, user=None, provider: str | None = None,
     last = Message.objects.filter(conversation=conv).order_by("-position").values_list("position", flat=True).first()
     if last is None:
         raise NothingToFold("this conversation has no messages to fold")
-    latest = conv.folds.exclude(kind="microcompact").order_by("-position").values_list("position", flat=True).first()
+    latest = conv.folds.exclude(kind__in=windows.NO_SEGMENT_KINDS).order_by("-position").values_list("position", flat=True).first()
     if latest is not None and latest >= last:
         raise NothingToFold("nothing to fold: no message after the latest fold")
     params = {"conversation_id": conv.pk, "provider": provider or ""}
@@ -126,7 +100,6 @@ def fold_result(fold: Fold) -> dict:
     }
 
 
-@jobs.runner("handoff")
 def run_handoff(job: Job, progress) -> dict:
     conv = Conversation.objects.select_related("project").get(pk=job.params["conversation_id"], project=job.project)
     existing = Fold.objects.filter(conversation=conv, key=job.idempotency_key).first()
@@ -157,7 +130,7 @@ def run_handoff(job: Job, progress) -> dict:
         sections = core.validate_sections(completion.text)
     except core.SummaryInvalid as exc:
         raise ProviderError(f"{provider.name}: {exc}") from exc
-    summary = core.format_sections(sections)
+    summary = mask_text(core.format_sections(sections))  # the provider masks too; the fold is stored masked whatever answered
     cost = {
         "provider": provider.name,
         "model": completion.model,
@@ -207,28 +180,21 @@ class FoldPreview:
     threshold_y: float
 
 
+def default_fold_percent(conv: Conversation) -> int:
+    """Where the conversation's own harness folds, as a whole percent of its window (rounded
+    down, so the preview fires no later than the harness would); 85 when it does not fold by
+    tokens."""
+    from contextviewer.core import harness
+
+    spec = windows.call_spec(conv, None)
+    fraction = harness.rules(conv.agent, spec).auto_fold_fraction(spec)
+    return min(99, max(10, int(fraction * 100))) if fraction else 85
+
+
 def fold_preview(conv: Conversation, threshold_pct: int) -> FoldPreview:
-    from contextviewer.core import registry
-    from contextviewer.core.curve import curve_points
     from contextviewer.core.policies import fire_points
 
-    rows = list(
-        ModelCall.objects.filter(conversation=conv)
-        .order_by("position", "id")
-        .values_list("position", "input_uncached", "cache_write", "cache_read", "estimated_context", "model", "message__turn")
-    )
-    calls = [
-        {
-            "position": pos,
-            "measured": (a + b + c) or None,
-            "estimated": est,
-            "model": model,
-            "turn": turn,
-            "window": registry.lookup(model, conv.window).window,
-        }
-        for pos, a, b, c, est, model, turn in rows
-    ]
-    points = curve_points(calls, registry.lookup(conv.model_names[0] if conv.model_names else None, conv.window).window)
+    points = windows.call_points(conv)  # the curve's own points: same windows as the page
     fires = fire_points(points, threshold_pct / 100)
     width, height = 600.0, 80.0
     top = max([p.used for p in points] + [p.window or 0 for p in points] + [1])

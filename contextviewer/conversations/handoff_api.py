@@ -13,7 +13,7 @@ from contextviewer.accounts.auth import allowed_projects
 from contextviewer.api import api
 from contextviewer.providers.base import ProviderError
 
-from . import handoff
+from . import handoff, idempotency
 from .api import ErrorOut, JobOut, job_out
 from .models import Conversation
 
@@ -52,7 +52,11 @@ def start_handoff(request, conversation_id: int):
         return Status(400, {"detail": f"The body must be a JSON object like {{\"provider\": \"builtin\"}} ({str(exc)[:200]})."})
     if data is None:
         return Status(400, {"detail": 'The body must be a JSON object like {"provider": "builtin"}.'})
-    key = f"handoff:{conv.pk}:{request.user.pk}:{data.idempotency_key}"[:255] if data.idempotency_key else None
+    try:
+        idempotency.check(data.idempotency_key)
+    except idempotency.IdempotencyKeyTooLong as exc:
+        return Status(400, {"detail": str(exc)})
+    key = f"handoff:{conv.pk}:{request.user.pk}:{data.idempotency_key}" if data.idempotency_key else None
     try:
         job, _ = handoff.start_handoff(conv, user=request.user, provider=data.provider or None, idempotency_key=key)
     except ProviderError as exc:

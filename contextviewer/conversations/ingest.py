@@ -24,8 +24,7 @@ from django.db import IntegrityError, connection, models, transaction
 from django.db.models import Max
 
 from contextviewer.accounts.models import Project
-from contextviewer.core import registry
-from contextviewer.core.curve import estimated_contexts
+from contextviewer.core import harness
 from contextviewer.core.records import (
     AgentLink,
     BadLine,
@@ -34,15 +33,15 @@ from contextviewer.core.records import (
     SessionInfo,
     UsageRecord,
 )
-from contextviewer.core.segments import FoldSpan
-from contextviewer.importers import claude_code, detect
+from contextviewer.importers import formats
+from contextviewer.importers.formats import Format, ParseInput
 from contextviewer.importers.lines import open_stream
 
-from . import search
+from . import search, window as windows
 from .models import Conversation, ConversationKind, Fold, Message, ModelCall, Source, SourceStatus
 from .prepare import PreparedMessage, prepare_ahead, storable
 
-IMPORTER_VERSION = "cc-1"
+IMPORTER_VERSION = "2"
 BATCH = 2000
 MAX_STORED_ERRORS = 1000
 HASH_CHUNK = 1 << 20
@@ -53,7 +52,8 @@ Progress = Callable[[int, int, str], None]  # (bytes done, bytes total, what)
 @dataclass
 class FileReport:
     path: str
-    status: str  # imported | unchanged | failed
+    status: str  # imported | unchanged | failed | refused (no format reads it)
+    agent: str = ""  # the format that read it
     added_messages: int = 0
     bad_lines: int = 0
     errors: list[dict] = field(default_factory=list)
@@ -65,6 +65,8 @@ class ImportReport:
     files: list[FileReport] = field(default_factory=list)
     conversation_ids: list[int] = field(default_factory=list)
     errors: list[dict] = field(default_factory=list)  # {"path", "line", "reason"}
+    skipped: list[str] = field(default_factory=list)  # files in a folder that no format reads
+    refused: bool = False  # nothing named was read by any format: nothing was stored
 
     def add(self, report: FileReport) -> None:
         self.files.append(report)
@@ -80,15 +82,27 @@ class ImportReport:
 
 
 def import_path(project: Project, path: str | os.PathLike, progress: Progress | None = None) -> ImportReport:
-    """Import a session file or a folder of them (recursively), sub-agent files included."""
+    """Import a session file or a folder of them (recursively), sub-agent files included, in
+    whichever format each is (importers/formats.py decides). What no format reads is refused
+    before anything is stored."""
     report = ImportReport()
     path = Path(path).expanduser()
     if not path.exists():
         report.errors.append({"path": str(path), "line": 0, "reason": "no such file or folder"})
         return report
-    groups = detect.discover(path)
+    found = formats.discover(path)
+    groups = found.sessions
+    report.skipped = [str(p) for p, _ in found.skipped]
     if not groups:
-        report.errors.append({"path": str(path), "line": 0, "reason": "no Claude Code session files (*.jsonl) found"})
+        report.refused = True
+        if path.is_file() or not found.skipped:
+            looked_like = found.skipped[0][1] if found.skipped and found.skipped[0][1] else None
+            reason = formats.refusal(path, looked_like)
+        else:
+            shown = ", ".join(f"{p.name} ({formats.describe(p)})" for p, _ in found.skipped[:3])
+            more = f" and {len(found.skipped) - 3} more" if len(found.skipped) > 3 else ""
+            reason = f"no session log in this folder: {shown}{more} are not a format contextviewer reads ({formats.labels()})"
+        report.errors.append({"path": str(path), "line": 0, "reason": reason})
         return report
     total = sum(_size(f) for g in groups for f in _group_files(g)) or 1
     done = 0
@@ -98,19 +112,21 @@ def import_path(project: Project, path: str | os.PathLike, progress: Progress | 
             progress(min(done + offset, total), total, what)
 
     for group in groups:
+        fmt = formats.get(group.format)
         if group.main is not None:
-            main_report = import_file(project, group.main, progress=file_progress)
+            main_report = import_file(project, group.main, fmt=fmt, progress=file_progress)
             report.add(main_report)
             done += _size(group.main)
             parent = _main_conversation(main_report)
         else:  # sub-agent files named without their session's main file
             parent = Conversation.objects.filter(
-                project=project, agent="claude-code", external_id=group.session_id or ""
+                project=project, agent=fmt.name, external_id=group.session_id or ""
             ).first()
         for sub in group.subagents:
             sub_report = import_file(
                 project,
                 sub.path,
+                fmt=fmt,
                 parent=parent,
                 agent_id=sub.agent_id,
                 agent_type=sub.agent_type,
@@ -132,6 +148,8 @@ def _group_files(group) -> list[Path]:
 
 def _size(path: Path) -> int:
     try:
+        if path.is_dir():
+            return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
         return path.stat().st_size
     except OSError:
         return 0
@@ -147,8 +165,24 @@ def _main_conversation(report: FileReport) -> Conversation | None:
 # One file
 
 
+def _hash_folder(path: Path) -> tuple[str, None, int]:
+    """sha256 of a folder's files (names, sizes and contents), and their total size."""
+    digest = hashlib.sha256()
+    total = 0
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        digest.update(str(file.relative_to(path)).encode("utf-8", "surrogateescape") + b"\0")
+        with open(file, "rb") as fh:
+            while chunk := fh.read(HASH_CHUNK):
+                digest.update(chunk)
+                total += len(chunk)
+        digest.update(b"\0")
+    return digest.hexdigest(), None, total
+
+
 def _hash_file(path: Path, prefix_len: int) -> tuple[str, str | None, int]:
     """sha256 of the whole file and of its first prefix_len bytes, in one pass."""
+    if path.is_dir():
+        return _hash_folder(path)
     whole = hashlib.sha256()
     prefix_digest = None
     read = 0
@@ -190,6 +224,7 @@ def import_file(
     project: Project,
     path: str | os.PathLike,
     *,
+    fmt: Format | None = None,
     display_name: str | None = None,
     source_key: str | None = None,
     parent: Conversation | None = None,
@@ -198,13 +233,21 @@ def import_file(
     kind: str = ConversationKind.MAIN,
     progress: Callable[[int, str], None] | None = None,
 ) -> FileReport:
-    """Import one file in one transaction. Safe to call twice at once and to call again later."""
+    """Import one file (or one folder or database that a format reads as a unit) in one
+    transaction. Safe to call twice at once and to call again later. ``fmt``: the format that
+    reads it (else the one that claims it; a path no format claims is refused, nothing stored)."""
     path = Path(path)
     key = source_key or str(path.resolve())
     report = FileReport(path=display_name or str(path), status="imported")
+    fmt = fmt or formats.claim(path)
+    if fmt is None:
+        report.status = "refused"
+        report.errors = [{"line": 0, "reason": formats.refusal(path)}]
+        return report
+    report.agent = fmt.name
     try:
         source, _ = Source.objects.get_or_create(
-            project=project, path=key, defaults={"name": display_name or path.name}
+            project=project, path=key, defaults={"name": display_name or path.name, "format": fmt.name}
         )
     except IntegrityError:  # created by a concurrent import of the same file
         source = Source.objects.get(project=project, path=key)
@@ -214,6 +257,12 @@ def import_file(
         source = Source.objects.select_for_update().get(pk=source.pk)
         try:
             sha, prefix_sha, size = _hash_file(path, source.bytes_consumed)
+            companions = [p for p in fmt.companion_files(path) if p.is_file()]
+            if companions:
+                # A change beside the file (a SQLite -wal, a .meta.json) is a change of the source.
+                sha = hashlib.sha256(
+                    (sha + "".join(_hash_file(p, 0)[0] for p in companions)).encode()
+                ).hexdigest()
         except OSError as exc:
             source.status = SourceStatus.FAILED
             source.errors = [{"line": 0, "reason": f"cannot read the file: {exc.strerror or exc}"}]
@@ -235,37 +284,52 @@ def import_file(
         start_offset, start_line = 0, 0
         if (
             source.bytes_consumed
+            and fmt.storage == formats.LINES
+            and source.format == fmt.name
             and not source.compression
             and size >= source.bytes_consumed
             and prefix_sha == source.prefix_sha256
         ):
             start_offset, start_line = source.bytes_consumed, source.lines_consumed
+            # Lines after the resume point are read again, so what was said about them (a last
+            # line cut mid-write: "incomplete") is said again only if it still holds.
+            stale = [e for e in source.errors if (e.get("line") or 0) > start_line]
+            if stale:
+                source.errors = [e for e in source.errors if (e.get("line") or 0) <= start_line]
+                source.error_count = max(0, source.error_count - len(stale))
         elif source.bytes_consumed:
             # Rewritten or shrunk: read it all again; uuid dedupe keeps what is already stored.
             source.errors, source.error_count = [], 0
 
-        writer = _Writer(project, source, parent=parent, agent_id=agent_id, agent_type=agent_type, kind=kind)
-        stream, compression = open_stream(path, max_decompressed_bytes=settings.MAX_DECOMPRESSED_BYTES)
+        writer = _Writer(project, source, fmt, parent=parent, agent_id=agent_id, agent_type=agent_type, kind=kind)
+        stream, compression = None, ""
+        if fmt.storage in (formats.LINES, formats.DOCUMENT) and not path.is_dir():  # a folder never gets a stream
+            stream, compression = open_stream(path, max_decompressed_bytes=settings.MAX_DECOMPRESSED_BYTES)
         try:
             if start_offset:
                 stream.seek(start_offset)
-            records = claude_code.parse(
-                stream,
-                start_offset=start_offset,
-                start_line=start_line,
-                agent_id=agent_id,
-                agent_type=agent_type,
-                max_line_bytes=settings.MAX_LINE_BYTES,
+            records = fmt.parse(
+                ParseInput(
+                    path=path,
+                    stream=stream,
+                    start_offset=start_offset,
+                    start_line=start_line,
+                    agent_id=agent_id,
+                    agent_type=agent_type,
+                    max_line_bytes=settings.MAX_LINE_BYTES,
+                    max_decompressed_bytes=settings.MAX_DECOMPRESSED_BYTES,
+                )
             )
             # A large file is parsed and tokenized in a forked process on the other core.
             in_process = 0 <= settings.IMPORT_PROCESS_MIN_BYTES <= size - start_offset
             info = writer.consume(records, progress=progress, in_process=in_process)
         finally:
-            stream.close()
+            if stream is not None:
+                stream.close()
 
         new_errors = writer.errors
         source.compression = compression or ""
-        source.format = "claude-code"
+        source.format = fmt.name
         source.sha256 = sha
         source.size = size
         source.importer_version = IMPORTER_VERSION
@@ -273,15 +337,17 @@ def import_file(
             source.bytes_consumed = info.bytes_consumed
             source.lines_consumed = info.lines
             source.duplicate_count += info.duplicate_uuids
-        source.prefix_sha256 = (
-            _prefix_hash(path, source.bytes_consumed, source.compression) if source.bytes_consumed != size or compression
-            else sha
-        )
+        if fmt.storage != formats.LINES:
+            source.prefix_sha256 = ""
+        elif source.bytes_consumed != size or compression:
+            source.prefix_sha256 = _prefix_hash(path, source.bytes_consumed, source.compression)
+        else:
+            source.prefix_sha256 = sha
         source.error_count += len(new_errors)
         source.errors = (list(source.errors) + new_errors)[:MAX_STORED_ERRORS]
         source.status = SourceStatus.IMPORTED
         source.save()
-        writer.finish(info)
+        writer.finish_session(info)
 
     report.added_messages = writer.added_messages
     report.bad_lines = source.error_count
@@ -405,9 +471,13 @@ class _ConversationState:
 
 
 class _Writer:
-    def __init__(self, project, source, *, parent, agent_id, agent_type, kind):
+    def __init__(self, project, source, fmt: Format, *, parent, agent_id, agent_type, kind):
         self.project = project
         self.source = source
+        self.fmt = fmt
+        self.agent = fmt.name
+        self.finished: list[Conversation] = []  # conversations of the sessions already written
+        self.sessions_done = 0
         self.parent = parent
         self.agent_id = agent_id
         self.agent_type = agent_type
@@ -428,15 +498,13 @@ class _Writer:
         if self.main is None:
             self.main = _ConversationState(self._get_main(record))
         agent = record.agent_id
-        if record.is_compact_summary and agent and agent.startswith("sidechain-"):
-            agent = None  # a compaction summary heads the file's own loaded segment, never a sidechain run
         if agent and agent != self.agent_id and agent != (self.main.conversation.agent_id or None):
             state = self.children.get(agent)
             if state is None:
                 parent = self.main.conversation
                 child, _ = Conversation.objects.get_or_create(
                     project=self.project,
-                    agent="claude-code",
+                    agent=self.agent,
                     external_id=f"{parent.external_id}/{agent}",
                     defaults={
                         "kind": ConversationKind.SUBAGENT,
@@ -451,30 +519,34 @@ class _Writer:
         return self.main
 
     def _get_main(self, record: PreparedMessage) -> Conversation:
-        # The first conversation a source created is its own; later ones are its inline sidechains.
-        existing = self.source.conversations.order_by("pk").first()
-        if existing is not None:
-            return existing
         session = record.session_id or self.session_id or Path(self.source.name).stem
+        if self.sessions_done == 0 and not self.fmt.multi_session:
+            # The first conversation a source created is its own; later ones are its inline sidechains.
+            # (A file of several sessions names each one: they are found by their ids.)
+            existing = self.source.conversations.order_by("pk").first()
+            if existing is not None:
+                return existing
         agent_id = self.agent_id
         # A file whose lines all belong to one sub-agent (2.0.x agent-*.jsonl) is that sub-agent.
-        if agent_id is None and record.agent_id and record.is_sidechain and not record.agent_id.startswith("sidechain-"):
+        if agent_id is None and record.agent_id and record.agent_kind != "inline" and (
+            record.is_sidechain or record.agent_kind == "compaction"
+        ):
             agent_id = record.agent_id
         parent = self.parent
         kind = self.kind
         if agent_id:
             if parent is None:
                 parent = Conversation.objects.filter(
-                    project=self.project, agent="claude-code", external_id=session
+                    project=self.project, agent=self.agent, external_id=session
                 ).first()
             if kind == ConversationKind.MAIN:
-                kind = ConversationKind.COMPACTION if agent_id.startswith("acompact") else ConversationKind.SUBAGENT
+                kind = ConversationKind.COMPACTION if record.agent_kind == "compaction" else ConversationKind.SUBAGENT
             external_id = f"{parent.external_id if parent else session}/{agent_id}"
         else:
             external_id = session
         conversation, created = Conversation.objects.get_or_create(
             project=self.project,
-            agent="claude-code",
+            agent=self.agent,
             external_id=external_id,
             defaults={
                 "kind": kind,
@@ -497,7 +569,7 @@ class _Writer:
 
     def conversations(self) -> list[Conversation]:
         states = ([self.main] if self.main else []) + list(self.children.values())
-        return [s.conversation for s in states]
+        return self.finished + [s.conversation for s in states]
 
     # -- records
 
@@ -520,7 +592,11 @@ class _Writer:
                     progress(record.bytes_read, self.source.name)
             elif isinstance(record, SessionInfo):
                 self.info = record
-        self._flush_all()
+                if self.fmt.multi_session:
+                    self._flush_all()
+                    self.finish_session(record)
+        if not self.fmt.multi_session:
+            self._flush_all()
         return self.info
 
     def _add_message(self, message: PreparedMessage) -> None:
@@ -563,6 +639,7 @@ class _Writer:
                 is_meta=message.is_meta,
                 is_compact_summary=message.is_compact_summary,
                 flags=message.flags,
+                api_message_id=(message.api_message_id or "")[:255],
                 tokens=message.tokens,
                 token_total=message.token_total,
                 source_id=self.source.pk,
@@ -603,7 +680,9 @@ class _Writer:
 
     # -- after the last line
 
-    def finish(self, info: SessionInfo | None) -> None:
+    def finish_session(self, info: SessionInfo | None) -> None:
+        """Write what comes after a session's last line (calls, folds, links, figures), then make
+        room for the next session of the file (a file may hold several)."""
         if self.main is None:
             return
         main = self.main
@@ -614,6 +693,11 @@ class _Writer:
             _refresh_conversation(state, info if state is main else None)
         if self.children:
             _refresh_figures(main.conversation, main.token_totals)
+        self.finished.extend(s.conversation for s in [main, *self.children.values()])
+        self.main, self.children = None, {}
+        self.usage, self.folds, self.links = [], [], []
+        self.session_id = None
+        self.sessions_done += 1
 
     def _write_model_calls(self, main: _ConversationState) -> None:
         by_agent: dict[str | None, list[UsageRecord]] = {}
@@ -670,6 +754,8 @@ class _Writer:
                 ModelCall.objects.bulk_update(changed, ["output", "output_is_lower_bound"], batch_size=500)
 
     def _write_folds(self, main: _ConversationState) -> None:
+        from contextviewer.core.secrets import mask_text  # summaries are stored masked, like messages
+
         for fold in self.folds:
             state = self.children.get(fold.agent_id) if fold.agent_id in self.children else main
             conversation = state.conversation
@@ -690,7 +776,7 @@ class _Writer:
                     "position": boundary_position,  # the boundary marker closes the archived segment
                     "boundary_id": ids.get(boundary_position),
                     "summary_message_id": ids.get(summary_position) if summary_position is not None else None,
-                    "summary_text": storable(fold.summary_text),
+                    "summary_text": mask_text(storable(fold.summary_text)),
                     "kind": fold.kind,
                     "trigger": (fold.trigger or "")[:40],
                     "tokens_before": fold.tokens_before,
@@ -701,6 +787,8 @@ class _Writer:
             )
 
     def _write_links(self, main: _ConversationState) -> None:
+        from contextviewer.core.secrets import mask_text  # a sub-agent's description, like its messages
+
         if not self.links:
             return
         conversation = main.conversation
@@ -710,7 +798,7 @@ class _Writer:
             for name in ("tool_use_id", "agent_type", "description"):
                 value = getattr(link, name)
                 if value and not entry.get(name):
-                    entry[name] = value
+                    entry[name] = mask_text(value) if name == "description" else value
         conversation.agent_links = links
         conversation.save(update_fields=["agent_links"])
         for child in conversation.children.all():
@@ -722,13 +810,17 @@ class _Writer:
 
 
 def _refresh_conversation(state: _ConversationState, info: SessionInfo | None) -> None:
+    from contextviewer.core.secrets import mask_text  # a log's own title is stored masked, like messages
+
     conversation = state.conversation
     if info is not None:
         if info.title:
-            conversation.title = info.title[:500]
+            conversation.title = mask_text(info.title)[:500]
         conversation.cwd = conversation.cwd or (info.cwd or "")[:1024]
         conversation.git_branch = (info.git_branch or conversation.git_branch or "")[:255]
         conversation.cli_version = (info.cli_version or conversation.cli_version or "")[:40]
+        if info.window and info.window > 0 and not conversation.window:
+            conversation.window = info.window
         if info.agent_type and not conversation.agent_type:
             conversation.agent_type = info.agent_type[:100]
     if not conversation.title and state.first_prompt:
@@ -738,6 +830,10 @@ def _refresh_conversation(state: _ConversationState, info: SessionInfo | None) -
         if entry:
             conversation.parent_tool_use_id = entry.get("tool_use_id") or ""
             conversation.agent_type = conversation.agent_type or (entry.get("agent_type") or "")[:100]
+    # Models the session names beside those its messages name (a log that gives the model once).
+    for model in (info.models if info is not None else []) or []:
+        if model and model not in state.models:
+            state.models.append(model)
     conversation.model_names = state.models
     conversation.started_at = state.min_ts
     conversation.ended_at = state.max_ts
@@ -751,20 +847,14 @@ def _refresh_figures(conversation: Conversation, token_totals: list[tuple[int, i
 
     `token_totals`: (position, token_total) of every message in position order when the caller
     holds them all (a first import), else they are read back."""
-    folds = [
-        FoldSpan(key=f.key, position=f.position, summary_position=None, preserved_positions=())
-        for f in conversation.folds.filter(kind="compact").only("key", "position")
-    ]
     calls = list(
         conversation.model_calls.order_by("position", "pk").values_list(
             "pk", "position", "estimated_context", "input_uncached", "cache_write", "cache_read", "output"
         )
     )
     if calls:
-        if token_totals is None:
-            message_tokens = conversation.messages.order_by("position").values_list("position", "token_total")
-            token_totals = message_tokens.iterator(chunk_size=5000)
-        estimates = estimated_contexts(token_totals, [c[1] for c in calls], folds)
+        # The loaded view at each call, from the one loader of folds (window.py).
+        estimates = windows.call_estimates(conversation, [c[1] for c in calls], token_totals)
         changed = [(estimate, call[0]) for call, estimate in zip(calls, estimates) if call[2] != estimate]
         if changed:
             with connection.cursor() as cursor:
@@ -777,7 +867,7 @@ def _refresh_figures(conversation: Conversation, token_totals: list[tuple[int, i
     conversation.fold_count = conversation.folds.count()
     conversation.peak_context = max((uncached + write + read for *_, uncached, write, read, _out in calls), default=0)
     if conversation.window is None and conversation.model_names:
-        conversation.window = registry.harness_window(
+        conversation.window = harness.harness_window(
             conversation.agent, conversation.model_names[-1], conversation.peak_context
         )
     conversation.spend_tokens = sum(sum(call[3:]) for call in calls)

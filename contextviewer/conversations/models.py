@@ -89,6 +89,8 @@ class Conversation(models.Model):
     agent_links = models.JSONField(default=dict, blank=True, help_text="sub-agent id -> the tool call that started it")
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
+    # Set by the folder watcher when the session's file grows: the page follows it until then.
+    live_until = models.DateTimeField(null=True, blank=True, help_text="its file was growing: live until then")
     # Denormalized figures for the index (recomputed by the ingest service after each import).
     message_count = models.IntegerField(default=0)
     model_call_count = models.IntegerField(default=0)
@@ -112,6 +114,12 @@ class Conversation(models.Model):
     def __str__(self) -> str:
         return self.title or self.external_id
 
+    @property
+    def is_live(self) -> bool:
+        from django.utils import timezone
+
+        return self.live_until is not None and self.live_until > timezone.now()
+
 
 class Message(models.Model):
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
@@ -130,6 +138,9 @@ class Message(models.Model):
     is_meta = models.BooleanField(default=False)
     is_compact_summary = models.BooleanField(default=False)
     flags = models.JSONField(default=dict, blank=True)
+    api_message_id = models.CharField(
+        max_length=255, blank=True, help_text="the model call (response id) an assistant message belongs to"
+    )
     tokens = models.JSONField(default=dict, blank=True, help_text="estimated tokens per category")
     token_total = models.IntegerField(default=0)
     source = models.ForeignKey(Source, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
@@ -165,6 +176,8 @@ class ModelCall(models.Model):
 
     class Meta:
         ordering = ["position"]
+        # The page's latest call and its curve read a conversation's calls by position.
+        indexes = [models.Index(fields=["conversation", "position"], name="modelcall_conv_position")]
         constraints = [
             models.UniqueConstraint(
                 fields=["conversation", "api_message_id", "request_id"], name="unique_model_call"
@@ -237,6 +250,10 @@ class Job(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Who runs it ("host/pid-namespace:pid:start-time") and when that process last said it is alive:
+    # a running job whose worker stopped beating is taken over (jobs.claim / jobs.reconcile).
+    worker_id = models.CharField(max_length=255, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     objects = JobQuerySet.as_manager()
 

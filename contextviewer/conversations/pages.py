@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import math
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
@@ -20,18 +19,17 @@ from django.db.models import Case, Count, F, IntegerField, Max, Min, Q, QuerySet
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
-from contextviewer.core import budget, registry, tokens
-from contextviewer.core.segments import FoldSpan, segments as split_segments
+from contextviewer.core import budget, harness, registry, tokens
 from contextviewer.core.severity import severity
+from contextviewer.importers import formats
 
-from . import rendering
+from . import page_cache, rendering, window as windows
 from .models import Conversation, Fold, Message, ModelCall
 
 TURN_PAGE = 40  # turn headers per window
 MESSAGES_PER_TURN_PAGE = 120  # messages of one expanded turn per request
 ARCHIVED_SHOWN = 25  # archived segment headers rendered at once (older ones load on request)
 CURVE_POINTS = 400  # points drawn on the curve, at most
-PRESERVED_SHOWN = 40
 IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
 
 
@@ -277,7 +275,8 @@ def index_page(user, data) -> IndexPage:
     children = list(
         base.filter(parent__in=[c.id for c in convs]).select_related("project").order_by("started_at", "id")[:2000]
     )
-    sums = _usage_sums([c.id for c in convs] + [c.id for c in children])
+    # Spend per conversation: kept per version of its row (page_cache), summed for the others only.
+    sums = page_cache.per_conversation(convs + children, "spend", _usage_sums, [])
     rows = [_row(c, sums) for c in convs]
     by_id = {r.conversation.id: r for r in rows}
     for child in children:
@@ -317,12 +316,20 @@ class GaugeView:
     scale: int
 
 
-def gauge_view(conv: Conversation, spec, latest: ModelCall | None, loaded: list[Any]) -> GaugeView | None:
+def gauge_view(
+    conv: Conversation, spec, latest: ModelCall | None, loaded: windows.LoadedInput, categories: dict[str, int] | None = None
+) -> GaugeView | None:
+    """`categories`: the loaded categories when the caller holds them (page_cache), else summed here."""
     if not spec or not spec.window:
         return None
-    categories = _loaded_categories(conv, loaded, latest.position if latest else None)
-    measured = latest.context_size if latest else None
-    g = budget.gauge(categories, spec=spec, measured=measured, cache_read=latest.cache_read if latest else 0)
+    if categories is None:
+        categories = _loaded_categories(conv, loaded, latest.position if latest else None)
+    # A call whose log records no usage (usage 0: SWE-agent's steps, a re-imported export) is not
+    # "0 tokens, measured": the gauge is then an estimate.
+    measured = (latest.context_size or None) if latest else None
+    g = budget.gauge(
+        categories, spec=spec, measured=measured, cache_read=(latest.cache_read if measured else 0), agent=conv.agent
+    )
     parts = g.bar()
     # Over-full windows (a measurement above the window) widen the bar rather than hide the excess.
     scale = max(g.window, sum(t for _, _, t in parts), 1)
@@ -342,23 +349,22 @@ def gauge_view(conv: Conversation, spec, latest: ModelCall | None, loaded: list[
     )
 
 
-def _loaded_categories(conv: Conversation, loaded: list[Any], upto: int | None) -> dict[str, int]:
+def _loaded_categories(conv: Conversation, loaded: windows.LoadedInput, upto: int | None) -> dict[str, int]:
     """Estimated tokens per category of what the latest call saw: one aggregate query over the
     loaded segment (summary, preserved tail, everything after the latest fold)."""
-    if not loaded or loaded[0].end < loaded[0].start and not loaded[0].preserved_positions:
+    if loaded.segment is None:
         return {}
-    seg = loaded[0]
-    q = Q(position__gte=seg.start, position__lte=seg.end)
-    if seg.summary_position is not None:
-        q |= Q(position=seg.summary_position)
-    if seg.preserved_positions:
-        q |= Q(position__in=list(seg.preserved_positions))
-    qs = Message.objects.filter(conversation=conv).filter(q)
+    qs = Message.objects.filter(conversation=conv).filter(loaded.positions_q())
     if upto is not None:
         qs = qs.filter(position__lte=upto)
     keys = list(tokens.CATEGORIES)
     sums = qs.aggregate(**{f"c_{i}": Sum(Cast(KeyTextTransform(k, "tokens"), IntegerField())) for i, k in enumerate(keys)})
-    return {k: int(sums[f"c_{i}"] or 0) for i, k in enumerate(keys)}
+    out = {k: int(sums[f"c_{i}"] or 0) for i, k in enumerate(keys)}
+    # A summary kept beside the messages (efferent's checkpoints, picoclaw's meta file, a handoff
+    # made here) is in the window too, once its fold comes before the call.
+    if loaded.summary_text and (upto is None or loaded.fold.position < upto):
+        out["summary"] += tokens.count_text(loaded.summary_text)
+    return out
 
 
 @dataclass
@@ -387,24 +393,21 @@ class CurveView:
     total_calls: int
     data: str  # compact figures for app.js hover: x,position,turn,measured,estimated;...
     ticks: list[tuple[float, str]]
+    thresholds: list[tuple[str, int, float]] = field(default_factory=list)  # the harness's auto-fold: (label, tokens, y)
 
 
 def curve_view(conv: Conversation, spec, folds: list[Fold]) -> CurveView | None:
-    rows = list(
-        ModelCall.objects.filter(conversation=conv)
-        .order_by("position", "id")
-        .values_list("position", "input_uncached", "cache_write", "cache_read", "estimated_context", "message__turn")
-    )
-    if not rows:
+    calls = windows.call_points(conv)
+    if not calls:
         return None
-    window = spec.window if spec else None
+    window = calls[-1].window
     fold_positions = sorted(f.position for f in folds)
-    keep = downsample([r[1] + r[2] + r[3] for r in rows], [r[0] for r in rows], fold_positions, CURVE_POINTS)
-    peak = max(r[1] + r[2] + r[3] for r in rows)
-    peak = max(peak, max(r[4] for r in rows))
+    measured_values = [c.measured or 0 for c in calls]
+    keep = downsample(measured_values, [c.position for c in calls], fold_positions, CURVE_POINTS)
+    peak = max(max(measured_values), max(c.estimated or 0 for c in calls))
     ymax = max(window or 0, peak, 1)
     width, height = 1000, 250
-    n = len(rows)
+    n = len(calls)
 
     def y(v: float) -> float:
         return round(height - height * min(v, ymax) / ymax, 1)
@@ -414,18 +417,18 @@ def curve_view(conv: Conversation, spec, folds: list[Fold]) -> CurveView | None:
 
     points = []
     for i in keep:
-        pos, a, b, c, est, turn = rows[i]
-        measured = a + b + c
+        call = calls[i]
+        measured, est = call.measured or 0, call.estimated or 0
         points.append(
             CurvePoint(
                 x=x_of(i),
                 y_measured=y(measured) if measured else None,
                 y_estimated=y(est) if est else None,
-                position=pos,
-                turn=turn,
+                position=call.position,
+                turn=call.turn,
                 measured=measured,
                 estimated=est,
-                severity=severity(measured or est, window),
+                severity=call.severity,
             )
         )
     measured_path = _path([(p.x, p.y_measured) for p in points])
@@ -436,7 +439,7 @@ def curve_view(conv: Conversation, spec, folds: list[Fold]) -> CurveView | None:
             ("warn", y(window * 0.9), y(window * 0.7) - y(window * 0.9)),
             ("critical", y(window), y(window * 0.9) - y(window)),
         ]
-    call_positions = [r[0] for r in rows]
+    call_positions = [c.position for c in calls]
     fold_marks = []
     import bisect
 
@@ -453,7 +456,12 @@ def curve_view(conv: Conversation, spec, folds: list[Fold]) -> CurveView | None:
         )
     data = ";".join(f"{p.x},{p.position},{'' if p.turn is None else p.turn},{p.measured},{p.estimated}" for p in points)
     ticks = [(y(v), _short(v)) for v in _ticks(ymax)]
-    return CurveView(width, height, points, measured_path, estimated_path, bands, fold_marks, ymax, window, n, data, ticks)
+    last_spec = windows.call_spec(conv, calls[-1].model)
+    line = harness.rules(conv.agent, last_spec).fold_line(last_spec)
+    thresholds = [(line[0], line[1], y(line[1]))] if line else []
+    return CurveView(
+        width, height, points, measured_path, estimated_path, bands, fold_marks, ymax, window, n, data, ticks, thresholds
+    )
 
 
 def _ticks(ymax: int) -> list[int]:
@@ -571,32 +579,21 @@ class TurnWindow:
 
 
 def positions_bounds(conv: Conversation) -> tuple[int | None, int | None]:
-    r = Message.objects.filter(conversation=conv).aggregate(lo=Min("position"), hi=Max("position"))
-    return r["lo"], r["hi"]
+    return windows.bounds(conv)
 
 
-def conversation_segments(conv: Conversation, folds: list[Fold], lo: int | None, hi: int | None) -> list[SegmentView]:
-    if lo is None or hi is None:
+def conversation_segments(conv: Conversation, win: windows.Window) -> list[SegmentView]:
+    """The segments of the conversation's window (windows.load), with their turns."""
+    raw = win.segments
+    if not raw:
         return []
-    summary_positions = _summary_positions(folds)
-    preserved = _preserved_positions(conv, folds)
-    spans = [
-        FoldSpan(
-            key=f.key,
-            position=f.position,
-            summary_position=summary_positions.get(f.id),
-            preserved_positions=tuple(preserved.get(f.id, ())),
-        )
-        for f in folds
-    ]
-    raw = split_segments(lo, hi, spans)
     # Turn numbers at every segment edge: one query, bounded by the number of segments.
     edges = {p for s in raw for p in (s.start, s.end)}
     turn_at = dict(Message.objects.filter(conversation=conv, position__in=edges).values_list("position", "turn"))
     out = []
     for i, s in enumerate(raw):
         first, last = turn_at.get(s.start), turn_at.get(s.end)
-        fold = folds[s.fold_index] if s.fold_index is not None and 0 <= s.fold_index < len(folds) else None
+        fold = win.fold_of(s)
         out.append(
             SegmentView(
                 index=i,
@@ -638,41 +635,27 @@ def _fold_cost(fold: Fold, window: int | None) -> float | None:
 
 def segment_folds(conv: Conversation) -> list[Fold]:
     """Folds that put messages away behind a summary (microcompactions only clear tool output)."""
-    return list(
-        conv.folds.exclude(kind="microcompact")
-        .select_related("summary_message")
-        .order_by("position", "id")
-        .defer("summary_message__raw", "summary_message__blocks")
-    )
-
-
-def _summary_positions(folds: list[Fold]) -> dict[int, int]:
-    out = {}
-    for f in folds:
-        if f.summary_message_id is not None and f.summary_message is not None:
-            out[f.id] = f.summary_message.position
-    return out
-
-
-def _preserved_positions(conv: Conversation, folds: list[Fold]) -> dict[int, list[int]]:
-    wanted = {u for f in folds for u in (f.preserved or [])[:PRESERVED_SHOWN]}
-    if not wanted:
-        return {}
-    at = dict(Message.objects.filter(conversation=conv, uuid__in=wanted).values_list("uuid", "position"))
-    return {f.id: sorted(at[u] for u in (f.preserved or []) if u in at) for f in folds}
+    return windows.segment_folds(conv)
 
 
 def turn_window(
     conv: Conversation, segment: int, start: int, end: int, from_turn: int | None = None, to_turn: int | None = None
 ) -> TurnWindow:
-    """One window of turn headers inside positions [start, end]: two queries, whatever the length."""
-    qs = Message.objects.filter(conversation=conv, position__gte=start, position__lte=end)
+    """One window of turn headers inside positions [start, end]: three queries, whatever the length."""
+    in_segment = Message.objects.filter(conversation=conv, position__gte=start, position__lte=end)
+    qs = in_segment
     if from_turn is not None:
         qs = qs.filter(turn__gte=from_turn)
     if to_turn is not None:
         qs = qs.filter(turn__lte=to_turn)
-    groups = list(
-        qs.values("turn")
+    # The window's turns first, from the (conversation, turn, position) index alone; then the
+    # figures of those turns only (by the list alone: given a turn range too, SQLite reads every
+    # message from there to the end). Grouping the whole segment by turn would read (and match
+    # the blocks of) every message in it: a window would cost as much as the segment is long.
+    window_turns = list(qs.order_by("turn").values_list("turn", flat=True).distinct()[: TURN_PAGE + 1])
+    groups = [] if not window_turns else list(
+        in_segment.filter(turn__in=window_turns)
+        .values("turn")
         .annotate(
             first=Min("position"),
             last=Max("position"),
@@ -682,7 +665,7 @@ def turn_window(
             ended=Max("timestamp"),
             tools=Count("id", filter=Q(blocks__icontains='"tool_call"')),
         )
-        .order_by("turn")[: TURN_PAGE + 1]
+        .order_by("turn")
     )
     later_from = groups[TURN_PAGE]["turn"] if len(groups) > TURN_PAGE else None
     groups = groups[:TURN_PAGE]
@@ -753,13 +736,20 @@ class ConversationPage:
 
 def conversation_page(conv: Conversation, focus_turn: int | None = None, show_all_archived: bool = False) -> ConversationPage:
     spec = model_spec(conv)
-    folds = segment_folds(conv)
-    lo, hi = positions_bounds(conv)
-    segs = conversation_segments(conv, folds, lo, hi)
+    win = windows.load(conv)
+    folds = win.folds
+    segs = conversation_segments(conv, win)
     latest = ModelCall.objects.filter(conversation=conv).order_by("-position", "-id").first()
-    loaded = [s for s in segs if s.kind == "loaded"]
-    gauge = gauge_view(conv, spec, latest, loaded)
-    curve = curve_view(conv, spec, folds)
+    # Figures that scan the whole conversation are computed once per conversation version.
+    version = page_cache.version(conv, win)
+    loaded = windows.loaded_input(conv, win)
+    categories = None
+    if spec and spec.window:
+        categories = page_cache.figures(
+            conv, win, "gauge", lambda: _loaded_categories(conv, loaded, latest.position if latest else None), version
+        )
+    gauge = gauge_view(conv, spec, latest, loaded, categories)
+    curve = page_cache.figures(conv, win, "curve", lambda: curve_view(conv, spec, folds), version)
     last_turn = Message.objects.filter(conversation=conv).order_by("-position").values_list("turn", flat=True).first()
 
     target = None
@@ -783,7 +773,7 @@ def conversation_page(conv: Conversation, focus_turn: int | None = None, show_al
         segs = [s for s in segs if id(s) not in hidden_set]
     children = list(conv.children.order_by("started_at", "id").only("id", "title", "external_id", "agent_type", "message_count", "parent_tool_use_id", "peak_context", "started_at")[:200])
     parent = conv.parent if conv.parent_id else None
-    sums = _usage_sums([conv.id])
+    sums = page_cache.figures(conv, win, "spend", lambda: _usage_sums([conv.id]), version)
     return ConversationPage(
         conversation=conv,
         spec=spec,
@@ -802,8 +792,7 @@ def conversation_page(conv: Conversation, focus_turn: int | None = None, show_al
 
 
 def segment_by_index(conv: Conversation, index: int) -> SegmentView | None:
-    lo, hi = positions_bounds(conv)
-    segs = conversation_segments(conv, segment_folds(conv), lo, hi)
+    segs = conversation_segments(conv, windows.load(conv))
     return segs[index] if 0 <= index < len(segs) else None
 
 
@@ -942,21 +931,16 @@ def full_block(message: Message, index: int) -> BlockView | None:
 
 
 def image_data(message: Message, index: int) -> tuple[str, bytes] | None:
-    """The index-th base64 image of a message's raw line, as (media type, bytes). Only PNG, JPEG,
-    GIF and WebP whose bytes match their declared type; never a URL (remote images are not fetched)."""
-    try:
-        raw = json.loads(message.raw)
-    except (ValueError, TypeError):
-        return None
-    found: list = []
-    # The message content first: other fields (Claude Code's toolUseResult) may repeat images.
-    content = raw.get("message", {}).get("content") if isinstance(raw, dict) and isinstance(raw.get("message"), dict) else None
-    _collect_images(content if content is not None else raw, found)
+    """The index-th base64 image of a message's raw record, as (media type, bytes). Only PNG, JPEG,
+    GIF and WebP whose bytes match their declared type; never a URL (remote images are not fetched).
+    Where a format keeps its images is the format's business (importers/formats.py)."""
+    fmt = formats.get(message.conversation.agent)
+    found = fmt.images(message.raw) if fmt is not None else []
     if not 0 <= index < len(found):
         return None
     source = found[index]
     media_type = str(source.get("media_type") or "").lower()
-    if media_type not in IMAGE_TYPES or source.get("type") != "base64":
+    if media_type not in IMAGE_TYPES or source.get("type", "base64") != "base64":
         return None
     try:
         data = base64.b64decode(source.get("data") or "", validate=False)
@@ -965,18 +949,6 @@ def image_data(message: Message, index: int) -> tuple[str, bytes] | None:
     if not _magic_matches(media_type, data):
         return None
     return media_type, data
-
-
-def _collect_images(node: Any, found: list) -> None:
-    if isinstance(node, dict):
-        if node.get("type") == "image" and isinstance(node.get("source"), dict):
-            found.append(node["source"])
-            return
-        for v in node.values():
-            _collect_images(v, found)
-    elif isinstance(node, list):
-        for v in node:
-            _collect_images(v, found)
 
 
 def _magic_matches(media_type: str, data: bytes) -> bool:

@@ -74,6 +74,8 @@ class PreparedMessage(NamedTuple):
     is_meta: bool
     is_compact_summary: bool
     model: str | None
+    api_message_id: str | None
+    agent_kind: str | None
     raw: str
     blocks: str
     flags: str
@@ -136,14 +138,14 @@ def _message(flat: tuple) -> PreparedMessage:
     """Blocks as stored (text no column can hold replaced, secrets masked in the line and the
     blocks alike, and flagged), JSON encoded once, and what the writer needs from them."""
     *fields, raw, blocks, flags, categories = flat
-    _line_no, _uuid, _parent, role, _type, _subtype, _ts, _session, _side, _agent, is_meta, is_summary, _model = fields
+    _line_no, _uuid, _parent, role, _type, _subtype, _ts, _session, _side, _agent, is_meta, is_summary, _model, _api_id, _kind = fields
     if _MAY_HOLD_UNSTORABLE.search(raw):
         blocks, flags = storable(blocks), storable(flags)
     if secrets.may_hold_secret(raw):
-        masked_raw, kinds = secrets.mask(raw)
+        raw, kinds = secrets.mask(raw)
+        # The blocks too, even when the line's escapes hid a secret from the raw line's mask.
+        blocks = secrets.mask_value(blocks)
         if kinds:
-            raw = masked_raw
-            blocks = secrets.mask_value(blocks)
             flags = {**flags, "secrets": kinds}
     return PreparedMessage(
         *fields,

@@ -16,6 +16,8 @@ from itertools import islice
 
 from django.db import connection
 
+from contextviewer.core.secrets import mask_text
+
 from .models import Conversation, Message
 
 FTS_TABLE = "conversations_message_fts"  # SQLite: contentless FTS5, rowid = message id
@@ -48,6 +50,10 @@ def text_of_blocks(blocks: Iterable[dict]) -> str:
     return "\n".join(parts)
 
 
+def _indexed_text(text: str | None) -> str:
+    return mask_text(text)[:MAX_INDEXED_CHARS].replace("\x00", "")
+
+
 def index_messages(conversation_id: int, rows: Iterable[tuple[int, str]]) -> int:
     """Index (message_id, text) rows; call after inserting messages (append-only: once per message).
 
@@ -55,7 +61,8 @@ def index_messages(conversation_id: int, rows: Iterable[tuple[int, str]]) -> int
     count = 0
     it: Iterator[tuple[int, str]] = iter(rows)
     with connection.cursor() as cursor:
-        while batch := [(mid, (text or "")[:MAX_INDEXED_CHARS].replace("\x00", "")) for mid, text in islice(it, BATCH)]:
+        # Masked (ingest's text already is; a build's or a re-mask's may not be): the index holds no secret.
+        while batch := [(mid, _indexed_text(text)) for mid, text in islice(it, BATCH)]:
             batch = [(mid, text) for mid, text in batch if text.strip()]
             if not batch:
                 continue
@@ -79,6 +86,30 @@ def unindex_conversation(conversation_id: int) -> None:
     if not _is_sqlite():
         with connection.cursor() as cursor:
             cursor.execute(f"DELETE FROM {PG_TABLE} WHERE conversation_id = %s", [conversation_id])
+
+
+def forget_conversations(conversation_ids: list[int]) -> int:
+    """Remove every search entry of these conversations' messages; call before deleting them.
+
+    PostgreSQL: the rows go. SQLite's contentless FTS5 table drops an entry when given back the
+    text it was indexed with, which is recomputed here as index_messages made it (from the stored,
+    masked blocks). Returns the number of entries removed (SQLite: of messages with text)."""
+    ids = [int(i) for i in conversation_ids]
+    if not ids:
+        return 0
+    with connection.cursor() as cursor:
+        if not _is_sqlite():
+            cursor.execute(f"DELETE FROM {PG_TABLE} WHERE conversation_id = ANY(%s)", [ids])
+            return cursor.rowcount
+        count = 0
+        pks = list(Message.objects.filter(conversation_id__in=ids).order_by("pk").values_list("pk", flat=True))
+        for start in range(0, len(pks), BATCH):
+            rows = Message.objects.filter(pk__in=pks[start : start + BATCH]).values_list("pk", "blocks")
+            batch = [(pk, text) for pk, blocks in rows if (text := _indexed_text(text_of_blocks(blocks))).strip()]
+            if batch:
+                cursor.executemany(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rowid, text) VALUES ('delete', %s, %s)", batch)
+                count += len(batch)
+        return count
 
 
 def terms(query: str) -> list[str]:
@@ -162,7 +193,7 @@ def search(user, query: str, limit: int = 50, conversation_id: int | None = None
         m = rows.get(mid)
         if m is None:
             continue
-        before, match, after = snippet(text_of_blocks(m.blocks), words)
+        before, match, after = snippet(mask_text(text_of_blocks(m.blocks)), words)  # rows stored before masking too
         hits.append(
             Hit(
                 conversation_id=m.conversation_id,

@@ -12,7 +12,7 @@ from django.conf import settings
 
 from contextviewer.accounts.models import Project
 
-from . import ingest, jobs, titles
+from . import ingest, jobs
 from .models import Conversation, Job, Source
 
 UPLOAD_DIR = "uploads"
@@ -59,17 +59,26 @@ def store_upload(uploaded, max_bytes: int | None = None) -> dict:
     return {"name": uploaded.name[:500], "sha256": sha, "size": size, "blob": str(final.relative_to(settings.MEDIA_ROOT))}
 
 
+def _discard_upload(path: Path) -> None:
+    """A refused upload is not kept: nothing of it is stored."""
+    try:
+        path.unlink()
+        path.parent.rmdir()
+    except OSError:
+        pass
+
+
 def start_import(project: Project, *, paths=(), uploads=(), user=None, idempotency_key=None, enqueue=True):
     params = {"paths": [str(p) for p in paths], "uploads": list(uploads)}
     return jobs.create_job(project, "import", params, user=user, idempotency_key=idempotency_key, enqueue=enqueue)
 
 
-@jobs.runner("import")
 def run_import(job: Job, progress) -> dict:
     project = job.project
     report = ingest.ImportReport()
     items = [("path", p) for p in job.params.get("paths", [])] + [("upload", u) for u in job.params.get("uploads", [])]
     count = max(len(items), 1)
+    refused = 0
     for index, (kind, item) in enumerate(items):
 
         def step(done: int, total: int, what: str, index=index) -> None:
@@ -79,6 +88,8 @@ def run_import(job: Job, progress) -> dict:
             sub = ingest.import_path(project, item, progress=step)
             report.files.extend(sub.files)
             report.errors.extend(sub.errors)
+            report.skipped.extend(sub.skipped)
+            refused += sub.refused
             report.conversation_ids.extend(c for c in sub.conversation_ids if c not in report.conversation_ids)
         else:
             path = Path(settings.MEDIA_ROOT) / item["blob"]
@@ -90,6 +101,12 @@ def run_import(job: Job, progress) -> dict:
                 progress=lambda offset, what, size=item["size"], step=step: step(offset, size or 1, what),
             )
             report.add(file_report)
+            if file_report.status == "refused":
+                refused += 1
+                _discard_upload(path)
+    if items and refused == len(items):
+        # Nothing named is a session log any format reads: nothing was stored; say what it was.
+        raise jobs.JobRefused("; ".join(e["reason"] for e in report.errors), import_result(report))
     # Fact probes for every conversation that now has folds (idempotent per set of folds).
     from contextviewer.review.services import enqueue_probes
 
@@ -114,10 +131,12 @@ def import_result(report: ingest.ImportReport) -> dict:
     return {
         "conversations": conversations,
         "files": [
-            {"path": f.path, "status": f.status, "added_messages": f.added_messages, "bad_lines": f.bad_lines}
+            {"path": f.path, "agent": f.agent, "status": f.status, "added_messages": f.added_messages,
+             "bad_lines": f.bad_lines}
             for f in report.files
         ],
         "errors": report.errors,
+        "skipped": report.skipped,
     }
 
 
@@ -126,6 +145,7 @@ def conversation_summary(c: Conversation) -> dict:
     return {
         "id": c.pk,
         "external_id": c.external_id,
+        "agent": c.agent,
         "parent_external_id": c.parent.external_id if c.parent_id else None,
         "kind": c.kind,
         "title": c.title,

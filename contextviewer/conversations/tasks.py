@@ -1,9 +1,11 @@
 """The Celery side of jobs: one task runs any job by id, and a reconciler thread in each worker
-re-queues jobs left running past their limit.
+takes over jobs whose worker died (heartbeat: contextviewer.conversations.heartbeat).
 
 Celery beat does not run in the embedded mode, so the reconciler is a daemon thread the worker
-starts when it is ready (worker_ready signal): every CONTEXTVIEWER_RECONCILE_INTERVAL seconds
-(default 60) it calls jobs.reconcile(), which is safe to run from several workers at once.
+starts when it is ready (worker_ready signal): at once (a restarted worker takes over the jobs its
+dead predecessor held) and then every CONTEXTVIEWER_RECONCILE_INTERVAL seconds (default 15) it
+calls jobs.reconcile(), which is safe to run from several workers at once. With the 30 s heartbeat
+limit (jobs.heartbeat.DEAD_AFTER) a job whose worker died is running again within a minute.
 """
 
 import logging
@@ -20,12 +22,7 @@ log = logging.getLogger(__name__)
 
 @shared_task(name="contextviewer.run_job", acks_late=True, reject_on_worker_lost=True)
 def run_job_task(job_id: int) -> None:
-    # Registers the runners before running (the worker imports this module only).
-    from . import handoff, services, titles  # noqa: F401
-    from . import builds  # noqa: F401  (build)
-    from contextviewer.review import services as review_services  # noqa: F401  (probes, judge)
-
-    jobs.run(job_id)
+    jobs.run(job_id)  # the job's kind names its runner (job_kinds.JOB_KINDS)
 
 
 _stop = threading.Event()
@@ -34,17 +31,18 @@ _stop = threading.Event()
 def _reconcile_loop(interval: float) -> None:
     from django.db import close_old_connections
 
-    while not _stop.wait(interval):
+    while not _stop.is_set():
         try:
             close_old_connections()
             jobs.reconcile()
         except Exception:  # the next round tries again
             log.exception("job reconciler failed")
+        _stop.wait(interval)
 
 
 @worker_ready.connect
 def start_reconciler(**kwargs) -> None:
-    interval = float(os.environ.get("CONTEXTVIEWER_RECONCILE_INTERVAL", "60") or 60)
+    interval = float(os.environ.get("CONTEXTVIEWER_RECONCILE_INTERVAL", "15") or 15)
     if interval <= 0:
         return
     _stop.clear()

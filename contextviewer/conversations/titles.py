@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from contextviewer.core import handoff as core
+from contextviewer.core.secrets import mask_text
 from contextviewer.providers import services as providers
 
 from . import jobs
@@ -41,7 +42,6 @@ def after_import(project, conversation_ids, *, user=None) -> list[Job]:
     return created
 
 
-@jobs.runner("title")
 def run_title(job: Job, progress) -> dict:
     conv = Conversation.objects.get(pk=job.params["conversation_id"], project=job.project)
     request = first_request(conv)
@@ -53,7 +53,8 @@ def run_title(job: Job, progress) -> dict:
     completion = providers.complete(
         provider, project=job.project, role="title", system=system, prompt=prompt, max_tokens=60, job=job, conversation=conv
     )
-    title = core.clean_title(completion.text, 120) or core.clean_title(request, 80)
+    # Masked before it is cut to length, so a cut never leaves half a secret unrecognised.
+    title = core.clean_title(mask_text(completion.text), 120) or core.clean_title(mask_text(request), 80)
     # Only if nobody (a later import with the log's own title) changed it meanwhile.
     changed = Conversation.objects.filter(pk=conv.pk, title=conv.title).update(title=title)
     return {"conversation_id": conv.pk, "title": title, "changed": bool(changed)}

@@ -1,11 +1,13 @@
 from django.urls import path
 
-from . import views
+from . import delete_views, live, views
 
 urlpatterns = [
     path("", views.index, name="index"),
     path("c/<int:pk>/", views.conversation, name="conversation"),
     path("c/<int:pk>/segments/<int:index>/", views.segment_turns, name="segment_turns"),
+    path("c/<int:pk>/live/", live.conversation_live, name="conversation_live"),
+    path("c/<int:pk>/delete/", delete_views.conversation_delete, name="conversation_delete"),
     path("c/<int:pk>/turns/<int:turn>/", views.turn, name="turn"),
     path("c/<int:pk>/messages/<int:message_id>/blocks/<int:index>/", views.block, name="block"),
     path("c/<int:pk>/messages/<int:message_id>/images/<int:index>/", views.image, name="image"),

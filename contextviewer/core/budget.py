@@ -13,21 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from . import harness
 from .registry import ModelSpec
 from .severity import CRITICAL_AT, WARN_AT, fraction as _fraction, severity as _severity
 from .tokens import CATEGORIES, LABELS
 
 MEASURED = "measured"
 ESTIMATED = "estimated"
-
-# Claude Code keeps 20k tokens for the response when it decides to compact (its output reserve),
-# plus a 13k buffer: auto-compact fires at about window - 33k (167k on a 200k window).
-CLAUDE_CODE_OUTPUT_RESERVE = 20_000
-CLAUDE_CODE_AUTOCOMPACT_MARGIN = 33_000
-CODEX_COMPACT_AT = 0.90
-# Elsewhere, reserve the model's output limit but never more than a fifth of the window: models
-# whose output limit is half their window (o3: 100k of 200k) rarely write that much.
-DEFAULT_RESERVE_FRACTION = 0.20
 
 _INPUT_CATEGORIES = frozenset(CATEGORIES)
 
@@ -72,26 +64,15 @@ def calibration(estimate: int, measured: int | None) -> float | None:
     return measured / estimate
 
 
-def output_reserve(spec: ModelSpec) -> int:
-    """Tokens of the window kept for the response.
-
-    - a provider input limit below the window (GPT-5 family: 272k of 400k): the rest of the window;
-    - Anthropic: Claude Code's 20k reserve (or the output limit if smaller);
-    - otherwise: the output limit, at most 20 % of the window.
-    """
-    window, max_output = spec.window, spec.max_output
-    if window <= 0:
-        return 0
-    if spec.max_input is not None and spec.max_input < window:
-        return window - spec.max_input
-    if spec.provider == "anthropic":
-        return min(max_output, CLAUDE_CODE_OUTPUT_RESERVE)
-    return min(max_output, int(window * DEFAULT_RESERVE_FRACTION))
+def output_reserve(spec: ModelSpec, agent: str | None = None) -> int:
+    """Tokens of the window kept for the response, by the rules of the conversation's agent
+    (harness.py); with no agent, those of the harness that usually runs this model."""
+    return harness.output_reserve(agent, spec)
 
 
-def thresholds(spec: ModelSpec) -> list[tuple[str, int]]:
-    """The fill levels drawn on a gauge or curve: severity bands, then the compaction point of
-    the harness that usually runs this model. Sorted by tokens."""
+def thresholds(spec: ModelSpec, agent: str | None = None) -> list[tuple[str, int]]:
+    """The fill levels drawn on a gauge or curve: severity bands, then the point where the
+    conversation's agent folds on its own (harness.py). Sorted by tokens."""
     window = spec.window
     if window <= 0:
         return []
@@ -99,11 +80,9 @@ def thresholds(spec: ModelSpec) -> list[tuple[str, int]]:
         (f"warn {round(WARN_AT * 100)} %", round(WARN_AT * window)),
         (f"critical {round(CRITICAL_AT * 100)} %", round(CRITICAL_AT * window)),
     ]
-    if spec.provider == "anthropic" and window > CLAUDE_CODE_AUTOCOMPACT_MARGIN:
-        lines.append(("Claude Code auto-compact", window - CLAUDE_CODE_AUTOCOMPACT_MARGIN))
-    elif spec.provider == "openai":
-        input_limit = spec.max_input if spec.max_input else window
-        lines.append((f"Codex compact {round(CODEX_COMPACT_AT * 100)} %", round(CODEX_COMPACT_AT * input_limit)))
+    fold_line = harness.rules(agent, spec).fold_line(spec)
+    if fold_line is not None:
+        lines.append(fold_line)
     return sorted(lines, key=lambda line: line[1])
 
 
@@ -161,15 +140,17 @@ def gauge(
     cache_read: int = 0,
     reserve: int | None = None,
     extra_thresholds: Iterable[tuple[str, int]] = (),
+    agent: str | None = None,
 ) -> Gauge:
     """The gauge of one call: `categories` are the estimated tokens of the visible messages in its
-    input (sum of the loaded view's message.tokens), `measured` its measured context size or None."""
+    input (sum of the loaded view's message.tokens), `measured` its measured context size or None.
+    `agent` (the conversation's) picks the harness rules: output reserve and auto-fold line."""
     per_category = estimate_input(categories, measured)
     estimate = visible_total(per_category)
     used = measured if measured is not None else estimate
     window = max(0, spec.window)
-    output_reserve_tokens = output_reserve(spec) if reserve is None else max(0, reserve)
-    lines = sorted([*thresholds(spec), *extra_thresholds], key=lambda line: line[1])
+    output_reserve_tokens = output_reserve(spec, agent) if reserve is None else max(0, reserve)
+    lines = sorted([*thresholds(spec, agent), *extra_thresholds], key=lambda line: line[1])
     return Gauge(
         model=spec.name,
         model_known=spec.known,

@@ -53,6 +53,7 @@ def estimated_contexts(
         while fold_i < len(ordered_folds) and ordered_folds[fold_i].position < position:
             fold = ordered_folds[fold_i]
             base = sum(captured.get(p, 0) for p in set(fold.preserved_positions) if p <= fold.position)
+            base += fold.summary_tokens
             running = 0
             fold_i += 1
 

@@ -29,6 +29,15 @@ from .build import repair_tool_pairs
 CLAUDE_CODE_VERSION = "2.1.144"
 DEFAULT_MODEL = "claude-sonnet-4-5"
 FORMATS = ("claude-code", "openai", "anthropic", "markdown")
+LABELS = {"claude-code": "Claude Code JSONL", "openai": "OpenAI messages", "anthropic": "Anthropic messages", "markdown": "Markdown"}
+# Export formats that write an agent's own session file (one it can resume). Honest only for that
+# agent's conversations: another agent's tools, ids and usage would be passed off as its own.
+AGENT_SESSION_FORMATS = frozenset({"claude-code"})
+
+
+def formats_for(agent: str) -> list[str]:
+    """The export formats a conversation written by ``agent`` can be exported to honestly."""
+    return [f for f in FORMATS if f not in AGENT_SESSION_FORMATS or f == agent]
 
 # Tool names Claude Code 2.1.144 knows (its session schema's BuiltInToolName); MCP tools are
 # mcp__<server>__<tool>. Older names are mapped to their successors, others to an MCP-shaped name.
@@ -358,8 +367,15 @@ def claude_code_lines(
 
 def _groups(messages: Sequence[dict], notes: _Notes) -> list[tuple[str, list[dict]]]:
     """Alternating (role, Anthropic blocks) groups: consecutive same-role messages merged, tool
-    results first in their user group, every tool_use answered in the very next user group."""
+    results first in their user group, every tool_use answered in the very next user group.
+
+    Parallel calls of one API message may be written one line per call with results in between
+    (Claude Code writes a result as soon as its tool has run): while calls of the open assistant
+    group are unanswered, what the user side says is held back and a later assistant line joins
+    that group, so the calls end up together and their results together right after them."""
     groups: list[list] = []
+    open_calls: set[str] = set()  # calls of the last assistant group still waiting for a result
+    held: list[dict] = []  # user-side blocks that came while calls were open
     for m in conversational(messages, notes):
         role = "assistant" if m.get("role") == "assistant" else "user"
         blocks = anthropic_blocks(m, notes)
@@ -369,10 +385,21 @@ def _groups(messages: Sequence[dict], notes: _Notes) -> list[tuple[str, list[dic
             notes.add(f"{misplaced} in a {role} message left out (the API takes it only from the other side)")
         if not blocks:
             continue
-        if groups and groups[-1][0] == role:
-            groups[-1][1].extend(blocks)
-        else:
-            groups.append([role, blocks])
+        if role == "assistant" or not open_calls:
+            if groups and groups[-1][0] == role:
+                groups[-1][1].extend(blocks)
+            else:
+                groups.append([role, blocks])
+            if role == "assistant":
+                open_calls |= {b["id"] for b in blocks if b["type"] == "tool_use"}
+            continue
+        held.extend(blocks)
+        open_calls -= {b["tool_use_id"] for b in blocks if b["type"] == "tool_result"}
+        if not open_calls:
+            groups.append(["user", held])
+            held = []
+    if held:
+        groups.append(["user", held])
     changed = True
     while changed:
         changed = False

@@ -50,7 +50,7 @@ class MessageRecord:
     offset: int  # byte offset of the line start in the (decompressed) file
     role: str  # one of ROLES
     record_type: str  # the line's raw "type"
-    raw: str  # the original line, decoded, exactly as read (invariant 1)
+    raw: str  # the original line, decoded, exactly as read (invariant 1); a line over the cap: its reduced JSON, markers included (importers/longline.py)
     blocks: list[Block] = field(default_factory=list)
     uuid: str | None = None
     parent_uuid: str | None = None
@@ -63,6 +63,10 @@ class MessageRecord:
     is_meta: bool = False
     is_compact_summary: bool = False
     model: str | None = None
+    # How agent_id relates to the file: None (the file's own lines; a set agent_id then makes the
+    # whole file that sub-agent), "inline" (a sub-agent run written inside this file: it becomes a
+    # child conversation), "compaction" (the file is a compaction run: the summarizer's own call).
+    agent_kind: str | None = None
     api_message_id: str | None = None  # assistant: message.id
     request_id: str | None = None  # assistant: requestId
     flags: dict[str, Any] = field(default_factory=dict)  # api_error, synthetic, visible_in_transcript_only, ...
@@ -132,7 +136,8 @@ class BadLine:
 
 @dataclass(slots=True)
 class SessionInfo:
-    """What the file says about its session; emitted once, after the last line."""
+    """What the file says about its session; emitted once, after the last line (a file holding
+    several sessions emits one after each session's records)."""
 
     external_id: str | None = None  # sessionId
     title: str | None = None  # ai-title/custom-title/summary record
@@ -144,6 +149,7 @@ class SessionInfo:
     ended_at: datetime | None = None
     agent_id: str | None = None  # set for a sub-agent file
     agent_type: str | None = None  # from agent-*.meta.json
+    window: int | None = None  # the context window the log says the harness ran with
     lines: int = 0  # complete lines consumed
     bytes_consumed: int = 0  # offset after the last complete line (resume point)
     duplicate_uuids: int = 0

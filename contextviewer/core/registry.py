@@ -342,20 +342,3 @@ def cost(
         total += count * price
     return total / 1_000_000
 
-
-CLAUDE_CODE_DEFAULT_WINDOW = 200_000
-
-
-def harness_window(agent: str, model: str | None, peak_context: int) -> int | None:
-    """The window a harness actually ran with, where it differs from the model's API window.
-
-    Claude Code runs Anthropic models in a 200k window unless the user opted into 1M ("[1m]"),
-    and its logs name the plain API model either way: a session whose measured context never
-    passed 200k ran in the 200k window (its auto-compaction at ~167k says so too)."""
-    if agent != "claude-code" or not model:
-        return None
-    spec = lookup(model)
-    name, one_m = normalize(model)
-    if spec.provider != "anthropic" or one_m or spec.window <= CLAUDE_CODE_DEFAULT_WINDOW:
-        return None
-    return None if peak_context > CLAUDE_CODE_DEFAULT_WINDOW else CLAUDE_CODE_DEFAULT_WINDOW

@@ -24,6 +24,9 @@ class FoldSpan:
     position: int  # last message position the fold put away (inclusive)
     summary_position: int | None = None  # the summary message, after `position` (None: no message)
     preserved_positions: tuple[int, ...] = ()  # messages <= position kept verbatim in the loaded view
+    # Estimated tokens of a summary the log keeps outside the messages (summary_position None: an
+    # efferent checkpoint, picoclaw's meta summary): it is in the loaded view all the same.
+    summary_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,13 +60,17 @@ def segments(first_position: int, last_position: int, folds: list[FoldSpan]) -> 
     """Archived segments in order, then the loaded segment (always last, possibly empty).
 
     fold_index is the fold's index in `folds` as given. Folds beyond last_position are ignored
-    (a fold recorded past the messages we have puts nothing away yet).
+    (a fold recorded past the messages we have puts nothing away yet). A fold at the position of
+    the fold before it is another summary of the same messages: it shares that fold's segment.
     """
     result: list[Segment] = []
     previous_end = first_position - 1
+    previous_start = first_position
     latest: tuple[int, FoldSpan] | None = None
     for index, fold in _active(last_position, folds):
-        start = previous_end + 1
+        same = latest is not None and fold.position == latest[1].position
+        start = previous_start if same else previous_end + 1
+        previous_start = start
         result.append(
             Segment(ARCHIVED, start, fold.position, index, fold.summary_position, tuple(fold.preserved_positions))
         )

@@ -31,32 +31,42 @@ Decisions worth knowing:
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
+from pathlib import Path
 from typing import IO, Any
 
 from contextviewer.core.records import (
     AgentLink,
-    BadLine,
-    Block,
     FoldRecord,
-    ImportProgress,
     MessageRecord,
     Record,
     SessionInfo,
     UsageRecord,
 )
+from contextviewer.importers.common import (
+    collect_images,
+    compact_json as _compact,
+    content_blocks,
+    first_items,
+    head_text,
+    json_lines,
+    left_out_data,
+    int_or_none as _int_or_none,
+    parse_timestamp,
+    pos_int as _int,
+    raw_json,
+    TimeSpan,
+    str_or_none as _str,
+    text_of as _text_of,
+)
+from contextviewer.importers import claude_code_layout
+from contextviewer.importers.driver import JsonParser
+from contextviewer.importers.formats import LINES, Format, ParseInput
 from contextviewer.importers.lines import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_MAX_DECOMPRESSED_BYTES,
     DEFAULT_MAX_LINE_BYTES,
-    GZIP_MAGIC,
-    GzipStream,
-    StreamError,
-    human_size,
-    iter_lines,
-    peek,
 )
 
 # Bookkeeping record types of formats.md §1.1 (rows "summary", "file-history-snapshot",
@@ -85,12 +95,6 @@ TASK_TOOL_NAMES = frozenset({"Task", "Agent"})
 SYNTHETIC_MODEL = "<synthetic>"
 
 DEFAULT_PROGRESS_EVERY_BYTES = 8 * 1024 * 1024
-SNIFF_BYTES = 64 * 1024
-
-_BOM = b"\xef\xbb\xbf"
-_WS = re.compile(r"[ \t\n\r]*")
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-_loads = json.loads
 
 
 def parse(
@@ -120,185 +124,7 @@ def parse(
         max_decompressed_bytes=max_decompressed_bytes,
         chunk_size=chunk_size,
     )
-    try:
-        yield from parser.run(stream, start_offset, start_line)
-    except Exception as exc:  # never raise: a last resort, the per-line guard catches the rest
-        yield BadLine(
-            line_no=0,
-            offset=parser.consumed_offset,
-            reason=f"the import stopped on an unexpected error ({exc.__class__.__name__}: {exc})",
-        )
-        if not parser.finished:
-            try:
-                info = parser.session_info()
-            except Exception:  # pragma: no cover - session_info only reads plain fields
-                info = SessionInfo(agent_id=agent_id, agent_type=agent_type)
-            yield info
-
-
-# -- small helpers ------------------------------------------------------------------------------
-
-
-def _str(value: Any) -> str | None:
-    return value if value.__class__ is str and value else None
-
-
-def _int(value: Any) -> int:
-    if value.__class__ is int:
-        return value if value > 0 else 0
-    if value.__class__ is float and value == value and 0 < value < 1e18:
-        return int(value)
-    return 0
-
-
-def _int_or_none(value: Any) -> int | None:
-    if value.__class__ is int:
-        return value
-    if value.__class__ is float and value == value and abs(value) < 1e18 and value == int(value):
-        return int(value)
-    return None
-
-
-def parse_timestamp(value: Any) -> datetime | None:
-    """ISO-8601 (with ``Z`` or an offset) to an aware UTC datetime; anything else to None."""
-    if value.__class__ is not str or not 10 <= len(value) <= 64:
-        return None
-    try:
-        dt = datetime.fromisoformat(value)
-        if dt.tzinfo is None:
-            return dt.replace(tzinfo=UTC)
-        return dt.astimezone(UTC)
-    except (ValueError, OverflowError, TypeError):
-        return None
-
-
-def _compact(value: Any) -> str:
-    try:
-        return _dumps(value)
-    except (ValueError, TypeError, RecursionError):
-        return ""
-
-
-def _json_kind(value: Any) -> str:
-    if value is None:
-        return "JSON null"
-    if value.__class__ is bool:
-        return "a JSON boolean"
-    if value.__class__ in (int, float):
-        return "a JSON number"
-    if value.__class__ is str:
-        return "a JSON string"
-    if value.__class__ is list:
-        return "a JSON array"
-    return "a JSON value"
-
-
-def _result_content(content: Any) -> tuple[str, int]:
-    """(joined text parts, number of image parts) of a tool_result's content."""
-    if content.__class__ is str:
-        return content, 0
-    if content.__class__ is dict:
-        content = [content]
-    elif content.__class__ is not list:
-        return "", 0
-    texts: list[str] = []
-    images = 0
-    for part in content:
-        if part.__class__ is str:
-            texts.append(part)
-        elif part.__class__ is dict:
-            kind = part.get("type")
-            if kind == "text":
-                text = part.get("text")
-                if text.__class__ is str:
-                    texts.append(text)
-            elif kind == "image":
-                images += 1
-    return "\n".join(texts), images
-
-
-def _block(item: dict) -> Block:
-    kind = item.get("type")
-    if kind == "text":
-        text = item.get("text")
-        return Block("text", text=text if text.__class__ is str else "")
-    if kind == "thinking":
-        text = item.get("thinking")
-        return Block("thinking", text=text if text.__class__ is str else "")
-    if kind == "redacted_thinking":
-        return Block("thinking", raw_type="redacted_thinking")
-    if kind == "tool_use" or kind == "server_tool_use":
-        tool_input = item.get("input")
-        return Block(
-            "tool_call",
-            text=_compact(tool_input) if tool_input is not None else "",
-            tool_id=_str(item.get("id")),
-            tool_name=_str(item.get("name")),
-            tool_input=tool_input,
-            raw_type=None if kind == "tool_use" else kind,
-        )
-    if kind == "tool_result":
-        text, images = _result_content(item.get("content"))
-        return Block(
-            "tool_result",
-            text=text,
-            tool_id=_str(item.get("tool_use_id")),
-            is_error=item.get("is_error") is True,
-            images=images,
-        )
-    if kind == "image":
-        source = item.get("source")
-        media_type = None
-        size = 0
-        if source.__class__ is dict:
-            media_type = _str(source.get("media_type"))
-            data = source.get("data")
-            if data.__class__ is str:
-                size = len(data)
-        # The base64 data stays in the raw line, never in blocks.
-        return Block("image", media_type=media_type, data_size=size)
-    text = item.get("text")
-    return Block(
-        "other",
-        text=text if text.__class__ is str else "",
-        raw_type=kind if kind.__class__ is str and kind else "(none)",
-    )
-
-
-def content_blocks(content: Any) -> list[Block]:
-    """Blocks of a message's ``content`` (a string, a list of blocks, or something odd)."""
-    if content is None:
-        return []
-    if content.__class__ is str:
-        return [Block("text", text=content)]
-    if content.__class__ is dict:
-        return [_block(content)]
-    if content.__class__ is not list:
-        return [Block("other", text=_compact(content), raw_type=_json_kind(content))]
-    blocks: list[Block] = []
-    for item in content:
-        if item.__class__ is dict:
-            blocks.append(_block(item))
-        elif item.__class__ is str:
-            blocks.append(Block("text", text=item))
-        elif item is not None:
-            blocks.append(Block("other", text=_compact(item), raw_type=_json_kind(item)))
-    return blocks
-
-
-def _text_of(blocks: list[Block]) -> str:
-    return "\n".join(b.text for b in blocks if b.kind == "text" and b.text)
-
-
-def _looks_binary(head: bytes) -> bool:
-    sample = head[:8192]
-    if b"\x00" in sample:
-        return True
-    if not sample:
-        return False
-    # Control bytes other than tab/newline/carriage return/form feed/escape are rare in text.
-    controls = sum(sample.count(bytes([c])) for c in range(32) if c not in (9, 10, 12, 13, 27))
-    return controls > len(sample) // 10
+    yield from parser.parse(stream, start_offset, start_line)
 
 
 # -- the parser ---------------------------------------------------------------------------------
@@ -312,7 +138,7 @@ class _Call:
         self.all_null = all_null
 
 
-class _Parser:
+class _Parser(JsonParser, TimeSpan):
     def __init__(
         self,
         *,
@@ -323,23 +149,20 @@ class _Parser:
         max_decompressed_bytes: int,
         chunk_size: int,
     ):
+        super().__init__(
+            max_line_bytes=max_line_bytes,
+            progress_every_bytes=progress_every_bytes,
+            max_decompressed_bytes=max_decompressed_bytes,
+            chunk_size=chunk_size,
+        )
         self.agent_id = agent_id
         self.agent_type = agent_type
-        self.max_line_bytes = max(1, int(max_line_bytes))
-        self.progress_every = max(1, int(progress_every_bytes))
-        self.max_decompressed_bytes = max_decompressed_bytes
-        self.chunk_size = chunk_size
-        self.finished = False
-        self.consumed_offset = 0
-        self.consumed_lines = 0
         # session info
         self.session_id: str | None = None
         self.cwd: str | None = None
         self.git_branch: str | None = None
         self.cli_version: str | None = None
         self.models: dict[str, None] = {}
-        self.started_at: datetime | None = None
-        self.ended_at: datetime | None = None
         self.titles: dict[str, str] = {}
         self.file_agent_id: str | None = None
         self.seen_message = False
@@ -356,221 +179,6 @@ class _Parser:
         self.side_runs: list[list] = []  # [run_id, root line_no, first user text or None]
         self.side_run_ids: set[str] = set()
 
-    # ---- driver ----
-
-    def run(self, stream: IO[bytes], start_offset: int, start_line: int) -> Iterator[Record]:
-        self.consumed_offset = start_offset
-        self.consumed_lines = start_line
-        maybe_array = False
-        if start_offset == 0:
-            try:
-                head, stream = peek(stream, SNIFF_BYTES)
-                if head[:2] == GZIP_MAGIC:
-                    stream = GzipStream(stream, max_decompressed_bytes=self.max_decompressed_bytes)
-                    head, stream = peek(stream, SNIFF_BYTES)
-            except StreamError as exc:
-                yield BadLine(line_no=0, offset=0, reason=str(exc))
-                yield self.session_info()
-                return
-            except (OSError, ValueError, EOFError) as exc:
-                yield BadLine(line_no=0, offset=0, reason=f"the file could not be read ({exc})")
-                yield self.session_info()
-                return
-            if not head:
-                yield BadLine(line_no=0, offset=0, reason="the file is empty")
-                yield self.session_info()
-                return
-            if _looks_binary(head):
-                yield BadLine(line_no=0, offset=0, reason="binary file, not a JSONL session log", size=len(head))
-                yield self.session_info()
-                return
-            maybe_array = head.removeprefix(_BOM).lstrip()[:1] == b"["
-
-        reader = iter_lines(
-            stream,
-            start_offset=start_offset,
-            start_line=start_line,
-            max_line_bytes=self.max_line_bytes,
-            chunk_size=self.chunk_size,
-        )
-        lines = iter(reader)
-        next_progress = start_offset + self.progress_every
-        unterminated_end: int | None = None
-        first_content = start_offset == 0
-        process = self.process
-        for item in lines:
-            if item.__class__ is BadLine:
-                yield item
-                continue
-            line_no, offset, data, end, newline = item
-            if end >= next_progress:
-                yield ImportProgress(bytes_read=end, lines=line_no)
-                next_progress = end + self.progress_every
-            if not data or data.isspace():
-                continue
-            if line_no == 1 and data.startswith(_BOM):
-                data = data[3:]
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                if not newline:
-                    yield self._incomplete(line_no, offset, len(data))
-                else:
-                    yield BadLine(
-                        line_no=line_no,
-                        offset=offset,
-                        reason=(
-                            f"line {line_no} is not valid UTF-8 "
-                            f"(byte 0x{data[exc.start]:02x} at position {exc.start})"
-                        ),
-                        size=len(data),
-                    )
-                first_content = False
-                continue
-            try:
-                obj = _loads(text)
-            except (ValueError, RecursionError) as exc:
-                if first_content and maybe_array:
-                    yield from self._json_array(item, lines, reader)
-                    yield from self.finish()
-                    return
-                first_content = False
-                if not newline:
-                    yield self._incomplete(line_no, offset, len(data))
-                else:
-                    yield BadLine(line_no=line_no, offset=offset, reason=self._json_error(line_no, text, exc), size=len(data))
-                continue
-            first_content = False
-            if not newline:
-                unterminated_end = end
-            if obj.__class__ is not dict:
-                yield BadLine(
-                    line_no=line_no,
-                    offset=offset,
-                    reason=f"line {line_no} is {_json_kind(obj)}, not a JSON object",
-                    size=len(data),
-                )
-                continue
-            try:
-                record = process(obj, line_no, offset, text)
-            except Exception as exc:  # one odd line must not stop the import
-                yield BadLine(
-                    line_no=line_no,
-                    offset=offset,
-                    reason=f"line {line_no} could not be read ({exc.__class__.__name__}: {exc})",
-                    size=len(data),
-                )
-                continue
-            if record is not None:
-                yield record
-        self.consumed_offset = reader.consumed_offset
-        self.consumed_lines = reader.consumed_lines
-        if unterminated_end is not None and unterminated_end > self.consumed_offset:
-            self.consumed_offset = unterminated_end
-        yield from self.finish()
-
-    @staticmethod
-    def _incomplete(line_no: int, offset: int, size: int) -> BadLine:
-        return BadLine(
-            line_no=line_no,
-            offset=offset,
-            reason=f"line {line_no} is incomplete (the file ends mid-line)",
-            size=size,
-        )
-
-    @staticmethod
-    def _json_error(line_no: int, text: str, exc: Exception) -> str:
-        if text.lstrip().startswith("//"):
-            return f"line {line_no} is a comment, not JSON"
-        if isinstance(exc, RecursionError):
-            return f"line {line_no} is nested too deeply to read"
-        if isinstance(exc, json.JSONDecodeError):
-            return f"line {line_no} is not valid JSON ({exc.msg} at column {exc.colno})"
-        return f"line {line_no} is not valid JSON ({exc})"
-
-    def _json_array(self, first, lines, reader) -> Iterator[Record]:
-        """The file is one JSON array (pretty-printed or not): say so, and import its objects."""
-        reason = "the file is a JSON array, not JSONL (one JSON object per line)"
-        base = first.offset + (3 if first.line_no == 1 and first.data.startswith(_BOM) else 0)
-        data = first.data[3:] if base != first.offset else first.data
-        parts = [data, b"\n"] if first.newline else [data]
-        total = len(data) + 1
-        last_end = first.end
-        too_big = False
-        file_error = None
-        for item in lines:
-            if item.__class__ is not BadLine:
-                last_end = item.end
-            if item.__class__ is BadLine:
-                if item.line_no == 0:
-                    file_error = item
-                too_big = True
-                parts = []
-                continue
-            if too_big:
-                continue
-            total += len(item.data) + 1
-            if total > self.max_line_bytes:
-                too_big = True
-                parts = []
-                continue
-            parts.append(item.data)
-            if item.newline:
-                parts.append(b"\n")
-        self.consumed_offset = reader.consumed_offset
-        self.consumed_lines = reader.consumed_lines
-        if too_big:
-            if file_error is not None:
-                yield BadLine(line_no=0, offset=0, reason=f"{reason}; it was not imported")
-                yield file_error
-            else:
-                yield BadLine(
-                    line_no=0,
-                    offset=0,
-                    reason=f"{reason}; it is over the {human_size(self.max_line_bytes)} limit, so it was not imported",
-                )
-            return
-        raw = b"".join(parts)
-        parts = []
-        try:
-            text = raw.decode("utf-8")
-            elements = _array_elements(text)
-        except (ValueError, RecursionError) as exc:
-            detail = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
-            yield BadLine(line_no=0, offset=0, reason=f"{reason}; it could not be read as a whole either ({detail})")
-            return
-        # The whole array was read: the file is consumed up to its last byte.
-        self.consumed_offset = max(self.consumed_offset, last_end)
-        yield BadLine(
-            line_no=0,
-            offset=0,
-            reason=f"{reason}; its {len(elements)} elements were read as records (numbered from 1)",
-        )
-        char_pos = 0
-        byte_pos = base
-        for index, (start, stop, value) in enumerate(elements):
-            byte_pos += len(text[char_pos:start].encode("utf-8", "surrogatepass"))
-            char_pos = start
-            number = index + 1
-            if value.__class__ is not dict:
-                yield BadLine(
-                    line_no=number,
-                    offset=byte_pos,
-                    reason=f"element {number} of the array is {_json_kind(value)}, not a JSON object",
-                )
-                continue
-            try:
-                record = self.process(value, number, byte_pos, text[start:stop])
-            except Exception as exc:
-                yield BadLine(
-                    line_no=number,
-                    offset=byte_pos,
-                    reason=f"element {number} of the array could not be read ({exc.__class__.__name__}: {exc})",
-                )
-                continue
-            if record is not None:
-                yield record
-
     # ---- one record ----
 
     def _envelope(self, obj: dict) -> datetime | None:
@@ -584,13 +192,7 @@ class _Parser:
         value = obj.get("version")
         if value.__class__ is str and value[:1].isdigit():
             self.cli_version = value
-        ts = parse_timestamp(obj.get("timestamp"))
-        if ts is not None:
-            if self.started_at is None or ts < self.started_at:
-                self.started_at = ts
-            if self.ended_at is None or ts > self.ended_at:
-                self.ended_at = ts
-        return ts
+        return self.saw(parse_timestamp(obj.get("timestamp")))
 
     def _metadata(self, kind: str, obj: dict, line_no: int) -> None:
         if kind == "progress":
@@ -694,6 +296,14 @@ class _Parser:
                 if text:
                     run[2] = text
 
+        is_compact_summary = obj.get("isCompactSummary") is True
+        agent_kind = None
+        if run is not None:
+            # A compaction summary heads the file's own loaded segment, never a sidechain run.
+            agent, agent_kind = (None, None) if is_compact_summary else (agent, "inline")
+        elif agent is not None and agent.startswith("acompact"):
+            agent_kind = "compaction"
+
         request_id = _str(obj.get("requestId"))
         flags: dict[str, Any] = {}
         if obj.get("isApiErrorMessage") is True or (subtype == "api_error"):
@@ -723,8 +333,9 @@ class _Parser:
             is_sidechain=is_sidechain,
             agent_id=agent,
             is_meta=obj.get("isMeta") is True,
-            is_compact_summary=obj.get("isCompactSummary") is True,
+            is_compact_summary=is_compact_summary,
             model=model,
+            agent_kind=agent_kind,
             api_message_id=api_id,
             request_id=request_id,
             flags=flags,
@@ -935,30 +546,116 @@ class _Parser:
         )
 
 
-def _array_elements(text: str) -> list[tuple[int, int, Any]]:
-    """(start, stop, value) of each element of a JSON array text; ValueError when it is not one."""
-    decode = json.JSONDecoder().raw_decode
-    ws = _WS.match
-    n = len(text)
-    i = ws(text, 0).end()
-    if i >= n or text[i] != "[":
-        raise ValueError("it does not start with '['")
-    i = ws(text, i + 1).end()
-    out: list[tuple[int, int, Any]] = []
-    if i < n and text[i] == "]":
-        i += 1
+# -- the format ---------------------------------------------------------------------------------
+
+_SNIFF_KEYS = ("uuid", "parentUuid", "sessionId", "leafUuid", "isSidechain")
+
+
+def sniff(path: Path, head: bytes) -> float:
+    """Claude Code: JSON lines (or an array) of records whose ``type`` is one of its own and that
+    carry its envelope keys (uuid, parentUuid, sessionId, leafUuid)."""
+    if path.is_dir() or not head:
+        return 0.0
+    if path.name in claude_code_layout.IGNORED_NAMES:
+        return 0.0
+    text = head_text(head)
+    objects: list = []
+    if text.startswith("["):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = first_items(text, limit=50)
+        objects = [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
     else:
-        while True:
-            value, stop = decode(text, i)
-            out.append((i, stop, value))
-            i = ws(text, stop).end()
-            if i < n and text[i] == ",":
-                i = ws(text, i + 1).end()
-                continue
-            if i < n and text[i] == "]":
-                i += 1
-                break
-            raise ValueError(f"expected ',' or ']' at character {i}")
-    if ws(text, i).end() != n:
-        raise ValueError(f"unexpected data after the array at character {i}")
-    return out
+        objects = [obj for _n, obj in json_lines(text)]
+    hits = 0
+    for obj in objects[:200]:
+        kind = obj.get("type")
+        if isinstance(kind, str) and (kind in MESSAGE_TYPES or kind in KNOWN_METADATA_TYPES):
+            if any(key in obj for key in _SNIFF_KEYS):
+                hits += 1
+    if not hits:
+        return 0.0
+    named = claude_code_layout.is_session_file(path)
+    return 0.9 if named else 0.7
+
+
+def _parse(source: ParseInput) -> Iterator[Record]:
+    return parse(
+        source.stream,
+        start_offset=source.start_offset,
+        start_line=source.start_line,
+        agent_id=source.agent_id,
+        agent_type=source.agent_type,
+        max_line_bytes=source.max_line_bytes,
+        max_decompressed_bytes=source.max_decompressed_bytes,
+    )
+
+
+def _content(obj: Any) -> Any:
+    message = obj.get("message") if isinstance(obj, dict) else None
+    return message.get("content") if isinstance(message, dict) else None
+
+
+def _image_source(node: dict) -> list | None:
+    """An Anthropic-shaped ``{"type": "image", "source": {...}}`` part's source."""
+    if node.get("type") == "image" and isinstance(node.get("source"), dict):
+        return [node["source"]]
+    return None
+
+
+def images(raw: str) -> list[dict]:
+    """The base64 image sources of a line: its message content first (toolUseResult may repeat them)."""
+    obj = raw_json(raw)
+    if obj is None:
+        return []
+    found: list[dict] = []
+    content = _content(obj)
+    collect_images(content if content is not None else obj, found, _image_source)
+    return found
+
+
+def enrich(d: dict) -> dict:
+    """Put back what the stored blocks leave in the raw line: thinking signatures, image data,
+    a tool result's own content (its images). Blocks align with the raw content items."""
+    raw = d.get("raw")
+    blocks = d.get("blocks") or []
+    if not raw or not any(b.get("kind") in ("thinking", "image") or b.get("images") for b in blocks):
+        return d
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        return d
+    content = _content(obj)
+    if not isinstance(content, list):
+        return d
+    items = [c for c in content if c is not None]
+    if len(items) != len(blocks):
+        return d
+    out = []
+    for b, item in zip(blocks, items):
+        if isinstance(item, dict):
+            if b.get("kind") == "thinking" and isinstance(item.get("signature"), str) and item["signature"]:
+                b = {**b, "signature": item["signature"]}
+            elif b.get("kind") == "image" and isinstance(item.get("source"), dict):
+                if not left_out_data(item):  # data left out of an over-cap line is not an image
+                    b = {**b, "data": item["source"].get("data"), "media_type": item["source"].get("media_type")}
+            elif b.get("kind") == "tool_result" and b.get("images") and isinstance(item.get("content"), list):
+                parts = [{"type": "text", "text": left_out_data(p)} if left_out_data(p) else p for p in item["content"]]
+                b = {**b, "content": parts}
+        out.append(b)
+    return {**d, "blocks": out}
+
+
+FORMAT = Format(
+    name="claude-code",
+    label="Claude Code",
+    storage=LINES,
+    sniff=sniff,
+    parse=_parse,
+    group=claude_code_layout.group,
+    where="~/.claude/projects/<project>/<session>.jsonl, sub-agents in <session>/subagents/agent-*.jsonl",
+    locations=("~/.claude/projects",),
+    images=images,
+    enrich=enrich,
+)

@@ -3,8 +3,10 @@
 Pure (no Django). Reads big chunks and splits them with bytes methods, so the cost per line is a
 few C calls. Two caps protect the process:
 
-- ``max_line_bytes``: a line longer than this is never held in memory whole; it is skipped and
-  reported as a ``BadLine`` with its size.
+- ``max_line_bytes``: a line longer than this is never held in memory whole. Without a
+  ``long_line`` sink it is skipped and reported as a ``BadLine`` with its size; with one, its bytes
+  are streamed into a fresh sink (``feed``, then ``close(size, complete)``) and a ``LongLine`` with
+  what the sink made is handed out (the JSON driver reduces it: see ``longline.py``).
 - ``max_decompressed_bytes`` (gzip input): decompression stops at the cap with a file-level
   ``BadLine`` (line_no 0), so a gzip bomb cannot exhaust memory or disk.
 """
@@ -13,9 +15,9 @@ from __future__ import annotations
 
 import io
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from contextviewer.core.records import BadLine
 
@@ -47,6 +49,17 @@ class Line(NamedTuple):
     data: bytes  # the line without its newline
     end: int  # offset just after the line (after its newline when it has one)
     newline: bool  # False only for a last line that ends the stream without a newline
+
+
+class LongLine(NamedTuple):
+    """A line over the cap, streamed through a ``long_line`` sink (never held whole)."""
+
+    line_no: int
+    offset: int
+    size: int  # the line's length without its newline
+    end: int
+    newline: bool
+    result: Any  # what the sink's close() returned
 
 
 # -- streams ------------------------------------------------------------------------------------
@@ -143,7 +156,10 @@ class GzipStream(io.RawIOBase):
                 break
             self._pending = self._d.unconsumed_tail
             if self._d.eof:
-                rest = (self._d.unused_data + self._pending).lstrip(b"\x00")
+                # Past a member's end, unused_data holds every byte fed after it; after an
+                # output-limited decompress unconsumed_tail may hold the same bytes again, so it
+                # is not added (the next member would be fed twice).
+                rest = self._d.unused_data.lstrip(b"\x00")
                 self._d = zlib.decompressobj(wbits=31)
                 self._member_started = False
                 # Another member may follow; anything else after the data is ignored.
@@ -262,8 +278,10 @@ class LineReader:
         max_line_bytes: int,
         chunk_size: int,
         hold_bytes: int | None = None,
+        long_line: Callable[[], Any] | None = None,
     ):
         self.stream = stream
+        self.long_line = long_line
         self.start_offset = start_offset
         self.start_line = start_line
         self.max_line_bytes = max(1, int(max_line_bytes))
@@ -275,11 +293,52 @@ class LineReader:
         self.error: str | None = None
         self._gen = self._run()
 
-    def __iter__(self) -> Iterator[Line | BadLine]:
+    def __iter__(self) -> Iterator[Line | LongLine | BadLine]:
         return self._gen
 
-    def __next__(self) -> Line | BadLine:
+    def __next__(self) -> Line | LongLine | BadLine:
         return next(self._gen)
+
+    def _over(self, line_no: int, offset: int, size: int, newline: bool, sink=None, origin=None, parts=(), tail=b""):
+        """A line over the cap: a ``BadLine``, or with a sink factory a ``LongLine``. Its bytes are
+        in ``sink`` (fed already), or in ``parts`` + ``tail``, or re-read from a seekable stream at
+        ``origin + offset`` (+ ``tail``, the bytes after the re-read range). None after a read error."""
+        if self.long_line is None:
+            return self._too_long(line_no, offset, size)
+        if sink is None:
+            sink = self.long_line()
+            if parts:
+                for part in parts:
+                    sink.feed(part)
+            elif origin is not None:
+                if not self._feed_range(sink, origin, offset, size - len(tail)):
+                    return None
+        if tail:
+            sink.feed(tail)
+        end = offset + size + (1 if newline else 0)
+        return LongLine(line_no, offset, size, end, newline, sink.close(size, newline))
+
+    def _feed_range(self, sink, origin: int, offset: int, size: int) -> bool:
+        """Feed ``size`` bytes at ``offset`` to ``sink``, chunk by chunk, and put the stream back."""
+        stream = self.stream
+        try:
+            here = stream.tell()
+            stream.seek(origin + offset)
+            left = size
+            while left > 0:
+                data = stream.read(min(self.chunk_size, left))
+                if not data:
+                    break
+                left -= len(data)
+                sink.feed(data)
+            stream.seek(here)
+        except (OSError, ValueError) as exc:
+            self.error = f"the file could not be re-read ({exc.__class__.__name__}: {exc})"
+            return False
+        if left:
+            self.error = "the file changed while it was read"
+            return False
+        return True
 
     def _too_long(self, line_no: int, offset: int, size: int) -> BadLine:
         return BadLine(
@@ -325,6 +384,7 @@ class LineReader:
         plen = 0
         scanning = False  # seekable: the pending line is not held, only measured
         skipping = False  # over the cap: discard until the next newline
+        sink = None  # over the cap, not seekable, with a long_line factory: the line's bytes go here
         while True:
             chunk = self._read()
             if not chunk:
@@ -334,6 +394,8 @@ class LineReader:
                 idx = chunk.find(b"\n")
                 if idx < 0:
                     plen += len(chunk)
+                    if sink is not None:
+                        sink.feed(chunk)
                     if scanning and plen > cap:
                         scanning, skipping = False, True
                     continue
@@ -341,9 +403,15 @@ class LineReader:
                 line_no += 1
                 end = pos + size + 1
                 if skipping or size > cap:
-                    bad = self._too_long(line_no, pos, size)
+                    if sink is not None:
+                        bad = self._over(line_no, pos, size, True, sink=sink, tail=chunk[:idx])
+                    else:
+                        bad = self._over(line_no, pos, size, True, origin=origin, tail=chunk[:idx])
+                    sink = None
                     skipping = False
                     scanning = False
+                    if bad is None:
+                        break  # self.error is set: reported below
                     self.consumed_offset, self.consumed_lines = end, line_no
                     yield bad
                 else:
@@ -361,11 +429,16 @@ class LineReader:
                 if idx < 0:
                     plen += len(chunk)
                     if plen > hold_limit:
-                        parts = []
                         if plen > cap:
                             skipping = True
+                            if self.long_line is not None and not seekable:
+                                sink = self.long_line()
+                                for part in parts:
+                                    sink.feed(part)
+                                sink.feed(chunk)
                         else:
                             scanning = True
+                        parts = []
                     else:
                         parts.append(chunk)
                     continue
@@ -373,8 +446,8 @@ class LineReader:
                 line_no += 1
                 end = pos + size + 1
                 if size > cap:
+                    bad = self._over(line_no, pos, size, True, parts=parts, tail=chunk[:idx])
                     parts = []
-                    bad = self._too_long(line_no, pos, size)
                     self.consumed_offset, self.consumed_lines = end, line_no
                     yield bad
                 else:
@@ -394,8 +467,9 @@ class LineReader:
                     size = len(data)
                     end = pos + size + 1
                     if size > cap:
+                        bad = self._over(line_no, pos, size, True, tail=data)
                         self.consumed_offset, self.consumed_lines = end, line_no
-                        yield self._too_long(line_no, pos, size)
+                        yield bad
                     else:
                         self.consumed_offset, self.consumed_lines = end, line_no
                         yield Line(line_no, pos, data, end, True)
@@ -407,6 +481,9 @@ class LineReader:
                 if plen > hold_limit:
                     if plen > cap:
                         skipping = True
+                        if self.long_line is not None and not seekable:
+                            sink = self.long_line()
+                            sink.feed(tail)
                     else:
                         scanning = True
                 else:
@@ -416,7 +493,12 @@ class LineReader:
         if self.error is None and (parts or scanning or skipping):
             line_no += 1
             if skipping or plen > cap:
-                yield self._too_long(line_no, pos, plen)
+                if sink is not None:
+                    bad = self._over(line_no, pos, plen, False, sink=sink)
+                else:
+                    bad = self._over(line_no, pos, plen, False, origin=origin, parts=parts)
+                if bad is not None:
+                    yield bad
             elif scanning:
                 data = self._reread(origin, pos, plen)
                 if data is not None:
@@ -451,6 +533,7 @@ def iter_lines(
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     hold_bytes: int | None = None,
+    long_line: Callable[[], Any] | None = None,
 ) -> LineReader:
     """Lines of a byte stream positioned at ``start_offset``.
 
@@ -461,6 +544,9 @@ def iter_lines(
 
     On a seekable stream a partial line is buffered up to ``hold_bytes`` (default: 4 chunks, at
     least 4 MB); a longer line is only measured, then re-read in one piece if it is within the cap.
+    With ``long_line`` (a factory of sinks), a line over the cap is a ``LongLine`` instead of a
+    ``BadLine``: on a seekable stream it is measured, then re-read chunk by chunk into a sink; on
+    another its bytes are held up to the cap, then streamed into the sink.
     """
     return LineReader(
         stream,
@@ -469,4 +555,5 @@ def iter_lines(
         max_line_bytes=max_line_bytes,
         chunk_size=chunk_size,
         hold_bytes=hold_bytes,
+        long_line=long_line,
     )

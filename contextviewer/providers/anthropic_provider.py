@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import anthropic
 
+from contextviewer.core.secrets import mask_text
+
+from . import ssrf
 from .base import Completion, ProviderError, RetryableProviderError
 from .openai_provider import price, status_error
 
@@ -13,7 +16,9 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 class AnthropicProvider:
     name = "anthropic"
 
-    def __init__(self, *, base_url: str, api_key: str, model: str, timeout: float = 120.0):
+    def __init__(
+        self, *, base_url: str, api_key: str, model: str, timeout: float = 120.0, checked: ssrf.CheckedURL | None = None
+    ):
         self.model = model
         self.base_url = base_url or DEFAULT_BASE_URL
         self.client = anthropic.Anthropic(
@@ -21,10 +26,14 @@ class AnthropicProvider:
             base_url=self.base_url,
             max_retries=0,
             timeout=timeout,
-            http_client=anthropic.DefaultHttpxClient(follow_redirects=False),  # see openai_provider
+            # see openai_provider: no redirects; a checked base URL is pinned to its checked addresses
+            http_client=ssrf.pinned_http_client(anthropic.DefaultHttpxClient, checked, follow_redirects=False)
+            if checked
+            else anthropic.DefaultHttpxClient(follow_redirects=False),
         )
 
     def complete(self, *, system: str, prompt: str, role: str, max_tokens: int = 4096) -> Completion:
+        system, prompt = mask_text(system), mask_text(prompt)  # no secret of a transcript leaves the server
         try:
             response = self.client.messages.create(
                 model=self.model,
@@ -53,7 +62,7 @@ class AnthropicProvider:
         output = getattr(usage, "output_tokens", 0) or 0
         model = getattr(response, "model", None) or self.model
         return Completion(
-            text=text,
+            text=mask_text(text),
             model=model,
             input_tokens=uncached + read + write,
             output_tokens=output,

@@ -27,12 +27,14 @@ class ProviderOut(Schema):
     api_key: str  # masked
     is_default: bool
     allow_private_network: bool
+    key_cleared: bool = False  # this change removed the stored key (the base URL changed)
+    notice: str = ""
 
 
 class ProviderIn(Schema):
     base_url: str = ""
     model: str = ""
-    api_key: str | None = None  # None keeps the stored key, "" removes it
+    api_key: str | None = None  # None keeps the stored key (while the base URL stays the same), "" removes it
     default: bool = False
     allow_private_network: bool | None = None
 
@@ -78,8 +80,9 @@ def put_provider(request, slug: str, provider: str, data: ProviderIn):
         )
     except services.ConfigError as exc:
         return Status(400, {"detail": str(exc)})
-    audit.record(request, project, "provider.settings_changed", provider, default=data.default)
-    return Status(200, _out(config))
+    audit.record(request, project, "provider.settings_changed", provider, default=data.default, **services.audit_details(config))
+    notice = services.key_cleared_notice(config)
+    return Status(200, {**_out(config), "key_cleared": bool(notice), "notice": notice})
 
 
 class SpendRow(Schema):

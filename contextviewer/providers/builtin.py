@@ -12,6 +12,7 @@ import re
 
 from contextviewer.core import handoff
 from contextviewer.core.handoff import Entry
+from contextviewer.core.secrets import mask_text
 from contextviewer.core.tokens import count_text
 
 from .base import Completion
@@ -211,12 +212,13 @@ class BuiltinProvider:
     model = "builtin"
 
     def complete(self, *, system: str, prompt: str, role: str, max_tokens: int = 4096) -> Completion:
+        prompt = mask_text(prompt)  # what it writes comes from the prompt: masked like every prompt
         if role == "title":
             text = handoff.clean_title(handoff.request_of(prompt), 80) or "Untitled session"
         else:
             text = summarize(handoff.parse_transcript(prompt))
         return Completion(
-            text=text,
+            text=mask_text(text),
             model=self.model,
             input_tokens=count_text(system) + count_text(prompt, approximate_over=200_000),
             output_tokens=count_text(text),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from urllib.parse import urlsplit, urlunsplit
 
 from cryptography.fernet import Fernet, InvalidToken
 from django.conf import settings
@@ -52,6 +53,18 @@ def mask(plain: str) -> str:
     return f"{plain[:3]}…{tail}" if len(plain) >= 12 else "•" * 8
 
 
+# Where a provider's calls go when its base URL is left empty (what the SDKs use).
+OFFICIAL_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+
+
+def endpoint(provider: str, base_url: str) -> str:
+    """The server a key would be sent to, comparable: the base URL (or the official one when
+    empty) with scheme and host lower-cased and no trailing slash."""
+    url = (base_url or "").strip() or OFFICIAL_BASE_URLS.get(provider, "")
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), parts.query, ""))
+
+
 class ProviderConfig(models.Model):
     """One provider's settings in a project; the project's default is used unless a job names one."""
 
@@ -72,6 +85,43 @@ class ProviderConfig(models.Model):
 
     def __str__(self) -> str:
         return f"{self.provider} ({self.project})"
+
+    # A stored key belongs to the endpoint it was entered for. Whatever path changes the base URL
+    # or the provider kind (page, API, shell, admin), save() drops a key that was not entered again
+    # in the same change, so it can never be sent to a server someone else chose. `key_cleared`
+    # says why it was dropped ("" when it was not), for the page, the API and the audit log.
+    _TRACKED = ("provider", "base_url", "api_key_encrypted")
+
+    @classmethod
+    def from_db(cls, db, field_names, values):
+        instance = super().from_db(db, field_names, values)
+        instance._remember_stored()
+        return instance
+
+    def _remember_stored(self) -> None:
+        loaded = self.get_deferred_fields()
+        self._stored = None if loaded & set(self._TRACKED) else {f: getattr(self, f) for f in self._TRACKED}
+
+    def key_moved_reason(self) -> str:
+        """Why the stored key may not stay with the settings about to be saved ("" if it may)."""
+        stored = getattr(self, "_stored", None)
+        if not stored or not self.api_key_encrypted or self.api_key_encrypted != stored["api_key_encrypted"]:
+            return ""  # new, no key, or a key entered in this very change
+        if self.provider != stored["provider"]:
+            return "the provider kind changed"
+        if endpoint(self.provider, self.base_url) != endpoint(stored["provider"], stored["base_url"]):
+            return "the base URL changed"
+        return ""
+
+    def save(self, *args, **kwargs):
+        self.key_cleared = self.key_moved_reason()
+        if self.key_cleared:
+            self.api_key_encrypted = ""
+            update_fields = kwargs.get("update_fields")
+            if update_fields is not None:
+                kwargs["update_fields"] = {*update_fields, "api_key_encrypted"}
+        super().save(*args, **kwargs)
+        self._remember_stored()
 
     @property
     def api_key(self) -> str:

@@ -7,7 +7,9 @@ from __future__ import annotations
 import openai
 
 from contextviewer.core import registry
+from contextviewer.core.secrets import mask_text
 
+from . import ssrf
 from .base import Completion, ProviderError, RetryableProviderError
 
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
@@ -38,19 +40,25 @@ def price(model: str, input_uncached: int, cache_write: int, cache_read: int, ou
 class OpenAIProvider:
     name = "openai"
 
-    def __init__(self, *, base_url: str, api_key: str, model: str, timeout: float = 120.0):
+    def __init__(
+        self, *, base_url: str, api_key: str, model: str, timeout: float = 120.0, checked: ssrf.CheckedURL | None = None
+    ):
         self.model = model
         self.base_url = base_url
         # No redirects: a checked base URL must not bounce the request to an address the SSRF guard refuses.
+        # A checked (user-set) base URL: connect only to the addresses that were checked (no DNS rebinding).
         self.client = openai.OpenAI(
             api_key=api_key or "not-needed",
             base_url=base_url or None,
             max_retries=0,
             timeout=timeout,
-            http_client=openai.DefaultHttpxClient(follow_redirects=False),
+            http_client=ssrf.pinned_http_client(openai.DefaultHttpxClient, checked, follow_redirects=False)
+            if checked
+            else openai.DefaultHttpxClient(follow_redirects=False),
         )
 
     def complete(self, *, system: str, prompt: str, role: str, max_tokens: int = 4096) -> Completion:
+        system, prompt = mask_text(system), mask_text(prompt)  # no secret of a transcript leaves the server
         try:
             response = self.client.chat.completions.create(
                 model=self.model,
@@ -79,7 +87,7 @@ class OpenAIProvider:
         cached = getattr(details, "cached_tokens", 0) or 0
         model = getattr(response, "model", None) or self.model
         return Completion(
-            text=text,
+            text=mask_text(text),
             model=model,
             input_tokens=prompt_tokens,
             output_tokens=output,

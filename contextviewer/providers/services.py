@@ -54,18 +54,24 @@ def build_provider(config: ProviderConfig | None) -> Provider:
 
     if config is None or config.provider == "builtin":
         return BuiltinProvider()
-    base_url = ssrf.check_base_url(config.base_url, allow_private=config.allow_private_network) if config.base_url else ""
+    # Resolved once and checked; the client connects only to the checked addresses (no DNS rebinding).
+    checked = ssrf.check(config.base_url, allow_private=config.allow_private_network) if config.base_url else None
+    base_url = checked.url if checked else ""
     model = config.model or DEFAULT_MODELS.get(config.provider, "")
     if config.provider == "openai":
         from .openai_provider import OpenAIProvider
 
         if not base_url:
             base_url = "https://api.openai.com/v1"
-        return OpenAIProvider(base_url=base_url, api_key=config.api_key, model=model, timeout=provider_timeout())
+        return OpenAIProvider(
+            base_url=base_url, api_key=config.api_key, model=model, timeout=provider_timeout(), checked=checked
+        )
     if config.provider == "anthropic":
         from .anthropic_provider import AnthropicProvider
 
-        return AnthropicProvider(base_url=base_url, api_key=config.api_key, model=model, timeout=provider_timeout())
+        return AnthropicProvider(
+            base_url=base_url, api_key=config.api_key, model=model, timeout=provider_timeout(), checked=checked
+        )
     raise ProviderError(f"unknown provider {config.provider!r} (known: {', '.join(PROVIDER_NAMES)})")
 
 
@@ -168,12 +174,17 @@ def save_config(
 ) -> ProviderConfig:
     """Validate and store one provider's settings. api_key None keeps the stored key, "" clears it.
 
+    A stored key is kept only while the base URL stays the same: a new base URL with no key
+    entered again drops it (ProviderConfig.save), and the returned config says so in
+    `key_cleared` (why, or "") beside `base_url_old` (the URL before this change).
+
     allow_private_network may only be changed by an owner or admin (may_allow_private)."""
     if provider not in PROVIDER_NAMES:
         raise ConfigError(f"unknown provider {provider!r}: choose one of {', '.join(PROVIDER_NAMES)}")
     config = ProviderConfig.objects.filter(project=project, provider=provider).first() or ProviderConfig(
         project=project, provider=provider
     )
+    base_url_old = config.base_url
     if allow_private_network is not None and allow_private_network != config.allow_private_network:
         if not may_allow_private:
             raise ConfigError("only a project owner or admin may allow the private network for a provider")
@@ -194,11 +205,42 @@ def save_config(
     if api_key is not None:
         config.set_api_key(api_key.strip())
     config.save()
+    config.base_url_old = base_url_old
     if make_default:
         ProviderConfig.objects.filter(project=project).exclude(pk=config.pk).update(is_default=False)
         ProviderConfig.objects.filter(pk=config.pk).update(is_default=True)
         config.is_default = True
     return config
+
+
+def key_cleared_notice(config: ProviderConfig) -> str:
+    """What to tell the person who saved `config` when the stored key was dropped ("" if not)."""
+    if not getattr(config, "key_cleared", ""):
+        return ""
+    return (
+        f"The stored API key was removed because {config.key_cleared}: a key is only ever sent to the "
+        f"server it was entered for. To use {config.get_provider_display()} at "
+        f"{config.base_url or 'its official endpoint'}, enter the key again."
+    )
+
+
+def audit_details(config: ProviderConfig) -> dict:
+    """The audit event's details for a saved config: old and new base URL, whether the key went.
+    Never the key; a URL's query string (it may carry a token) is left out."""
+    return {
+        "base_url_old": _url_without_query(getattr(config, "base_url_old", config.base_url)),
+        "base_url_new": _url_without_query(config.base_url),
+        "key_cleared": bool(getattr(config, "key_cleared", "")),
+    }
+
+
+def _url_without_query(url: str) -> str:
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url or "")
+    if not (parts.query or parts.fragment):
+        return url or ""
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")) + "?…"
 
 
 def spend_summary(qs) -> dict:

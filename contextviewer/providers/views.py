@@ -62,7 +62,7 @@ def provider_settings(request: HttpRequest, project: str) -> HttpResponse:
         name = request.POST.get("provider", "")
         key = request.POST.get("api_key", "")
         try:
-            services.save_config(
+            config = services.save_config(
                 proj,
                 name,
                 base_url=request.POST.get("base_url", ""),
@@ -76,8 +76,13 @@ def provider_settings(request: HttpRequest, project: str) -> HttpResponse:
             messages.error(request, str(exc))
             status = 400
         else:
-            audit.record(request, proj, "provider.settings_changed", name, default=bool(request.POST.get("make_default")))
+            audit.record(
+                request, proj, "provider.settings_changed", name, default=bool(request.POST.get("make_default")),
+                **services.audit_details(config),
+            )
             messages.success(request, f"Saved the {name} provider settings.")
+            if notice := services.key_cleared_notice(config):
+                messages.warning(request, notice)
             return redirect("provider_settings", project=proj.slug)
     context = {
         "project": proj,

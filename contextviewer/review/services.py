@@ -17,7 +17,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from contextviewer.accounts.models import Project
-from contextviewer.conversations import jobs
+from contextviewer.conversations import jobs, window as windows
 from contextviewer.conversations.models import Conversation, Fold, Job, Message
 from contextviewer.core import facts as core_facts
 from contextviewer.core import tokens as core_tokens
@@ -34,7 +34,6 @@ from .models import (
     ReviewItem,
     ReviewQueue,
     ScoreConfig,
-    default_score_fields,
 )
 
 log = logging.getLogger(__name__)
@@ -50,20 +49,20 @@ class ReviewError(Exception):
 
 
 def segment_start(fold: Fold) -> int:
-    """First position of the fold's archived segment: right after the previous fold."""
-    prev = (
-        Fold.objects.filter(conversation_id=fold.conversation_id, position__lt=fold.position)
-        .order_by("-position")
-        .values_list("position", flat=True)
-        .first()
-    )
-    return prev + 1 if prev is not None else 0
+    """First position of the fold's archived segment, as the conversation page shows it (the one
+    window loader); a fold that makes no segment (a microcompact) starts and ends at itself."""
+    segment = windows.archived_segment(fold)
+    return segment.start if segment is not None else fold.position
 
 
 def segment_messages(fold: Fold) -> list[Message]:
-    start = segment_start(fold)
+    """The messages of the fold's archived segment (none for a fold that makes no segment)."""
+    segment = windows.archived_segment(fold)
+    if segment is None:
+        return []
     return list(
-        Message.objects.filter(conversation_id=fold.conversation_id, position__gte=start, position__lte=fold.position)
+        Message.objects.filter(conversation_id=fold.conversation_id)
+        .filter(windows.archived_q(segment))
         .defer("raw")
         .order_by("position")
     )
@@ -117,7 +116,12 @@ def enqueue_probes(conversation: Conversation, *, user=None) -> Job | None:
     """Start a probes job for a conversation with folds (after an import or a handoff).
 
     The key names the folds present, so the same set of folds is probed once."""
-    folds = list(Fold.objects.filter(conversation=conversation).order_by("pk").values_list("pk", flat=True))
+    folds = list(
+        Fold.objects.filter(conversation=conversation)
+        .exclude(kind__in=windows.NO_SEGMENT_KINDS)  # nothing to probe: no summary, no segment
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
     if not folds:
         return None
     key = f"probes:{conversation.pk}:{len(folds)}:{folds[-1]}"
@@ -127,12 +131,16 @@ def enqueue_probes(conversation: Conversation, *, user=None) -> Job | None:
     return job
 
 
-@jobs.runner("probes")
 def run_probes(job: Job, progress) -> dict:
     conv = Conversation.objects.filter(pk=job.params.get("conversation_id"), project=job.project).first()
     if conv is None:
         raise ReviewError("The conversation no longer exists.")
-    folds = list(Fold.objects.filter(conversation=conv).select_related("conversation").order_by("position", "pk"))
+    folds = list(
+        Fold.objects.filter(conversation=conv)
+        .exclude(kind__in=windows.NO_SEGMENT_KINDS)
+        .select_related("conversation")
+        .order_by("position", "pk")
+    )
     out = []
     for i, fold in enumerate(folds):
         progress(i / max(len(folds), 1), f"probing fold {i + 1} of {len(folds)}")
@@ -144,7 +152,8 @@ def run_probes(job: Job, progress) -> dict:
 def probe_report(conv: Conversation) -> list[dict]:
     """Per fold: retention per kind and overall, compression, summary tokens, lost facts with turns."""
     rows = []
-    for fold in Fold.objects.filter(conversation=conv).select_related("conversation").order_by("position", "pk"):
+    folds = Fold.objects.filter(conversation=conv).exclude(kind__in=windows.NO_SEGMENT_KINDS)
+    for fold in folds.select_related("conversation").order_by("position", "pk"):
         probe = probe_for(fold)
         rows.append(
             {
@@ -300,7 +309,6 @@ def _project_provider(project: Project):
     return provider
 
 
-@jobs.runner("judge")
 def run_judge(job: Job, progress) -> dict:
     fold = Fold.objects.select_related("conversation").filter(pk=job.params.get("fold_id"), conversation__project=job.project).first()
     if fold is None:
@@ -395,7 +403,8 @@ def validate_scores(config: ScoreConfig, data) -> dict:
 
 def folds_matching(project: Project, filters: dict):
     """Folds of the project by the queue filters: agent, source (name contains), date range, retention below."""
-    qs = Fold.objects.filter(conversation__project=project).select_related("conversation")
+    qs = Fold.objects.filter(conversation__project=project).exclude(kind__in=windows.NO_SEGMENT_KINDS)
+    qs = qs.select_related("conversation")
     if filters.get("agent"):
         qs = qs.filter(conversation__agent=filters["agent"])
     if filters.get("source"):
@@ -533,11 +542,16 @@ def add_comment(fold: Fold, user, text: str, *, turn=None, fact: str = "") -> Co
             turn_value = int(turn)
         except (TypeError, ValueError):
             raise ReviewError("The turn must be a number.") from None
-        start = segment_start(fold)
-        turns = set(
-            Message.objects.filter(conversation_id=fold.conversation_id, position__gte=start, position__lte=fold.position)
-            .values_list("turn", flat=True)
-            .distinct()
+        segment = windows.archived_segment(fold)
+        turns = (
+            set(
+                Message.objects.filter(conversation_id=fold.conversation_id)
+                .filter(windows.archived_q(segment))
+                .values_list("turn", flat=True)
+                .distinct()
+            )
+            if segment is not None
+            else set()
         )
         if turn_value not in turns:
             raise ReviewError(f"Turn {turn_value} is not in this fold's archived segment.")
@@ -557,7 +571,10 @@ def add_comment(fold: Fold, user, text: str, *, turn=None, fact: str = "") -> Co
 def pair_candidates(fold: Fold) -> list[Fold]:
     """Other summaries of the same segment: folds of the conversation at the same position."""
     return list(
-        Fold.objects.filter(conversation_id=fold.conversation_id, position=fold.position).exclude(pk=fold.pk).order_by("pk")
+        Fold.objects.filter(conversation_id=fold.conversation_id, position=fold.position)
+        .exclude(pk=fold.pk)
+        .exclude(kind__in=windows.NO_SEGMENT_KINDS)
+        .order_by("pk")
     )
 
 
@@ -627,7 +644,9 @@ def dashboard(projects, group: str = "agent") -> dict:
     if group not in GROUPS:
         group = "agent"
     folds = list(
-        Fold.objects.filter(conversation__project__in=projects).select_related("conversation", "conversation__source")
+        Fold.objects.filter(conversation__project__in=projects)
+        .exclude(kind__in=windows.NO_SEGMENT_KINDS)
+        .select_related("conversation", "conversation__source")
     )
     probes = {p.fold_id: p for p in FactProbe.objects.filter(fold__in=folds)}
     missing = [f for f in folds if f.pk not in probes or probes[f.pk].version != PROBE_VERSION]

@@ -213,5 +213,6 @@
     document.querySelectorAll("svg.curve[data-points]").forEach(setupCurve);
   }
   document.addEventListener("DOMContentLoaded", setupAll);
+  document.addEventListener("htmx:load", setupAll); // a curve swapped in (a live page's update)
   if (document.readyState !== "loading") setupAll();
 })();

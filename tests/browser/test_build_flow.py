@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -18,7 +17,7 @@ from tests.factories import TextSource, build_conversation, make_project, make_u
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+from tests.browser.screenshots import SCREENSHOTS  # noqa: E402
 
 
 @pytest.fixture

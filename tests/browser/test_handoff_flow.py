@@ -3,7 +3,6 @@ the end of the conversation; the key h; the "Fold at X %" preview. A real worker
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -15,7 +14,7 @@ from tests.worker import Worker, purge_broker
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+from tests.browser.screenshots import SCREENSHOTS  # noqa: E402
 
 
 @pytest.fixture

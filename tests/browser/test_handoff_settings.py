@@ -3,7 +3,6 @@ the private network allowed, and shows the key masked."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -14,7 +13,7 @@ from tests.factories import make_project, make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+from tests.browser.screenshots import SCREENSHOTS  # noqa: E402
 KEY = "sk-proj-ABCDEFGHIJKLMNOP-9876"
 
 

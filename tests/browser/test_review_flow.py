@@ -3,7 +3,6 @@ submit, previous/next); an owner then sees the results on the dashboard. No slee
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -16,7 +15,7 @@ from tests.factories import TextSource, build_conversation, make_project, make_u
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+from tests.browser.screenshots import SCREENSHOTS  # noqa: E402
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from tests.sessions import SessionBuilder, session_lines, write_lines
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+from tests.browser.screenshots import SCREENSHOTS  # noqa: E402
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ the element htmx is expected to bring."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from django.test import Client
@@ -14,7 +13,7 @@ from tests.factories import TextSource, build_conversation, make_project, make_u
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+from tests.browser.screenshots import SCREENSHOTS  # noqa: E402
 
 
 def login(context, live_server, user) -> None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import re
-import warnings
 from urllib.parse import urlencode
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,7 +36,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from contextviewer.accounts import services
-from contextviewer.accounts.models import ROLE_PERMISSIONS, ApiToken, Invitation, Project, Role
+from contextviewer.accounts.models import ROLE_PERMISSIONS, Invitation, Project, Role
 from contextviewer.api import api
 from contextviewer.conversations import jobs
 from contextviewer.conversations.models import Fold
@@ -211,9 +210,10 @@ PAGE_WRITES: dict[str, Write] = {
     # Builds and providers (issue 4).
     "build_create": Write("edit", lambda w: {"turns": "1"}),
     "provider_settings": Write("settings", lambda w: {"provider": "openai", "model": "gpt-4o-mini"}),
+    "conversation_delete": Write("delete", lambda w: {"confirm": "yes"}),  # issue 10: owners and admins
 }
 # Pages whose reading needs more than "view".
-PAGE_READS: dict[str, str] = {"project_audit": "manage_members", "review_queue_next": "score"}
+PAGE_READS: dict[str, str] = {"project_audit": "manage_members", "review_queue_next": "score", "conversation_delete": "delete"}
 SCORE_FIELDS = [
     {"key": "fidelity", "label": "Fidelity", "type": "scale", "min": 1, "max": 5},
     {"key": "lost_detail", "label": "Lost a load-bearing detail", "type": "bool"},
@@ -232,6 +232,7 @@ API_WRITES: dict[tuple[str, str], Write] = {
     ("POST", "/api/conversations/{conversation_id}/builds"): Write("edit", lambda w: {"json": {"turns": [1]}}),
     ("POST", "/api/conversations/{conversation_id}/handoff"): Write("edit", lambda w: {"json": {"provider": "builtin"}}),
     ("PUT", "/api/projects/{slug}/providers/{provider}"): Write("settings", lambda w: {"json": {"model": "gpt-4o-mini"}}),
+    ("DELETE", "/api/conversations/{conversation_id}"): Write("delete"),
 }
 API_READS: dict[tuple[str, str], str] = {("GET", "/api/projects/{project}/audit"): "manage_members"}
 

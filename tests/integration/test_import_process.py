@@ -5,6 +5,7 @@ hostile lines and for the real fixtures; a parsing process that dies or fails le
 the file and the import runs again; a writer that stops early leaves no process behind.
 """
 
+import dataclasses
 import itertools
 import os
 import signal
@@ -13,7 +14,7 @@ import pytest
 
 from contextviewer.conversations import ingest, prepare, search
 from contextviewer.conversations.models import Conversation, Message, Source
-from contextviewer.importers import synthetic
+from contextviewer.importers import claude_code, synthetic
 from tests.conftest import shared_fixtures_dir
 from tests.sessions import SessionBuilder, session_lines, write_lines
 
@@ -176,21 +177,20 @@ def test_a_parsing_process_that_dies_leaves_nothing_and_the_import_runs_again(pr
     path = _session_file(tmp_path)
     settings.IMPORT_PROCESS_MIN_BYTES = 0
     writer_pid = os.getpid()
-    real_parse = ingest.claude_code.parse
+    real_parse = claude_code.FORMAT.parse
 
-    def dying_parse(*args, **kwargs):
-        for n, record in enumerate(real_parse(*args, **kwargs)):
+    def dying_parse(source):
+        for n, record in enumerate(real_parse(source)):
             if n == 700 and os.getpid() != writer_pid:
                 os.kill(os.getpid(), signal.SIGKILL)  # as the out-of-memory killer would
             yield record
 
-    monkeypatch.setattr(ingest.claude_code, "parse", dying_parse)
+    dying = dataclasses.replace(claude_code.FORMAT, parse=dying_parse)
     with pytest.raises(prepare.PrepareProcessError, match="stopped unexpectedly.*nothing of this file"):
-        ingest.import_file(project, path)
+        ingest.import_file(project, path, fmt=dying)
     assert Message.objects.count() == 0
     assert Source.objects.get().status != "imported"
 
-    monkeypatch.setattr(ingest.claude_code, "parse", real_parse)
     report = ingest.import_file(project, path)
     assert report.status == "imported" and report.added_messages == 300 * 5
     assert Conversation.objects.get().message_count == 300 * 5
@@ -199,15 +199,15 @@ def test_a_parsing_process_that_dies_leaves_nothing_and_the_import_runs_again(pr
 def test_an_error_in_the_parsing_process_is_raised_in_the_import(project, tmp_path, settings, monkeypatch, forks):
     path = _session_file(tmp_path)
     settings.IMPORT_PROCESS_MIN_BYTES = 0
-    real_parse = ingest.claude_code.parse
+    real_parse = claude_code.FORMAT.parse
 
-    def failing_parse(*args, **kwargs):
-        yield from itertools.islice(real_parse(*args, **kwargs), 50)
+    def failing_parse(source):
+        yield from itertools.islice(real_parse(source), 50)
         raise ValueError("the parser met something new at line 51")
 
-    monkeypatch.setattr(ingest.claude_code, "parse", failing_parse)
+    failing = dataclasses.replace(claude_code.FORMAT, parse=failing_parse)
     with pytest.raises(ValueError, match="something new at line 51"):
-        ingest.import_file(project, path)
+        ingest.import_file(project, path, fmt=failing)
     assert Message.objects.count() == 0
 
 

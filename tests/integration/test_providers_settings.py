@@ -8,7 +8,7 @@ import json
 import pytest
 from django.db import connection
 
-from contextviewer.accounts.models import Membership, Role
+from contextviewer.accounts.models import Role
 from contextviewer.conversations import handoff, ingest, jobs
 from contextviewer.conversations.models import Conversation
 from contextviewer.providers import services, ssrf

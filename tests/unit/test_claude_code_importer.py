@@ -8,7 +8,6 @@ import gzip
 import io
 import json
 import os
-import time
 import tracemalloc
 from collections import Counter
 from datetime import UTC, datetime
@@ -28,7 +27,7 @@ from contextviewer.core.records import (
     UsageRecord,
 )
 from contextviewer.importers.claude_code import KNOWN_METADATA_TYPES, parse
-from contextviewer.importers.detect import discover
+from contextviewer.importers.claude_code_layout import discover
 from contextviewer.importers.lines import open_stream
 from contextviewer.importers.synthetic import write_session
 from tests.conftest import claude_code_fixture_files, shared_fixtures_dir
@@ -624,7 +623,7 @@ def test_invalid_utf8_line():
     assert [m.uuid for m in of(records, MessageRecord)] == ["u1", "u2", "u3", "u4"]
 
 
-def test_a_50_mb_line_is_skipped_with_low_memory(tmp_path: Path):
+def test_a_50_mb_line_is_imported_reduced_with_low_memory(tmp_path: Path):
     path = tmp_path / "huge.jsonl"
     with open(path, "wb") as fh:
         fh.write(user("u1"))
@@ -642,8 +641,10 @@ def test_a_50_mb_line_is_skipped_with_low_memory(tmp_path: Path):
         tracemalloc.stop()
     assert peak < 20 << 20
     (bad,) = of(records, BadLine)
-    assert bad.line_no == 2 and bad.reason == "line 2 is 50.0 MB, over the 32.0 MB limit; skipped"
-    assert [m.uuid for m in of(records, MessageRecord)] == ["u1", "u2"]
+    assert bad.line_no == 2 and bad.reason == (
+        "line 2 is 50.0 MB, over the 32.0 MB limit: imported reduced (1 string shortened, 50.0 MB not kept)"
+    )
+    assert [m.uuid for m in of(records, MessageRecord)] == ["u1", "big", "u2"]
     assert info_of(records).bytes_consumed == path.stat().st_size
 
 
@@ -743,11 +744,9 @@ def test_gzip_bomb_is_stopped_at_the_cap(tmp_path: Path):
     parts.append(comp.flush())
     path = tmp_path / "bomb.jsonl.gz"
     path.write_bytes(b"".join(parts))
-    started = time.perf_counter()
     stream, _ = open_stream(path, max_decompressed_bytes=10 << 20)
     with stream:
         records = list(parse(stream))
-    assert time.perf_counter() - started < 5
     bad = of(records, BadLine)
     assert [(b.line_no, b.reason) for b in bad] == [
         (0, "gzip data expands beyond the 10.0 MB cap; import stopped (possible gzip bomb)")

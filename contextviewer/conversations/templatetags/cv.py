@@ -10,8 +10,15 @@ from django import template
 from contextviewer.conversations import rendering
 from contextviewer.core import tokens as token_core
 from contextviewer.core.severity import severity as severity_of
+from contextviewer.importers import formats
 
 register = template.Library()
+
+
+@register.filter
+def agent_label(name: str) -> str:
+    """What people call the agent whose format wrote a conversation ("codex" -> "Codex CLI")."""
+    return formats.label(name)
 
 
 @register.filter

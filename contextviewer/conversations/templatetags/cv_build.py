@@ -2,7 +2,16 @@
 
 from django import template
 
+from contextviewer.core import export as core_export
+
 register = template.Library()
+
+
+@register.filter
+def export_choices(conv) -> list[tuple[str, str]]:
+    """(format, label) of the exports offered for a conversation (an agent's own session format
+    only for that agent's conversations)."""
+    return [(f, core_export.LABELS[f]) for f in core_export.formats_for(conv.agent)]
 
 
 @register.filter

@@ -1,7 +1,11 @@
 """python manage.py bench import [--mb 200] | bench pages [--sizes 1000,10000,50000]
+| bench load [--clients 20] [--seconds 30] [--messages 41000]
 
 Benchmarks print figures; they are not timed tests. `bench import` runs in a throw-away SQLite
 database (or the configured PostgreSQL) under a temporary data folder, never in your own data.
+`bench load` starts the default web server on a free port of 127.0.0.1 over a scratch data folder
+with a synthetic conversation, runs concurrent readers for a bounded time and number of requests,
+and prints p50/p95/errors (conversations/bench_load.py).
 """
 
 import json
@@ -19,22 +23,53 @@ def _peak_rss_mb() -> float:
 
 
 class Command(BaseCommand):
-    help = "Benchmarks: `bench import` (import speed and memory) and `bench pages` (page speed)."
+    help = ("Benchmarks: `bench import` (import speed and memory), `bench pages` (page speed) and "
+            "`bench load` (concurrent readers against the web server).")
 
     def add_arguments(self, parser):
-        parser.add_argument("what", choices=["import", "pages"])
-        parser.add_argument("--mb", type=float, default=200.0, help="bench import: size of the synthetic session")
+        parser.add_argument("what", choices=["import", "pages", "load"])
+        parser.add_argument("--mb", type=float, default=200.0, help="bench import: size of the synthetic session "
+                            "(a Claude Code session, then a Codex rollout of the same size)")
+        parser.add_argument("--no-codex", action="store_true", help="bench import: only the Claude Code session")
         parser.add_argument("--file", help="bench import: an existing session file instead of a synthetic one")
         parser.add_argument("--sizes", default="1000,10000,50000", help="bench pages: conversation sizes")
         parser.add_argument("--keep", action="store_true", help="keep the generated files")
-        parser.add_argument("--repeat", type=int, default=3, help="bench import: runs of the floor and the import, "
-                            "interleaved; the figures are the fastest of each (a noisy machine slows runs, never speeds them)")
+        parser.add_argument("--repeat", type=int, default=None, help="bench import: runs of the floor and the import, "
+                            "interleaved; the figures are the fastest of each (a noisy machine slows runs, never speeds them) "
+                            "(default 3); bench load: load runs against the same server, then the best and the spread (default 1)")
         parser.add_argument("--database-url", default="", help="bench import: a scratch PostgreSQL database "
                             "(default: a fresh SQLite file in a temporary folder)")
+        parser.add_argument("--clients", type=int, default=20, help="bench load: concurrent readers")
+        parser.add_argument("--seconds", type=float, default=30.0, help="bench load: length of a run (it stops then)")
+        parser.add_argument("--messages", type=int, default=41_000, help="bench load: messages of the conversation")
+        parser.add_argument("--requests", type=int, default=None, help="bench load: at most this many requests "
+                            "in a run (default 500 per client)")
+        parser.add_argument("--workers", type=int, default=None, help="bench load: server processes "
+                            "(default CONTEXTVIEWER_WEB_WORKERS or 2)")
+        parser.add_argument("--threads", type=int, default=None, help="bench load: threads per server process "
+                            "(default CONTEXTVIEWER_WEB_THREADS or 8)")
+        parser.add_argument("--worker-class", choices=["gthread", "sync"], default="gthread",
+                            help="bench load: sync is the server as it was before threads, to compare")
+        parser.add_argument("--reuse", help="bench load: a folder kept by an earlier `bench load --keep` "
+                            "(its conversation, no new import)")
 
     def handle(self, *args, **opts):
         if opts["what"] == "import":
+            opts["repeat"] = 3 if opts["repeat"] is None else opts["repeat"]
             self.bench_import(opts)
+        elif opts["what"] == "load":
+            from contextviewer.conversations import bench_load
+
+            if opts["clients"] < 1 or opts["seconds"] <= 0 or opts["messages"] < 1:
+                raise CommandError("--clients, --seconds and --messages must be positive")
+            try:
+                bench_load.run(
+                    self.stdout, clients=opts["clients"], seconds=opts["seconds"], messages=opts["messages"],
+                    max_requests=opts["requests"], repeat=opts["repeat"] or 1, workers=opts["workers"],
+                    threads=opts["threads"], worker_class=opts["worker_class"], keep=opts["keep"], reuse=opts["reuse"],
+                )
+            except RuntimeError as e:
+                raise CommandError(str(e)) from e
         else:
             from contextviewer.conversations import bench_pages
 
@@ -43,10 +78,6 @@ class Command(BaseCommand):
 
     def bench_import(self, opts):
         # The floor and the import run in separate child processes so that each peak RSS is its own.
-        import subprocess
-
-        from django.conf import settings
-
         from contextviewer.importers import synthetic
 
         workdir = Path(tempfile.mkdtemp(prefix="contextviewer-bench-"))
@@ -58,14 +89,35 @@ class Command(BaseCommand):
             t0 = time.perf_counter()
             path = synthetic.write_session(workdir / "sessions", target_bytes=int(opts["mb"] * 1e6), seed=1)
             self.stdout.write(f"generated {path.stat().st_size / 1e6:.1f} MB in {time.perf_counter() - t0:.1f} s: {path}")
+        self.measure(path, workdir, opts, "main + sub-agent files")
+        if not opts["file"] and not opts["no_codex"]:
+            # The same method on a Codex rollout of the same size (its own format, its own figures).
+            from contextviewer.importers import codex_synthetic
+
+            t0 = time.perf_counter()
+            codex_path = codex_synthetic.write_rollout(workdir / "codex", target_bytes=int(opts["mb"] * 1e6), seed=1)
+            self.stdout.write("")
+            self.stdout.write(f"generated a Codex rollout of {codex_path.stat().st_size / 1e6:.1f} MB in "
+                              f"{time.perf_counter() - t0:.1f} s: {codex_path}")
+            self.measure(codex_path, workdir, opts, "Codex rollout")
+        if not opts["keep"]:
+            import shutil
+
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def measure(self, path: Path, workdir: Path, opts, what: str) -> None:
+        """Floor and import of the files beside `path`, in child processes, the fastest of --repeat."""
+        import os
+        import subprocess
+
+        from django.conf import settings
+
         size_mb = sum(p.stat().st_size for p in path.parent.rglob("*.jsonl")) / 1e6
         env = {
             "CONTEXTVIEWER_DATA_DIR": str(workdir / "data"),
             "TIKTOKEN_CACHE_DIR": str(settings.TIKTOKEN_CACHE_DIR),
             "DATABASE_URL": opts["database_url"],
         }
-        import os
-
         child_env = {**os.environ, **env}
         base = [sys.executable, "-c", _CHILD, str(path)]
         floors, runs = [], []
@@ -87,7 +139,7 @@ class Command(BaseCommand):
         result = min(runs, key=lambda r: r["seconds"])
         ratio = result["seconds"] / floor["seconds"] if floor["seconds"] else float("nan")
         w = self.stdout.write
-        w(f"file:     {size_mb:.1f} MB (main + sub-agent files), {result['messages']} messages, "
+        w(f"file:     {size_mb:.1f} MB ({what}), {result['messages']} messages, "
           f"{result['model_calls']} model calls, {result['folds']} folds")
         w(f"database: {result['database']}")
         w(f"import:   {result['seconds']:.2f} s  {size_mb / result['seconds']:.1f} MB/s  "
@@ -101,10 +153,6 @@ class Command(BaseCommand):
             floor_times = ", ".join("%.1f" % r["seconds"] for r in floors)
             w(f"runs:     import {imports} s; floor {floor_times} s (the fastest of each is used)")
         w(f"ratio:    import / floor = {ratio:.2f}x (target <= 2x); peak RSS target < 512 MB")
-        if not opts["keep"]:
-            import shutil
-
-            shutil.rmtree(workdir, ignore_errors=True)
 
 
 # Runs in a child process: "floor" parses and tokenizes the same texts; "import" runs the real import.
@@ -131,7 +179,7 @@ if mode == "floor":
             yield obj
         elif isinstance(obj, dict):
             for k, v in obj.items():
-                if k in ("data", "signature"):
+                if k in ("data", "signature", "encrypted_content"):
                     continue
                 yield from texts(v)
         elif isinstance(obj, list):
@@ -147,6 +195,10 @@ if mode == "floor":
                 msg = obj.get("message") if isinstance(obj, dict) else None
                 if isinstance(msg, dict):
                     for t in texts(msg.get("content")):
+                        n += len(enc.encode_ordinary(t))
+                elif isinstance(obj, dict) and obj.get("type") in ("response_item", "compacted"):
+                    # Codex: the item as the model saw it (encrypted content is not text)
+                    for t in texts(obj.get("payload")):
                         n += len(enc.encode_ordinary(t))
     print(json.dumps({"seconds": time.perf_counter() - t0, "tokens": n, "peak_rss_mb": rss()}))
 else:

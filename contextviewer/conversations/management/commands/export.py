@@ -23,7 +23,11 @@ class Command(BaseCommand):
         if conv is None:
             self.stderr.write(f"export failed: no conversation with id or session id {opts['conversation']!r}")
             sys.exit(2)
-        f = builds.export(conv, opts["format"])
+        try:
+            f = builds.export(conv, opts["format"])
+        except builds.ExportRefused as exc:
+            self.stderr.write(f"export failed: {exc}")
+            sys.exit(2)
         if opts["output"]:
             path = Path(opts["output"]).expanduser()
             try:

@@ -15,7 +15,10 @@ from contextviewer.conversations.models import JobStatus
 
 
 class Command(BaseCommand):
-    help = "Import Claude Code session files or folders (e.g. ~/.claude/projects), recursively."
+    help = (
+        "Import agent session logs (a file, or a folder searched recursively: ~/.claude/projects, "
+        "~/.codex/sessions, ...); each file is read by the format that claims it."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("paths", nargs="+")
@@ -46,7 +49,9 @@ class Command(BaseCommand):
         if job is None or job.status != JobStatus.SUCCEEDED:
             error = job.error if job else "the job was taken by another process"
             if opts["json"]:
-                self.stdout.write(json.dumps({"conversations": [], "errors": [{"path": "", "line": 0, "reason": error}]}))
+                errors = (job.result or {}).get("errors") if job else None
+                errors = errors or [{"path": "", "line": 0, "reason": error}]
+                self.stdout.write(json.dumps({"conversations": [], "errors": errors}))
             else:
                 self.stderr.write(f"import failed: {error}")
             sys.exit(2)

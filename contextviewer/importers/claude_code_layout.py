@@ -1,4 +1,4 @@
-"""Find Claude Code session files (and their sub-agent files) under a path.
+"""Claude Code's layout on disk: session files and their sub-agent files.
 
 Pure (no Django). Layouts (formats.md §1):
 
@@ -15,35 +15,16 @@ Any of these may also be gzip-compressed (``.jsonl.gz``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
+from contextviewer.importers.formats import SessionFiles, SubagentFile
 from contextviewer.importers.lines import open_stream
+
+FORMAT_NAME = "claude-code"
 
 SUFFIXES = (".jsonl", ".jsonl.gz")
 FIRST_LINE_LIMIT = 1 << 20  # bytes read to find an agent file's sessionId
 IGNORED_NAMES = frozenset({"history.jsonl"})  # ~/.claude/history.jsonl is a prompt index, not a session
-
-
-class SubagentFile(NamedTuple):
-    path: Path
-    agent_id: str
-    agent_type: str | None  # from agent-<id>.meta.json when present
-    is_compaction: bool  # agent-acompact-*: the compaction call's own transcript
-
-
-@dataclass
-class SessionFiles:
-    """One session: its main file and its sub-agent files.
-
-    ``main`` is None when only sub-agent files were found (or named) for a session; then
-    ``session_id`` says which session they belong to.
-    """
-
-    main: Path | None
-    subagents: list[SubagentFile] = field(default_factory=list)
-    session_id: str | None = None
 
 
 def stem(path: Path) -> str:
@@ -140,25 +121,32 @@ def discover(path: str | Path) -> list[SessionFiles]:
         return [_single(path)]
     if not path.is_dir():
         return []
-    return _folder(path)
+    return group(sorted(p for p in path.rglob("*") if is_session_file(p) and p.is_file()))
+
+
+def group(paths: list[Path]) -> list[SessionFiles]:
+    """Claimed files as sessions: main files with their sub-agent files. One path named alone is
+    taken as it is (whatever its name); several are paired by the layouts above."""
+    if len(paths) == 1:
+        return [_single(paths[0])]
+    return _folder(sorted(p for p in paths if p.name not in IGNORED_NAMES))
 
 
 def _single(path: Path) -> SessionFiles:
     if path.parent.name == "subagents" and is_agent_file(path):
-        return SessionFiles(main=None, subagents=[subagent_file(path)], session_id=path.parent.parent.name)
+        return SessionFiles(format=FORMAT_NAME, main=None, subagents=[subagent_file(path)], session_id=path.parent.parent.name)
     if is_agent_file(path):
         # 2.0.x sub-agent file given alone: a sub-agent of the session its first line names when
         # that session's file is beside it, else a session of its own.
         session_id = first_session_id(path)
         if session_id and any((path.parent / f"{session_id}{s}").is_file() for s in SUFFIXES):
-            return SessionFiles(main=None, subagents=[subagent_file(path)], session_id=session_id)
-        return SessionFiles(main=path, session_id=session_id or stem(path))
+            return SessionFiles(format=FORMAT_NAME, main=None, subagents=[subagent_file(path)], session_id=session_id)
+        return SessionFiles(format=FORMAT_NAME, main=path, session_id=session_id or stem(path))
     subagents = _companion_subagents(path) if is_session_file(path) else []
-    return SessionFiles(main=path, subagents=subagents, session_id=stem(path))
+    return SessionFiles(format=FORMAT_NAME, main=path, subagents=subagents, session_id=stem(path))
 
 
-def _folder(root: Path) -> list[SessionFiles]:
-    files = sorted(p for p in root.rglob("*") if is_session_file(p) and p.is_file())
+def _folder(files: list[Path]) -> list[SessionFiles]:
     sessions: dict[Path, SessionFiles] = {}  # key: main path (or the expected one)
     loose_agents: list[Path] = []
     for p in files:
@@ -166,12 +154,12 @@ def _folder(root: Path) -> list[SessionFiles]:
             session_dir = p.parent.parent
             main = _main_beside(session_dir)
             key = main or (session_dir.parent / f"{session_dir.name}.jsonl")
-            entry = sessions.setdefault(key, SessionFiles(main=main, session_id=session_dir.name))
+            entry = sessions.setdefault(key, SessionFiles(format=FORMAT_NAME, main=main, session_id=session_dir.name))
             entry.subagents.append(subagent_file(p))
         elif p.name.startswith("agent-"):
             loose_agents.append(p)
         elif p.name not in IGNORED_NAMES:
-            entry = sessions.setdefault(p, SessionFiles(main=p, session_id=stem(p)))
+            entry = sessions.setdefault(p, SessionFiles(format=FORMAT_NAME, main=p, session_id=stem(p)))
             entry.main = p
     for p in loose_agents:
         session_id = first_session_id(p)
@@ -183,11 +171,11 @@ def _folder(root: Path) -> list[SessionFiles]:
                     main = candidate
                     break
         if main is not None:
-            entry = sessions.setdefault(main, SessionFiles(main=main, session_id=session_id))
+            entry = sessions.setdefault(main, SessionFiles(format=FORMAT_NAME, main=main, session_id=session_id))
             entry.subagents.append(subagent_file(p))
         else:
             # No session to attach it to: import it on its own.
-            sessions[p] = SessionFiles(main=p, session_id=session_id or stem(p))
+            sessions[p] = SessionFiles(format=FORMAT_NAME, main=p, session_id=session_id or stem(p))
     result = [sessions[k] for k in sorted(sessions)]
     for entry in result:
         entry.subagents.sort(key=lambda s: str(s.path))

@@ -1,0 +1,122 @@
+"""Live conversations: the page of a conversation whose file is still growing follows it.
+
+The watcher (watch.py) marks the conversations of a growing file live (``Conversation.live_until``).
+Their page carries a poll element (``_live_poll.html``, every 2 s while live) that asks this view
+for what came after what the page has: new turn headers (swapped in where the poll element is,
+with the next poll element after them), the grown last turn's figures and messages, and the gauge
+and curve (out-of-band swaps of the page's own partials). live.js adds what only the browser knows
+to each poll: the last turn the page shows, whether the page shows the segment up to its end, and
+the last message position of the last turn when that turn is open.
+
+Nothing changed: 204 (htmx keeps polling). No longer live: 286 (htmx stops polling).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import Max
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from . import pages
+from .models import Conversation, Message
+from .views import _get_conversation_for_user, _int
+
+POLL_EVERY = "2s"
+STOP_POLLING = 286  # htmx: swap this response, then stop polling
+
+
+@dataclass
+class PollState:
+    """What the page has, as the next poll tells it to the server."""
+
+    conversation_id: int
+    pos: int  # the last position the server sent
+    turn: int | None  # the last turn header shown
+    append: bool  # the page shows the loaded segment up to its end (no "more turns" left to load)
+    folds: int
+
+    @property
+    def url(self) -> str:
+        return reverse("conversation_live", args=[self.conversation_id])
+
+    @property
+    def vals(self) -> str:
+        values = {"pos": self.pos, "append": int(self.append), "folds": self.folds}
+        if self.turn is not None:
+            values["turn"] = self.turn
+        return json.dumps(values)
+
+    every = POLL_EVERY
+
+
+def last_position(conv: Conversation) -> int:
+    found = Message.objects.filter(conversation=conv).aggregate(hi=Max("position"))["hi"]
+    return -1 if found is None else found
+
+
+def poll_state(page: pages.ConversationPage, segment: pages.SegmentView) -> PollState | None:
+    """The poll of a page showing ``segment`` (the loaded one), or None when it is not live."""
+    conv = page.conversation
+    if not conv.is_live:
+        return None
+    window = segment.turns
+    shown = window.turns[-1].turn if window and window.turns else None
+    return PollState(
+        conversation_id=conv.pk,
+        pos=last_position(conv),
+        turn=shown,
+        append=window is not None and window.later_from is None,
+        folds=len(page.folds),
+    )
+
+
+@login_required
+@require_GET
+def conversation_live(request: HttpRequest, pk: int) -> HttpResponse:
+    """What a live conversation's open page does not have yet (same access as the page)."""
+    conv = _get_conversation_for_user(request, pk)
+    live = conv.is_live
+    pos = _int(request.GET.get("pos"), -1)
+    hi = last_position(conv)
+    if hi == pos:
+        if live:
+            return HttpResponse(status=204)
+        return render(request, "conversations/live.html", {"conv": conv, "live": False}, status=STOP_POLLING)
+
+    turn = _int(request.GET.get("turn"))
+    append = request.GET.get("append") == "1"
+    open_pos = _int(request.GET.get("open_pos"))
+    page = pages.conversation_page(conv)
+    loaded = next((s for s in reversed(page.segments) if s.kind == "loaded"), None)
+    window = grown = grown_body = None
+    if loaded is not None and turn is not None:
+        if append:
+            found = pages.turn_window(conv, loaded.index, loaded.start, loaded.end, from_turn=turn + 1)
+            if found.turns:
+                # The rest (past one window) comes with the next poll, after these.
+                found.earlier_from = found.later_from = None
+                window = found
+        same = pages.turn_window(conv, loaded.index, loaded.start, loaded.end, from_turn=turn, to_turn=turn).turns
+        grown = same[0] if same else None
+        if grown is not None and open_pos is not None:
+            body = pages.turn_view(conv, turn, from_position=open_pos + 1)
+            grown_body = body if body.messages else None
+    shown = window.turns[-1].turn if window else turn
+    poll = PollState(conv.pk, hi, shown, append, len(page.folds))
+    context = {
+        "conv": conv,
+        "page": page,
+        "live": live,
+        "window": window,
+        "grown": grown,
+        "grown_body": grown_body,
+        "poll": poll if live else None,
+        "fold_notice": len(page.folds) != _int(request.GET.get("folds"), len(page.folds)),
+    }
+    return render(request, "conversations/live.html", context, status=200 if live else STOP_POLLING)

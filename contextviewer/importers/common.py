@@ -1,0 +1,383 @@
+"""Helpers every importer shares (pure, no Django): tolerant readers of JSON values, timestamps,
+the Anthropic content-block shape (Claude Code and Anthropic Messages arrays both write it), and
+what sniffers read in a file's head (its text, its first JSON lines, its first array items)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from collections.abc import Callable
+from typing import Any
+
+from contextviewer.core.records import Block
+
+BOM = b"\xef\xbb\xbf"
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+def str_or_none(value: Any) -> str | None:
+    return value if value.__class__ is str and value else None
+
+
+def pos_int(value: Any) -> int:
+    if value.__class__ is int:
+        return value if value > 0 else 0
+    if value.__class__ is float and value == value and 0 < value < 1e18:
+        return int(value)
+    return 0
+
+
+def int_or_none(value: Any) -> int | None:
+    if value.__class__ is int:
+        return value
+    if value.__class__ is float and value == value and abs(value) < 1e18 and value == int(value):
+        return int(value)
+    return None
+
+
+def strip_suffixes(name: str, suffixes: tuple[str, ...] = (".gz", ".jsonl", ".json")) -> str:
+    """A file name without the suffixes it ends with, in that order ("a.jsonl.gz" -> "a")."""
+    for suffix in suffixes:
+        name = name.removesuffix(suffix)
+    return name
+
+
+def parse_timestamp(value: Any) -> datetime | None:
+    """ISO-8601 (with ``Z`` or an offset) to an aware UTC datetime; anything else to None."""
+    if value.__class__ is not str or not 10 <= len(value) <= 64:
+        return None
+    try:
+        dt = datetime.fromisoformat(value)
+        if dt.tzinfo is None:
+            return dt.replace(tzinfo=UTC)
+        return dt.astimezone(UTC)
+    except (ValueError, OverflowError, TypeError):
+        return None
+
+
+def timestamp(value: Any) -> datetime | None:
+    """An ISO-8601 string, or epoch seconds (or milliseconds) as a number, to an aware datetime."""
+    if value.__class__ is str:
+        return parse_timestamp(value)
+    if value.__class__ in (int, float) and value == value and value > 0:
+        seconds = value / 1000 if value > 1e11 else value
+        try:
+            return datetime.fromtimestamp(seconds, UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    return None
+
+
+class TimeSpan:
+    """The first and last timestamps a session's records carry (its ``SessionInfo`` span)."""
+
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+
+    def saw(self, ts: datetime | None) -> datetime | None:
+        """Widen the span to ``ts`` (None: nothing); returns ``ts``."""
+        if ts is not None:
+            if self.started_at is None or ts < self.started_at:
+                self.started_at = ts
+            if self.ended_at is None or ts > self.ended_at:
+                self.ended_at = ts
+        return ts
+
+
+def compact_json(value: Any) -> str:
+    try:
+        return _dumps(value)
+    except (ValueError, TypeError, RecursionError):
+        return ""
+
+
+def json_kind(value: Any) -> str:
+    if value is None:
+        return "JSON null"
+    if value.__class__ is bool:
+        return "a JSON boolean"
+    if value.__class__ in (int, float):
+        return "a JSON number"
+    if value.__class__ is str:
+        return "a JSON string"
+    if value.__class__ is list:
+        return "a JSON array"
+    return "a JSON value"
+
+
+def as_list(value: Any) -> list:
+    return value if value.__class__ is list else []
+
+
+def json_arguments(value: Any) -> Any:
+    """Tool-call arguments as written (OpenAI shapes write a JSON string): parsed where it is JSON."""
+    if value.__class__ is str:
+        try:
+            return json.loads(value)
+        except (ValueError, RecursionError):
+            return value
+    return value
+
+
+def tool_call(tool_id: str | None, name: str | None, tool_input: Any, raw_type: str | None = None) -> Block:
+    """A ``tool_call`` block: its input, and the input as compact JSON for its text."""
+    return Block(
+        "tool_call",
+        text=compact_json(tool_input) if tool_input is not None else "",
+        tool_id=tool_id,
+        tool_name=name,
+        tool_input=tool_input,
+        raw_type=raw_type,
+    )
+
+
+class OpenCalls:
+    """Tool calls the log writes without an id (a checkpoint's ``functionCall``, a legacy
+    ``function_call``), by tool name: each is given one, and a result without an id answers the
+    oldest open call of its tool."""
+
+    def __init__(self) -> None:
+        self.by_name: dict[str, list[str]] = {}
+
+    def count(self, name: str | None) -> int:
+        return len(self.by_name.get(name or "", ()))
+
+    def open(self, block: Block, tool_id: str) -> None:
+        block.tool_id = tool_id
+        self.by_name.setdefault(block.tool_name or "", []).append(tool_id)
+
+    def answer(self, block: Block) -> None:
+        waiting = self.by_name.get(block.tool_name or "")
+        if waiting:
+            block.tool_id = waiting.pop(0)
+
+
+def result_content(content: Any) -> tuple[str, int]:
+    """(joined text parts, number of image parts) of a tool_result's content."""
+    if content.__class__ is str:
+        return content, 0
+    if content.__class__ is dict:
+        content = [content]
+    elif content.__class__ is not list:
+        return "", 0
+    texts: list[str] = []
+    images = 0
+    for part in content:
+        if part.__class__ is str:
+            texts.append(part)
+        elif part.__class__ is dict:
+            kind = part.get("type")
+            if kind == "text":
+                text = part.get("text")
+                if text.__class__ is str:
+                    texts.append(text)
+            elif kind == "image":
+                images += 1
+                cut = left_out_data(part)
+                if cut:  # the image was left out of an over-cap line (longline.py): say so
+                    texts.append(cut)
+    return "\n".join(texts), images
+
+
+def left_out_data(image: Any) -> str:
+    """The marker that stands for an image's base64 data left out of an over-cap line, or ""."""
+    source = image.get("source") if image.__class__ is dict else None
+    data = source.get("data") if source.__class__ is dict else None
+    return data if data.__class__ is str and data.startswith("[contextviewer: ") else ""
+
+
+def anthropic_block(item: dict) -> Block:
+    kind = item.get("type")
+    if kind == "text":
+        text = item.get("text")
+        return Block("text", text=text if text.__class__ is str else "")
+    if kind == "thinking":
+        text = item.get("thinking")
+        return Block("thinking", text=text if text.__class__ is str else "")
+    if kind == "redacted_thinking":
+        return Block("thinking", raw_type="redacted_thinking")
+    if kind == "tool_use" or kind == "server_tool_use":
+        return tool_call(
+            str_or_none(item.get("id")),
+            str_or_none(item.get("name")),
+            item.get("input"),
+            raw_type=None if kind == "tool_use" else kind,
+        )
+    if kind == "tool_result":
+        text, images = result_content(item.get("content"))
+        return Block(
+            "tool_result",
+            text=text,
+            tool_id=str_or_none(item.get("tool_use_id")),
+            is_error=item.get("is_error") is True,
+            images=images,
+        )
+    if kind == "image":
+        source = item.get("source")
+        media_type = None
+        size = 0
+        if source.__class__ is dict:
+            media_type = str_or_none(source.get("media_type"))
+            data = source.get("data")
+            if data.__class__ is str:
+                size = len(data)
+        cut = left_out_data(item)
+        if cut:  # its data was left out of an over-cap line: the block says so
+            return Block("image", text=cut, media_type=media_type)
+        # The base64 data stays in the raw line, never in blocks.
+        return Block("image", media_type=media_type, data_size=size)
+    text = item.get("text")
+    return Block(
+        "other",
+        text=text if text.__class__ is str else "",
+        raw_type=kind if kind.__class__ is str and kind else "(none)",
+    )
+
+
+def content_item(item: Any) -> Block:
+    """One item of an Anthropic-shaped content list (a block, a string, or something odd)."""
+    if item.__class__ is dict:
+        return anthropic_block(item)
+    if item.__class__ is str:
+        return Block("text", text=item)
+    return Block("other", text=compact_json(item), raw_type=json_kind(item))
+
+
+def content_blocks(content: Any, item: Callable[[Any], Block] = content_item) -> list[Block]:
+    """Blocks of a message's ``content``: a string, a list of parts (each ``item(part)``; None
+    left out), or one part or something odd (``item(content)``). ``item`` reads a format's parts
+    (default: Anthropic blocks)."""
+    if content is None:
+        return []
+    if content.__class__ is str:
+        return [Block("text", text=content)]
+    if content.__class__ is not list:
+        return [item(content)]
+    return [item(part) for part in content if part is not None]
+
+
+def part_blocks(content: Any, part: Callable[[dict], Block]) -> list[Block]:
+    """Blocks of a content made of parts (Gemini ``parts``, OpenAI and LangChain content lists): a
+    string (no block when it is empty), one part or a list of them. ``part`` reads an object part;
+    a string part is text, None is left out, any other value is an ``other`` block."""
+    if content is None:
+        return []
+    if content.__class__ is str:
+        return [Block("text", text=content)] if content else []
+    blocks: list[Block] = []
+    for item in content if content.__class__ is list else [content]:
+        if item is None:
+            continue
+        if item.__class__ is str:
+            blocks.append(Block("text", text=item))
+        elif item.__class__ is not dict:
+            blocks.append(Block("other", text=compact_json(item), raw_type=json_kind(item)))
+        else:
+            blocks.append(part(item))
+    return blocks
+
+
+def text_of(blocks: list[Block]) -> str:
+    return "\n".join(b.text for b in blocks if b.kind == "text" and b.text)
+
+
+def looks_binary(head: bytes) -> bool:
+    sample = head[:8192]
+    if b"\x00" in sample:
+        return True
+    if not sample:
+        return False
+    # Control bytes other than tab/newline/carriage return/form feed/escape are rare in text.
+    controls = sum(sample.count(bytes([c])) for c in range(32) if c not in (9, 10, 12, 13, 27))
+    return controls > len(sample) // 10
+
+
+# -- images of a stored raw record (a format's ``images``/``enrich``) -----------------------------
+
+
+def raw_json(raw: Any) -> Any:
+    """A stored raw record parsed, or None when it is not JSON."""
+    try:
+        return json.loads(raw)
+    except (ValueError, TypeError, RecursionError):
+        return None
+
+
+def collect_images(node: Any, found: list, pick: Callable[[dict], list | None]) -> None:
+    """Depth first, in order: each object ``pick`` returns a list for (its images, maybe none)
+    adds them and is not searched further; the others are searched."""
+    if node.__class__ is dict:
+        images = pick(node)
+        if images is not None:
+            found.extend(images)
+            return
+        for value in node.values():
+            collect_images(value, found, pick)
+    elif node.__class__ is list:
+        for value in node:
+            collect_images(value, found, pick)
+
+
+def data_url(url: Any) -> tuple[str | None, str, bool] | None:
+    """(media type, data, whether it is base64) of a ``data:`` URL; None for anything else."""
+    if url.__class__ is not str or not url.startswith("data:"):
+        return None
+    head, _, data = url.partition(",")
+    return head[5:].split(";", 1)[0] or None, data, ";base64" in head
+
+
+def image_data(block: dict, source: dict | None) -> dict:
+    """An exporter block of kind image with its base64 data put back from ``source``
+    (``{"media_type", "data"}``, from a format's ``images``); the block as it is without one."""
+    if source is None:
+        return block
+    return {**block, "data": source["data"], "media_type": source.get("media_type") or block.get("media_type")}
+
+
+# -- sniffing a head ---------------------------------------------------------------------------
+
+
+def head_text(head: bytes) -> str:
+    """The sniffed head as text, BOM and leading whitespace removed."""
+    return head.removeprefix(BOM).decode("utf-8", "replace").lstrip()
+
+
+def json_lines(text: str, limit: int = 200) -> list[tuple[int, dict]]:
+    """(index, object) of the lines among the first ``limit`` of ``text`` that are a JSON object
+    (for JSONL sniffing; a line the head cut short is not one)."""
+    out = []
+    for n, line in enumerate(text.split("\n")[:limit]):
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if obj.__class__ is dict:
+            out.append((n, obj))
+    return out
+
+
+def first_lines(head: bytes, limit: int = 200) -> list[dict]:
+    """The JSON objects of the head's complete lines (for JSONL sniffing)."""
+    return [obj for _n, obj in json_lines(head.removeprefix(BOM).decode("utf-8", "replace"), limit)]
+
+
+def first_items(text: str, limit: int = 20) -> list:
+    """The first complete elements of a JSON array text (possibly cut short, as a sniffed head is)."""
+    decode = json.JSONDecoder().raw_decode
+    items: list = []
+    if not text.startswith("["):
+        return items
+    i, n = 1, len(text)
+    while i < n and len(items) < limit:
+        while i < n and text[i] in " \t\r\n,":
+            i += 1
+        if i >= n or text[i] == "]":
+            break
+        try:
+            value, i = decode(text, i)
+        except (ValueError, RecursionError):
+            break
+        items.append(value)
+    return items

@@ -1,0 +1,353 @@
+"""The registry of formats: which agent wrote a file, where its sessions are, how to read them.
+
+Pure (no Django). A format is one module in ``importers/`` that defines ``FORMAT = Format(...)``,
+plus one line in ``REGISTRY`` below; nothing outside ``importers/`` names a format. A format says:
+
+- ``sniff(path, head)``: how sure it is (0 to 1) that a file or folder is its own, from the name,
+  the folder layout and ``head`` (the first ``SNIFF_BYTES`` of a file, decompressed; ``b""`` for a
+  folder). 0 means "not mine". Where two formats claim a path, the higher score wins;
+- ``group(paths)``: its claimed paths as sessions (a main file with its sub-agent files);
+- ``parse(ParseInput)``: the records of ``core/records.py`` (see ``driver.py`` for the rules);
+- per-format helpers the pages and exports use on stored raw records (``images``, ``enrich``).
+
+Records, per format (the ingest service relies on these):
+- every ``MessageRecord`` has a ``uuid`` stable across re-imports (re-reading a file must give the
+  same uuids: that is how nothing is stored twice) and ``session_id`` = the conversation's id;
+- a ``UsageRecord`` is one model call; ``message_uuid`` is the first message it wrote;
+- a ``FoldRecord``'s ``boundary_uuid`` is a message (often a system marker the format emits) whose
+  position closes the archived segment; ``summary_uuid`` the message holding the summary, if any;
+- a file holding several sessions (``multi_session``) ends each session with its ``SessionInfo``;
+- messages with an ``agent_id`` other than the file's own go to a sub-agent conversation
+  ``<session>/<agent_id>``, linked by an ``AgentLink`` to the tool call that started it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from contextviewer.core.records import Record
+from contextviewer.importers.lines import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_LINE_BYTES, GZIP_MAGIC, GzipStream
+
+SNIFF_BYTES = 64 * 1024
+
+# How a format's data lies on disk, which decides how a changed source is read again:
+LINES = "lines"  # append-only lines: a grown file is read from where the last import stopped
+DOCUMENT = "document"  # one file read whole (a JSON document, a Markdown log): read again in full
+DATABASE = "database"  # a SQLite file: read again in full (stable uuids keep what is stored)
+FOLDER = "folder"  # a folder of files that is one session (or several): read again in full
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentFile:
+    path: Path
+    agent_id: str
+    agent_type: str | None = None
+    is_compaction: bool = False  # the compaction call's own transcript (a summarizer run)
+
+
+@dataclass
+class SessionFiles:
+    """One unit to import: a main file (or folder, or database) and its sub-agent files.
+
+    ``main`` is None when only sub-agent files were found (or named); ``session_id`` then says
+    which session they belong to."""
+
+    format: str
+    main: Path | None
+    subagents: list[SubagentFile] = field(default_factory=list)
+    session_id: str | None = None
+
+
+@dataclass
+class ParseInput:
+    path: Path  # the file, folder or database being read
+    stream: IO[bytes] | None = None  # LINES/DOCUMENT: the file's bytes from start_offset (gzip undone)
+    start_offset: int = 0
+    start_line: int = 0
+    agent_id: str | None = None  # a sub-agent file: its agent id
+    agent_type: str | None = None
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+
+
+def _each_alone(fmt: str) -> Callable[[list[Path]], list[SessionFiles]]:
+    def group(paths: list[Path]) -> list[SessionFiles]:
+        return [SessionFiles(format=fmt, main=p) for p in sorted(paths)]
+
+    return group
+
+
+def no_images(raw: str) -> list[dict]:
+    return []
+
+
+def as_is(message: dict) -> dict:
+    return message
+
+
+def sqlite_companions(path: Path) -> list[Path]:
+    """A SQLite database's write-ahead log: rows not yet checkpointed into the file live there."""
+    return [path.with_name(path.name + "-wal")]
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str  # stored as Conversation.agent and Source.format: "claude-code", "codex", ...
+    label: str  # what people call it: "Claude Code"
+    storage: str  # LINES | DOCUMENT | DATABASE | FOLDER
+    sniff: Callable[[Path, bytes], float]
+    parse: Callable[[ParseInput], Iterator[Record]]
+    group: Callable[[list[Path]], list[SessionFiles]] | None = None  # default: each path alone
+    multi_session: bool = False  # one path may hold several sessions
+    where: str = ""  # where the agent writes its logs (README, help texts)
+    locations: tuple[str, ...] = ()  # default folders to watch ("~/.codex/sessions")
+    # The base64 image sources ({"media_type", "data"}) of a stored raw record, in block order.
+    images: Callable[[str], list[dict]] = no_images
+    # An exporter dict of one message with what the stored blocks leave in the raw record put
+    # back (thinking signatures, image data); ``message["raw"]`` is the raw record.
+    enrich: Callable[[dict], dict] = as_is
+    # Files beside a session that are part of it (a SQLite -wal, a .meta.json): a change to one of
+    # them makes the session be read again. None: a DATABASE's -wal, nothing for the others.
+    companions: Callable[[Path], list[Path]] | None = None
+
+    def companion_files(self, path: Path) -> list[Path]:
+        if self.companions is not None:
+            return self.companions(path)
+        return sqlite_companions(path) if self.storage == DATABASE else []
+
+    def sessions(self, paths: list[Path]) -> list[SessionFiles]:
+        return (self.group or _each_alone(self.name))(paths)
+
+
+# The registry: one line per format, the module whose FORMAT it is. Order breaks ties between
+# equal claims.
+FORMAT_MODULES = [
+    "contextviewer.importers.claude_code",
+    "contextviewer.importers.picoclaw",
+    "contextviewer.importers.opencode",
+    "contextviewer.importers.messages",
+    "contextviewer.importers.openhands",
+    "contextviewer.importers.swe_agent",
+    "contextviewer.importers.langgraph",
+    "contextviewer.importers.gemini",
+    "contextviewer.importers.efferent",
+    "contextviewer.importers.aider",
+    "contextviewer.importers.codex",
+]
+
+
+def _load_registry() -> list[Format]:
+    return [importlib.import_module(name).FORMAT for name in FORMAT_MODULES]
+
+
+_REGISTRY: list[Format] | None = None
+
+
+def registry() -> list[Format]:
+    global _REGISTRY
+    if _REGISTRY is None:
+        _REGISTRY = _load_registry()
+    return _REGISTRY
+
+
+def get(name: str | None) -> Format | None:
+    return next((f for f in registry() if f.name == name), None)
+
+
+def label(name: str | None) -> str:
+    fmt = get(name)
+    return fmt.label if fmt else (name or "unknown")
+
+
+def labels() -> str:
+    return ", ".join(f.label for f in registry())
+
+
+# -- sniffing -----------------------------------------------------------------------------------
+
+
+def head_of(path: Path, size: int = SNIFF_BYTES) -> bytes:
+    """The first ``size`` bytes of a file, gzip undone; b"" for a folder or an unreadable file."""
+    if not path.is_file():
+        return b""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(size)
+            if head[:2] == GZIP_MAGIC:
+                fh.seek(0)
+                stream = GzipStream(fh, max_decompressed_bytes=size * 64)
+                chunks, total = [], 0
+                while total < size:
+                    chunk = stream.read(size - total)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    total += len(chunk)
+                head = b"".join(chunks)
+    except Exception:  # a broken file: the format's parser says what is wrong with it
+        return b""
+    return head
+
+
+def scores(path: Path, head: bytes | None = None) -> list[tuple[float, Format]]:
+    """Every format's claim on ``path``, strongest first (claims of 0 left out)."""
+    if head is None:
+        head = head_of(path)
+    out = []
+    for fmt in registry():
+        try:
+            score = float(fmt.sniff(path, head) or 0.0)
+        except Exception:  # a sniffer must never stop discovery
+            score = 0.0
+        if score > 0:
+            out.append((score, fmt))
+    out.sort(key=lambda pair: -pair[0])
+    return out
+
+
+def claim(path: Path, head: bytes | None = None) -> Format | None:
+    found = scores(path, head)
+    return found[0][1] if found else None
+
+
+# -- discovery ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Discovery:
+    sessions: list[SessionFiles] = field(default_factory=list)
+    skipped: list[tuple[Path, str]] = field(default_factory=list)  # (path, what it looked like)
+
+
+def discover(path: str | Path) -> Discovery:
+    """Sessions under ``path`` (a file, a folder of sessions, or a folder that is one session)."""
+    path = Path(path).expanduser()
+    found = Discovery()
+    if path.is_file() or (path.is_dir() and claim(path) is not None):
+        fmt = claim(path)
+        if fmt is None:
+            found.skipped.append((path, describe(path)))
+        else:
+            found.sessions.extend(fmt.sessions([path]))
+        return found
+    if not path.is_dir():
+        return found
+    claimed: dict[str, list[Path]] = {}
+    for folder, dirnames, filenames in os.walk(path):
+        base = Path(folder)
+        dirnames.sort()
+        for name in list(dirnames):
+            sub = base / name
+            fmt = claim(sub, b"")
+            if fmt is not None:
+                claimed.setdefault(fmt.name, []).append(sub)
+                dirnames.remove(name)  # the format reads the whole folder
+        for name in sorted(filenames):
+            file = base / name
+            if not file.is_file():
+                continue
+            fmt = claim(file)
+            if fmt is None:
+                found.skipped.append((file, ""))  # described only when nothing was found at all
+            else:
+                claimed.setdefault(fmt.name, []).append(file)
+    for fmt in registry():
+        if fmt.name in claimed:
+            found.sessions.extend(fmt.sessions(claimed[fmt.name]))
+    return found
+
+
+# -- what a refused file looked like ------------------------------------------------------------
+
+
+def describe(path: Path, head: bytes | None = None) -> str:
+    """A short description of what a file looks like, for the refusal message."""
+    if path.is_dir():
+        try:
+            names = sorted(p.name for p in path.iterdir())
+        except OSError:
+            names = []
+        shown = ", ".join(names[:6]) + (", …" if len(names) > 6 else "")
+        return f"a folder of {len(names)} entries ({shown})" if names else "an empty folder"
+    if head is None:
+        head = head_of(path)
+    if not head:
+        return "the file is empty"
+    sample = head.removeprefix(b"\xef\xbb\xbf")
+    if b"\x00" in sample[:8192]:
+        if sample.startswith(b"SQLite format 3\x00"):
+            return "a SQLite database with no tables a format knows"
+        return "a binary file"
+    try:
+        text = sample.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        text = sample[: exc.start].decode("utf-8")
+        if len(sample) - exc.start > 4:
+            return "a file that is not UTF-8 text"
+    stripped = text.lstrip()
+    lines = path.name.endswith((".jsonl", ".jsonl.gz", ".ndjson"))
+    value = _first_json(stripped, complete=len(head) < SNIFF_BYTES, lines=lines)
+    if value is not _NOTHING:
+        return _describe_json(value, stripped)
+    first = stripped.split("\n", 1)[0][:60]
+    return f"a text file starting {first!r}"
+
+
+_NOTHING = object()
+
+
+def _first_json(text: str, complete: bool, lines: bool) -> Any:
+    if not text or text[0] not in "[{":
+        return _NOTHING
+    first_line, _, rest = text.partition("\n")
+    if lines or rest.strip():
+        try:
+            return ("lines", json.loads(first_line))
+        except ValueError:
+            pass
+    try:
+        return json.loads(text) if complete else json.JSONDecoder().raw_decode(text)[0]
+    except ValueError:
+        return {"…": None} if text[0] == "{" else ["…"]
+
+
+def _keys(obj: dict) -> str:
+    keys = list(obj)
+    return ", ".join(str(k) for k in keys[:6]) + (", …" if len(keys) > 6 else "")
+
+
+def _describe_json(value: Any, text: str) -> str:
+    if isinstance(value, tuple) and value and value[0] == "lines":
+        first = value[1]
+        if isinstance(first, dict):
+            return f"JSON lines whose first object has keys {_keys(first)}"
+        return "JSON lines"
+    if isinstance(value, list):
+        objects = [v for v in value if isinstance(v, dict)]
+        if value == ["…"]:
+            return "a JSON array"
+        if objects:
+            keys: dict[str, None] = {}
+            for obj in objects:
+                keys.update(dict.fromkeys(map(str, obj)))
+            return f"a JSON array of {len(value)} objects with keys {_keys(keys)}"
+        return f"a JSON array of {len(value)} values"
+    if isinstance(value, dict):
+        if value == {"…": None}:
+            return "a JSON object"
+        return f"a JSON object with keys {_keys(value)}"
+    return "a JSON value"
+
+
+def refusal(path: Path, looked_like: str | None = None) -> str:
+    """The sentence said when no format reads ``path``."""
+    looked_like = looked_like or describe(path)
+    if looked_like == "the file is empty":
+        return "the file is empty: nothing to import"
+    return f"{looked_like}: not a format contextviewer reads ({labels()})"

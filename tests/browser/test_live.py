@@ -1,0 +1,83 @@
+"""A session an agent is writing, in Chromium: the watcher imports what is appended to its file and
+the open conversation page shows the new turn, with the gauge and curve moved, without a reload.
+No sleeps: the waits are for the database state or the element htmx is expected to bring."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.test_viewer_flows import Watch, login
+from tests.sessions import SESSION, SessionBuilder
+from tests.watcher import WatchProcess
+from tests.worker import wait_for
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def append(path, lines: list[str]) -> None:
+    with open(path, "a", encoding="utf-8") as fh:
+        for line in lines:
+            fh.write(line + "\n")
+            fh.flush()
+
+
+@pytest.fixture
+def watched(live_server, tmp_path):
+    from contextviewer.accounts.services import get_or_create_project
+    from tests.factories import make_user
+
+    project = get_or_create_project("Live sessions")
+    user = make_user("lena", project=project)
+    folder = tmp_path / "projects" / "-home-dev-project"
+    folder.mkdir(parents=True)
+    w = WatchProcess(folder.parent, project=project.name)
+    yield {"user": user, "folder": folder, "project": project}
+    w.stop()
+
+
+def test_a_turn_appended_to_a_watched_session_appears_on_the_open_page(page, live_server, watched):
+    from contextviewer.conversations.models import Conversation
+
+    path = watched["folder"] / f"{SESSION}.jsonl"
+    b = SessionBuilder()
+    append(path, b.turn(1) + b.turn(2))  # 2 turns: 10 lines, 4 model calls
+    conv = wait_for(lambda: Conversation.objects.filter(external_id=SESSION, message_count=10, live_until__isnull=False).first(),
+                    timeout=60, message="the watcher to import the session")
+
+    watch = Watch(page)
+    login(page.context, live_server, watched["user"])
+    page.goto(f"{live_server.url}/")
+    expect(page.locator("tr", has_text="Step 1").locator(".badge.live")).to_be_visible()
+    page.goto(f"{live_server.url}/c/{conv.pk}/")
+    expect(page.locator("#live-badge")).to_be_visible()
+    expect(page.locator("#curve-card")).to_contain_text("4 calls")
+    turns = page.locator("section.segment.loaded details.turn")
+    expect(turns).to_have_count(2)
+    gauge_before = page.locator("#gauge-card .gauge-figures").inner_text()
+    page.evaluate("window.__same_page = true")  # gone if the page reloads
+
+    append(path, b.turn(3))  # the agent goes on: a third turn, two more model calls
+    new_turn = turns.filter(has_text="Step 3: please fix the failing test in src/app_3.py")
+    expect(new_turn).to_be_visible(timeout=30_000)
+    expect(turns).to_have_count(3)
+    expect(page.locator("#curve-card")).to_contain_text("6 calls")
+    expect(page.locator("#gauge-card .gauge-figures")).not_to_have_text(gauge_before)
+    assert page.evaluate("window.__same_page === true")
+
+    # The new turn works like the others: it opens onto its messages.
+    new_turn.locator("summary").click()
+    # 5 lines: the user's request, the reply and its Bash call (2 lines), the result, the last reply;
+    # the result is shown under its call, so 4 message boxes.
+    expect(new_turn.locator(".turn-body .message")).to_have_count(4)
+    expect(new_turn.locator(".turn-body .tool-result")).to_contain_text("1 failed, 3 passed")
+
+    # The open last turn grows: its new message is added to it, and its figures follow.
+    append(path, b.assistant("Done: the whole suite passes now."))
+    expect(new_turn.locator(".turn-body .message")).to_have_count(5, timeout=30_000)
+    expect(new_turn.locator(".turn-body .message").last).to_contain_text("Done: the whole suite passes now.")
+    expect(new_turn.locator(".turn-stats")).to_contain_text("6 msg")
+    expect(turns).to_have_count(3)
+    expect(page.locator("#curve-card")).to_contain_text("7 calls")
+    assert page.evaluate("window.__same_page === true")
+    watch.assert_clean()

@@ -1,0 +1,466 @@
+"""Every registered format on every surface: one sample per format (a real log from
+../shared/fixtures where there is one, else, and also, a synthetic one written by the format's own
+unit-test builders) imported through ingest, then, as its owner: the index lists it and filters by
+agent, the conversation page shows the agent, a gauge and a curve point per model call, every turn
+renders, search finds a word of it, a build from its first two turns copies those turns, the
+Markdown/OpenAI/Anthropic exports keep every answered tool call (Claude Code's own format only for
+Claude Code), and the fact probes give a retention figure for every fold.
+
+Expected figures are counted here from the stored messages or stated per sample, never taken from
+the surface under test."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from contextviewer.conversations import builds, ingest, jobs, search
+from contextviewer.conversations.models import Conversation, ConversationKind, JobStatus, Message
+from contextviewer.core import build as core_build
+from contextviewer.core import export as core_export
+from contextviewer.core.tokens import count_text
+from contextviewer.importers import formats
+from contextviewer.review import services as review
+from tests.unit import (
+    test_aider_importer as aider_t,
+    test_codex_importer as codex_t,
+    test_efferent_importer as efferent_t,
+    test_gemini_importer as gemini_t,
+    test_messages_importer as messages_t,
+    test_opencode_importer as opencode_t,
+    test_openhands_importer as openhands_t,
+    test_picoclaw_importer as picoclaw_t,
+    test_swe_agent_importer as swe_t,
+)
+
+pytestmark = pytest.mark.django_db
+
+CURVE_POINTS = 400  # pages.CURVE_POINTS: below it every call is drawn
+
+
+# -- samples -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sample:
+    id: str
+    agent: str
+    write: Callable[[Path, Path | None], Path]  # (tmp_path, fixtures dir) -> the path to import
+    fixture: bool = False  # reads ../shared/fixtures
+    external_id: str | None = None  # the conversation to look at, where the path holds several
+    folds: int = 0  # folds the sample has, counted by reading it
+
+
+def _fixture(rel: str) -> Callable[[Path, Path | None], Path]:
+    return lambda tmp, fx: fx / rel
+
+
+def _claude_code(tmp: Path, fx) -> Path:
+    from tests.sessions import session_lines, write_lines
+
+    path = tmp / "session.jsonl"
+    write_lines(path, session_lines(3))
+    return path
+
+
+def _codex(tmp: Path, fx) -> Path:
+    # two_turns() then a local compaction (the unit test's builders): one fold.
+    c = codex_t
+    lines = c.two_turns() + [
+        c.env("compacted", {"message": "Parser fixed; the full suite is next.", "replacement_history": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Thanks, now run the full suite"}]},
+        ]}),
+        c.event("context_compacted"),
+        c.turn_context(),
+        c.user("Continue with the suite"),
+        c.assistant("Suite passes."),
+        c.usage(40_000, 800, 3_000, 0, 100),
+    ]
+    return c.write(tmp / f"rollout-2026-02-23T12-00-00-{c.SID}.jsonl", lines)
+
+
+def _gemini(tmp: Path, fx) -> Path:
+    chats = tmp / "chats"
+    chats.mkdir()
+    path = chats / "session-2026-01-16T18-34-3739ef95.json"
+    path.write_text(json.dumps(gemini_t.LEGACY, indent=2))
+    return path
+
+
+def _messages(tmp: Path, fx) -> Path:
+    path = tmp / "chat.json"
+    path.write_text(json.dumps(messages_t.OPENAI_CHAT))
+    return path
+
+
+_LANGGRAPH: list[Path] = []  # built once (it runs real graphs); importing only reads it
+
+
+def _langgraph(tmp: Path, fx) -> Path:
+    lg = pytest.importorskip("tests.langgraph_db")
+    if not _LANGGRAPH:
+        _LANGGRAPH.append(lg.build(tmp / "checkpoints.sqlite", threads=("gamma",)))
+    return _LANGGRAPH[0]
+
+
+def _openhands(tmp: Path, fx) -> Path:
+    return openhands_t.write_v1(tmp / "conversations" / "conv-123")
+
+
+def _swe_agent(tmp: Path, fx) -> Path:
+    path = tmp / "fc.traj"
+    path.write_text(json.dumps(swe_t.fc_traj()))
+    return path
+
+
+def _aider(tmp: Path, fx) -> Path:
+    path = tmp / ".aider.chat.history.md"
+    path.write_text(aider_t.HISTORY)
+    return path
+
+
+def _opencode(tmp: Path, fx) -> Path:
+    return opencode_t.write_storage(tmp / "storage")
+
+
+def _efferent(tmp: Path, fx) -> Path:
+    folder = tmp / "proj" / ".efferent"
+    folder.mkdir(parents=True)
+    return efferent_t.write_current_store(folder / "smith.db")
+
+
+def _picoclaw(tmp: Path, fx) -> Path:
+    # The unit test's session, summarized 13 lines in (its own meta skips only "hello" and "Hi!",
+    # which hold no fact to probe): the summary stands for both tool rounds, notes.md read included.
+    sessions = tmp / "workspace" / "sessions"
+    return picoclaw_t.write_session(sessions, picoclaw_t.FILE_KEY, picoclaw_t.LINES, {**picoclaw_t.META, "skip": 13})
+
+
+SAMPLES = [
+    # Real logs (skipped where ../shared/fixtures is absent).
+    Sample("claude-code-fixture", "claude-code", _fixture("claude-code/oneryalcin__fasthooks__sample_main_transcript.jsonl"),
+           fixture=True, folds=1),
+    Sample("codex-fixture", "codex",
+           _fixture("codex/madshn__localpush__rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl"),
+           fixture=True),
+    Sample("gemini-fixture", "gemini", _fixture("gemini-cli/Mai0313__VibeCodingTracker__test_conversation_gemini.json"),
+           fixture=True),
+    Sample("messages-fixture", "messages",
+           _fixture("langchain-messages/langchain-ai__deepagents__summarization_seed_messages.json"), fixture=True),
+    Sample("opencode-fixture", "opencode", _fixture("opencode/jazzyalex__agent-sessions__storage_v2"), fixture=True,
+           external_id="s_stage0_large", folds=1),
+    Sample("openhands-fixture", "openhands", _fixture("openhands/All-Hands-AI__OpenHands__wrong_initial_state.json"),
+           fixture=True),
+    Sample("swe-agent-fixture", "swe-agent", _fixture("swe-agent/SWE-agent__SWE-agent__function_calling_simple.traj"),
+           fixture=True),
+    # Synthetic: the builders of each format's unit tests (a clone without ../shared runs these).
+    Sample("claude-code", "claude-code", _claude_code),
+    Sample("codex", "codex", _codex, folds=1),
+    Sample("gemini", "gemini", _gemini),
+    Sample("messages", "messages", _messages),
+    Sample("langgraph", "langgraph", _langgraph, external_id="gamma", folds=1),
+    Sample("openhands", "openhands", _openhands, folds=1),
+    Sample("swe-agent", "swe-agent", _swe_agent),
+    Sample("aider", "aider", _aider, external_id=".aider.chat.history@2024-08-20 09:34:31"),
+    Sample("opencode", "opencode", _opencode, external_id="ses_001", folds=1),
+    Sample("efferent", "efferent", _efferent, external_id="c1", folds=2),
+    Sample("picoclaw", "picoclaw", _picoclaw, folds=1),
+]
+
+# (surface, sample id) -> why it fails today; strict, so a fix shows up as XPASS.
+KNOWN: dict[tuple[str, str], str] = {}
+
+
+def params(surface: str, only: Callable[[Sample], bool] = lambda s: True) -> list:
+    out = []
+    for s in SAMPLES:
+        if not only(s):
+            continue
+        reason = KNOWN.get((surface, s.id))
+        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+        if s.fixture:
+            marks.append(pytest.mark.fixtures)
+        out.append(pytest.param(s, id=s.id, marks=marks))
+    return out
+
+
+def test_every_registered_format_has_a_sample():
+    assert {s.agent for s in SAMPLES} == {f.name for f in formats.registry()}
+    assert {s.agent for s in SAMPLES if not s.fixture} == {f.name for f in formats.registry()}
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def imported(request, project, tmp_path):
+    """Import the sample into a fresh project; the conversation it is about."""
+    sample: Sample = request.param if hasattr(request, "param") else request.getfixturevalue("sample")
+    fx = request.getfixturevalue("fixtures_dir") if sample.fixture else None
+    path = sample.write(tmp_path, fx)
+    report = ingest.import_path(project, path)
+    assert not report.refused, report.errors
+    assert {f.agent for f in report.files} == {sample.agent}
+    convs = Conversation.objects.filter(pk__in=report.conversation_ids, parent__isnull=True)
+    if sample.external_id is not None:
+        conv = convs.get(external_id=sample.external_id)
+    else:
+        (conv,) = convs
+    assert conv.agent == sample.agent and conv.kind != ConversationKind.SUBAGENT
+    assert conv.fold_count == conv.folds.count() == sample.folds
+    return conv
+
+
+@pytest.fixture
+def owner(user) -> Client:
+    c = Client()
+    c.force_login(user)
+    return c
+
+
+def _blocks(conv: Conversation) -> list[tuple[Message, dict]]:
+    return [(m, b) for m in conv.messages.order_by("position") for b in m.blocks or []]
+
+
+def answered_tool_calls(conv: Conversation) -> list[dict]:
+    """The tool_call blocks whose result (a tool_result with the same id) is stored too."""
+    pairs = _blocks(conv)
+    results = {b.get("tool_id") for _, b in pairs if b.get("kind") == "tool_result" and b.get("tool_id")}
+    return [b for _, b in pairs if b.get("kind") == "tool_call" and b.get("tool_id") in results]
+
+
+_TOKEN = re.compile(r"[A-Za-z0-9]+")  # what the search index splits text into (FTS5 unicode61)
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in _TOKEN.findall(text) if len(w) >= 6 and any(c.isalpha() for c in w)}
+
+
+def distinctive_word(conv: Conversation) -> tuple[str, set[int]]:
+    """A word that as few messages as possible hold (from user and assistant text where there is
+    one, else from any block a person can search: thinking, tool input and output), and the turns
+    of the messages that hold it."""
+    rows = list(conv.messages.order_by("position"))
+    for roles, kinds in ((("user", "assistant"), ("text",)), (None, ("text", "thinking", "tool_call", "tool_result"))):
+        texts = [
+            (m.turn, _words(" ".join(b.get("text") or "" for b in m.blocks or [] if b.get("kind") in kinds)))
+            for m in rows if roles is None or m.role in roles
+        ]
+        df = Counter(w for _, words in texts for w in words)
+        if df:
+            word = min(df, key=lambda w: (df[w], -len(w), w))
+            return word, {turn for turn, words in texts if word in words}
+    raise AssertionError(f"{conv} has no word to search for")
+
+
+# -- the index ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("imported", params("index"), indirect=True)
+def test_the_index_lists_it_and_filters_by_its_agent(imported, owner):
+    conv = imported
+    link = f'class="conv-link" href="{reverse("conversation", args=[conv.pk])}"'
+    assert link in owner.get(reverse("index")).content.decode()
+    page = owner.get(reverse("index"), {"agent": conv.agent})
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert link in html
+    assert f'<option value="{conv.agent}" selected>{formats.label(conv.agent)}</option>' in html
+    other = next(f.name for f in formats.registry() if f.name != conv.agent)
+    assert link not in owner.get(reverse("index"), {"agent": other}).content.decode()
+
+
+# -- the conversation page ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("imported", params("page"), indirect=True)
+def test_the_page_shows_the_agent_a_gauge_a_curve_and_every_turn(imported, owner):
+    conv = imported
+    page = owner.get(reverse("conversation", args=[conv.pk]))
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert formats.get(conv.agent).label in html
+    assert '<svg class="gauge"' in html
+    # The gauge names the model the latest call ran on, where the log names one.
+    models = [m for m in conv.model_calls.order_by("position").values_list("model", flat=True) if m]
+    assert set(models) <= set(conv.model_names)
+    if models:
+        figures = re.search(r'<p class="gauge-figures">(.*?)</p>', html, re.S).group(1)
+        assert not figures.split("·")[1].strip().startswith("unknown"), figures
+    calls = conv.model_calls.count()
+    assert conv.model_call_count == calls
+    if calls:
+        points = re.search(r'<svg class="curve" id="curve"[^>]* data-points="([^"]*)"', html)
+        assert points, "a conversation with model calls has a curve"
+        assert len(points.group(1).split(";")) == min(calls, CURVE_POINTS)
+        assert f"· {calls} call{'s' if calls != 1 else ''}" in html
+    turns = sorted(set(conv.messages.values_list("turn", flat=True)))
+    assert turns
+    for t in turns:
+        r = owner.get(reverse("turn", args=[conv.pk, t]))
+        assert r.status_code == 200, f"turn {t}"
+        r = owner.get(reverse("turn", args=[conv.pk, t]), HTTP_HX_REQUEST="true")
+        assert r.status_code == 200, f"turn {t} (htmx)"
+    # Every tool call's name shows in its turn.
+    names = {b["tool_name"] for _, b in _blocks(conv) if b.get("kind") == "tool_call" and b.get("tool_name")}
+    fragments = "".join(owner.get(reverse("turn", args=[conv.pk, t])).content.decode() for t in turns)
+    for name in names:
+        assert f">{name}<" in fragments, name
+
+
+# -- search ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("imported", params("search"), indirect=True)
+def test_search_finds_a_word_of_it(imported, user, owner):
+    conv = imported
+    word, turns = distinctive_word(conv)
+    hits = [h for h in search.search(user, word) if h.conversation_id == conv.pk]
+    assert hits, word
+    assert {h.turn for h in hits} >= turns
+    html = owner.get(reverse("index"), {"q": word}).content.decode()
+    url = reverse("conversation", args=[conv.pk])
+    assert any(f'href="{url}?turn={t}#turn-{t}"' in html for t in turns), word
+    # The hit's link opens the page at that turn.
+    t = min(turns)
+    page = owner.get(url, {"turn": t})
+    assert page.status_code == 200 and f'id="turn-{t}"' in page.content.decode()
+
+
+# -- builds ------------------------------------------------------------------------------------
+
+
+def _texts(messages) -> list[str]:
+    return [
+        b.get("text") for m in messages
+        if not (m.role == "system" and m.subtype in core_build.FOLD_MARKERS)
+        for b in m.blocks or [] if b.get("kind") == "text"
+    ]
+
+
+@pytest.mark.parametrize("imported", params("build"), indirect=True)
+def test_a_build_of_its_first_two_turns(imported, user):
+    conv = imported
+    first = [s.turn for s in builds.turn_spans(conv)][:2]
+    assert first
+    builds.validate(conv, first, [])
+    job = builds.start_build(conv, first, [], user=user, enqueue=False)
+    done = jobs.run(job.pk)
+    assert done.status == JobStatus.SUCCEEDED, done.error
+    built = Conversation.objects.get(pk=done.result["conversation_id"])
+    assert built.kind == ConversationKind.BUILD and built.lineage["source"]["id"] == conv.pk
+    assert core_build.check_structure(list(built.messages.order_by("position").values("position", "blocks"))) == []
+    assert built.messages.values("turn").distinct().count() == len(first)
+    source = conv.messages.filter(turn__in=first).order_by("position")
+    assert _texts(built.messages.order_by("position")) == _texts(source)
+    # The answered tool calls of those turns are there too.
+    results = {b.get("tool_id") for m in source for b in m.blocks or [] if b.get("kind") == "tool_result"}
+    kept = [b.get("tool_id") for m in source for b in m.blocks or [] if b.get("kind") == "tool_call" and b.get("tool_id") in results]
+    built_calls = [b.get("tool_id") for m in built.messages.order_by("position") for b in m.blocks or [] if b.get("kind") == "tool_call"]
+    assert len(built_calls) == len(kept)
+
+
+# -- exports -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("imported", params("export"), indirect=True)
+def test_the_exports_keep_every_answered_tool_call(imported, owner):
+    conv = imported
+    answered = answered_tool_calls(conv)
+    n = len(answered)
+
+    markdown = builds.export(conv, "markdown").content
+    assert markdown.count("Tool call `") == n
+    for b in answered:
+        assert f"Tool call `{b['tool_name']}`" in markdown
+
+    doc = json.loads(builds.export(conv, "openai").content)
+    messages = doc["messages"] if isinstance(doc, dict) else doc
+    calls = [c["id"] for m in messages for c in m.get("tool_calls") or []]
+    assert len(calls) == n
+    assert sorted(m["tool_call_id"] for m in messages if m.get("role") == "tool") == sorted(calls)
+
+    doc = json.loads(builds.export(conv, "anthropic").content)
+    content = [b for m in doc["messages"] if isinstance(m["content"], list) for b in m["content"]]
+    uses = [b["id"] for b in content if b.get("type") == "tool_use"]
+    assert len(uses) == n
+    assert sorted(b["tool_use_id"] for b in content if b.get("type") == "tool_result") == sorted(uses)
+
+    # Claude Code's own session file: offered (and made) for Claude Code only.
+    html = owner.get(reverse("conversation", args=[conv.pk])).content.decode()
+    if conv.agent == "claude-code":
+        assert "claude-code" in core_export.formats_for(conv.agent)
+        assert 'data-export="claude-code"' in html
+        lines = builds.export(conv, "claude-code").content.splitlines()
+        uses = [b for line in lines for b in (json.loads(line).get("message") or {}).get("content") or []
+                if isinstance(b, dict) and b.get("type") == "tool_use"]
+        assert len(uses) == n
+    else:
+        assert core_export.formats_for(conv.agent) == ["openai", "anthropic", "markdown"]
+        assert 'data-export="claude-code"' not in html and 'data-export="markdown"' in html
+        with pytest.raises(builds.ExportRefused):
+            builds.export(conv, "claude-code")
+        assert owner.get(reverse("export_download", args=[conv.pk, "claude-code"])).status_code in (400, 403, 404)
+
+
+# -- fact probes -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("imported", params("probes", lambda s: s.folds > 0), indirect=True)
+def test_the_fact_probes_give_a_retention_for_every_fold(imported, owner):
+    conv = imported
+    folds = list(conv.folds.order_by("position", "pk"))
+    assert len(folds) == conv.fold_count > 0
+    for fold in folds:
+        probe = review.probe_for(fold)
+        assert probe.facts, f"fold at {fold.position}: its archived segment holds no fact"
+        assert probe.retention is not None and 0.0 <= probe.retention <= 1.0
+        kept = sum(1 for f in probe.facts if f["kept"])
+        assert probe.retention == pytest.approx(kept / len(probe.facts))
+        page = owner.get(reverse("review_fold", args=[fold.pk]))
+        assert page.status_code == 200
+        assert '<strong id="retention">' in page.content.decode()
+    report = review.probe_report(conv)
+    assert [r["fold_id"] for r in report] == [f.pk for f in folds]
+    assert all(r["retention"] is not None for r in report)
+
+
+# -- a fold's summary in the window ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("imported", params("summary", lambda s: s.folds > 0), indirect=True)
+def test_the_gauge_and_the_curve_count_the_summary_that_stands_for_what_a_fold_put_away(imported, owner):
+    """The model sees the latest summary (DESIGN: the loaded segment), whether the log wrote it as
+    a message (Claude Code, Codex, LangGraph, OpenHands, opencode) or beside the messages
+    (efferent's checkpoints, picoclaw's meta file)."""
+    conv = imported
+    folds = list(conv.folds.select_related("summary_message").order_by("position", "pk"))
+    calls = list(conv.model_calls.order_by("position").values_list("position", "estimated_context"))
+
+    def summary_at(fold) -> int:  # where the summary enters the window
+        return fold.summary_message.position if fold.summary_message else fold.position
+
+    def summary_tokens(fold) -> int:
+        return fold.summary_message.token_total if fold.summary_message else count_text(fold.summary_text)
+
+    # The curve's estimate of a call after a summary holds at least the summary.
+    for position, estimated in calls:
+        before = [f for f in folds if summary_at(f) < position and f.summary_text]
+        if before:
+            fold = before[-1]
+            assert estimated >= summary_tokens(fold), f"call at {position} after the fold at {fold.position}"
+    # The gauge of the latest call (or of the estimate, with no call) has a summary bar.
+    latest = folds[-1]
+    if latest.summary_text and (not calls or calls[-1][0] >= summary_at(latest)):
+        html = owner.get(reverse("conversation", args=[conv.pk])).content.decode()
+        gauge = html[html.index('<svg class="gauge"'):]
+        gauge = gauge[:gauge.index("</svg>")]
+        assert 'class="cat cat-summary"' in gauge
