@@ -1,0 +1,40 @@
+"""The policy lab's registry: name -> policy object (policy-lab.md §0, sections 1-8).
+
+Each policy module defines `POLICY`, an object with `name`, `label`, `params` (defaults) and
+`replay(session, **params) -> Replay`."""
+
+from __future__ import annotations
+
+import importlib
+
+from .model import Policy
+
+MODULES = ("recorded", "claude_code", "efferent", "deepagents", "codex", "picoclaw", "openhands", "cwm")
+
+
+def _load() -> dict[str, Policy]:
+    policies: dict[str, Policy] = {}
+    for mod in MODULES:
+        try:
+            module = importlib.import_module(f"{__package__}.{mod}")
+        except ModuleNotFoundError as exc:  # a module not written yet
+            if exc.name != f"{__package__}.{mod}":
+                raise
+            continue
+        policy = module.POLICY
+        policies[policy.name] = policy
+    return policies
+
+
+POLICIES: dict[str, Policy] = _load()
+
+
+def get(name: str) -> Policy:
+    try:
+        return POLICIES[name]
+    except KeyError:
+        raise KeyError(f"unknown policy {name!r}; known: {', '.join(names())}") from None
+
+
+def names() -> list[str]:
+    return list(POLICIES)
