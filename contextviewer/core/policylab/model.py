@@ -61,6 +61,12 @@ class Msg:
     tokens: int = 0
     chars: int = 0
     original_text: str | None = None  # the unclipped original, when the log holds it
+    kind: str = ""  # "summary": the session's own compaction summary; "boundary": a fold marker
+
+    @property
+    def is_recorded_fold(self) -> bool:
+        """The recorded harness's own compaction artifacts; replays of other policies skip them."""
+        return self.kind in ("summary", "boundary")
 
     @property
     def is_tool_result(self) -> bool:
