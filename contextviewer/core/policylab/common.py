@@ -1,0 +1,328 @@
+"""Shared helpers of the policy lab: estimators, working slots, safe cut points, the summary-size
+model and the replay bookkeeping (policy-lab.md §0 and §8). Pure."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from .model import CLIPPED, FULL, SUMMARY, Call, CallWindow, Event, Item, Msg, Replay, Session
+
+PREVIEW_CHARS = 160
+FOLD_KINDS = frozenset({"fold", "handoff", "summarize", "drop", "condense", "compress", "evict"})
+
+
+# ---------------------------------------------------------------------------------------------
+# Estimators (each harness decides with its own; §0 "Token estimation")
+
+
+def chars4(text_or_chars: str | int) -> int:
+    """round(chars/4): efferent `estimateTokens`, Claude Code `roughTokenCountEstimation`."""
+    n = text_or_chars if isinstance(text_or_chars, int) else len(text_or_chars)
+    return round(n / 4)
+
+
+def bytes4(text: str) -> int:
+    """Codex `approx_token_count`: UTF-8 bytes / 4."""
+    return len(text.encode("utf-8")) // 4
+
+
+def lc_approx(chars: int, chars_per_token: float = 4.0) -> int:
+    """langchain-core `count_tokens_approximately` for one message: ceil(chars/cpt) + 3 (§2.4)."""
+    return math.ceil(chars / chars_per_token) + 3
+
+
+def picoclaw_est(chars: int) -> int:
+    """picoclaw `EstimateMessageTokens`: (chars + 12 per message)·2/5, integer math (§5.1)."""
+    return (chars + 12) * 2 // 5
+
+
+def lab_tokens(text: str, ref: Msg | None = None) -> int:
+    """Display count of a rewritten text: the message's own tokens-per-char ratio when known."""
+    if ref is not None and ref.chars and ref.tokens:
+        return max(1, round(len(text) * ref.tokens / ref.chars)) if text else 0
+    return chars4(text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Working slots: what a policy holds in its window before it is frozen into Items
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    key: str
+    state: str
+    text: str  # the current text (full, clipped, marker, stub)
+    tokens: int  # lab tokens of `text`
+    msg: Msg | None = None
+    marker: str = ""  # the marker or note shown instead of the text
+
+    @property
+    def role(self) -> str | None:
+        return self.msg.role if self.msg else None
+
+    @property
+    def chars(self) -> int:
+        return len(self.text)
+
+    def rewrite(self, state: str, text: str, marker: str = "") -> Slot:
+        return replace(self, state=state, text=text, tokens=lab_tokens(text, self.msg), marker=marker)
+
+    def item(self) -> Item:
+        shown = self.marker or self.text[:PREVIEW_CHARS]
+        return Item(
+            key=self.key,
+            state=self.state,
+            text_or_marker=shown,
+            tokens=self.tokens,
+            msg_id=self.msg.id if self.msg else None,
+            role=self.role,
+        )
+
+
+def slot(msg: Msg) -> Slot:
+    tokens = msg.tokens if msg.tokens or not msg.text else lab_tokens(msg.text)
+    return Slot(key=msg.id, state=FULL, text=msg.text, tokens=tokens, msg=msg)
+
+
+def synthetic(key: str, state: str, tokens: int, marker: str, role: str = "user") -> Slot:
+    return Slot(key=key, state=state, text=marker, tokens=tokens, msg=None, marker=marker)
+
+
+def clip(s: Slot, text: str, marker: str, state: str = CLIPPED) -> Slot:
+    return s.rewrite(state, text, marker)
+
+
+# ---------------------------------------------------------------------------------------------
+# Walking the session
+
+
+def history(session: Session) -> list[Msg]:
+    """The recorded messages a replay works on: the session's own fold artifacts left out."""
+    return [m for m in session.messages if not m.is_recorded_fold]
+
+
+def steps(session: Session) -> Iterator[tuple[Call, list[Msg]]]:
+    """Each recorded call with the messages that arrived since the previous call (seq < call.seq)."""
+    msgs = sorted(history(session), key=lambda m: m.seq)
+    i = 0
+    for call in sorted(session.calls, key=lambda c: c.index):
+        new = []
+        while i < len(msgs) and msgs[i].seq < call.seq:
+            new.append(msgs[i])
+            i += 1
+        yield call, new
+
+
+def window_of(session: Session, call: Call | None = None) -> int:
+    return (call.window if call and call.window else 0) or session.window or 0
+
+
+def total(slots: Sequence[Slot], overhead: int) -> int:
+    return overhead + sum(s.tokens for s in slots)
+
+
+def starts_user_turn(new: Sequence[Msg]) -> bool:
+    return any(m.role == "user" for m in new)
+
+
+def parse_ts(ts: str | None) -> datetime | None:
+    if not ts:
+        return None
+    try:
+        return datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Safe cut points (§0): four variants, each keeps a tool call together with its results.
+
+
+def _answers(tool: Msg, call: Msg) -> bool:
+    return call.role == "assistant" and bool(set(tool.tool_call_ids) & set(call.tool_call_ids))
+
+
+def snap_back_to_ai(msgs: Sequence[Msg | Slot], cut: int) -> int:
+    """LangChain SummarizationMiddleware (§2.3): a cut on a ToolMessage moves back to the
+    AIMessage that issued the calls; only if there is none, forward past the ToolMessages."""
+    ms = [_msg(m) for m in msgs]
+    if cut <= 0 or cut >= len(ms) or ms[cut] is None or ms[cut].role != "tool":
+        return cut
+    for j in range(cut - 1, -1, -1):
+        m = ms[j]
+        if m is not None and (_answers(ms[cut], m) or (m.role == "assistant" and not ms[cut].tool_call_ids)):
+            return j
+    while cut < len(ms) and ms[cut] is not None and ms[cut].role == "tool":
+        cut += 1
+    return cut
+
+
+def keep_last_assistant_turns(msgs: Sequence[Msg | Slot], keep_turns: int) -> int:
+    """efferent engine `safeKeepFrom` (§1.6): index of the keep_turns-th assistant message from
+    the end, never 0. Returns 0 (no fold) when there are not enough assistant messages."""
+    seen = 0
+    for j in range(len(msgs) - 1, 0, -1):
+        m = _msg(msgs[j])
+        if m is not None and m.role == "assistant":
+            seen += 1
+            if seen == keep_turns:
+                return j
+    return 0
+
+
+def find_safe_boundary(msgs: Sequence[Msg | Slot], target: int) -> int:
+    """picoclaw `findSafeBoundary` (§5.2): the last user-message index at or before target, else
+    the first one after it; 0 means no safe cut."""
+    users = [j for j, m in enumerate(msgs) if (mm := _msg(m)) is not None and mm.role == "user"]
+    before = [j for j in users if 0 < j <= target]
+    if before:
+        return before[-1]
+    after = [j for j in users if j > target]
+    return after[0] if after else 0
+
+
+def api_round_start(msgs: Sequence[Msg | Slot], cut: int) -> int:
+    """Claude Code (§3.3): history is cut only at API-round starts (an assistant turn together
+    with the tool results answering it); a cut inside a round moves back to its assistant."""
+    while 0 < cut < len(msgs) and (m := _msg(msgs[cut])) is not None and m.role == "tool":
+        cut -= 1
+    return cut
+
+
+def _msg(x: Msg | Slot) -> Msg | None:
+    return x.msg if isinstance(x, Slot) else x
+
+
+def separates_pair(msgs: Sequence[Msg | Slot], cut: int) -> bool:
+    """True when cutting before index `cut` leaves a tool result apart from its call."""
+    head, tail = [_msg(m) for m in msgs[:cut]], [_msg(m) for m in msgs[cut:]]
+    head_ids = {i for m in head if m and m.role == "assistant" for i in m.tool_call_ids}
+    return any(m and m.role == "tool" and set(m.tool_call_ids) & head_ids for m in tail)
+
+
+# ---------------------------------------------------------------------------------------------
+# Summary size (§8)
+
+# The exact wrapper text each harness adds around a summary, in tokens (§8 "Always add").
+WRAPPER_TOKENS = {
+    "efferent": 45,
+    "deepagents": 50,
+    "langchain": 10,
+    "claude_code": 80,
+    "codex": 100,
+    "picoclaw": 35,
+    "picoclaw_emergency": 15,
+    "openhands": 20,
+    "cwm": 20,
+}
+SUMMARY_A, SUMMARY_B, SUMMARY_FLOOR = 1_500, 0.015, 500
+
+
+@dataclass(frozen=True, slots=True)
+class SummarySize:
+    tokens: int  # body + wrapper
+    modelled: bool  # False only when measured in this session at this fold
+    source: str  # measured | session median | formula
+
+
+def summary_size(session: Session, harness: str, folded_tokens: int, fold_no: int, cap: int | None) -> SummarySize:
+    """SummaryModel(harness, folded) of §8, first source wins: the session's own compaction at
+    this fold (exact), the median of the session's own compactions, else
+    min(cap, max(floor, a + b·folded)). The harness's wrapper text is always added."""
+    wrapper = WRAPPER_TOKENS.get(harness, 20)
+    real = [t for t in session.real_summary_tokens if t > 0]
+    if fold_no < len(real):
+        return SummarySize(real[fold_no] + wrapper, False, "measured")
+    if real:
+        return SummarySize(int(statistics.median(real)) + wrapper, True, "session median")
+    body = max(SUMMARY_FLOOR, round(SUMMARY_A + SUMMARY_B * folded_tokens))
+    if cap:
+        body = min(cap, body)
+    return SummarySize(body + wrapper, True, "formula")
+
+
+def summary_slot(key: str, size: SummarySize, text: str) -> Slot:
+    badge = "" if not size.modelled else f" [modelled: {size.source}]"
+    return synthetic(key, SUMMARY, size.tokens, text + badge)
+
+
+# ---------------------------------------------------------------------------------------------
+# Freezing windows and the replay
+
+
+def zone(total_tokens: int, window: int) -> str:
+    """Gauge bands as efferent's status bar (§1.2): ok < 70 %, warn ≥ 70 %, red ≥ 90 %."""
+    if not window:
+        return "ok"
+    f = total_tokens / window
+    return "red" if f >= 0.9 else "warn" if f >= 0.7 else "ok"
+
+
+def freeze(
+    call: Call,
+    slots: Sequence[Slot],
+    overhead: int,
+    window: int,
+    events: Sequence[Event],
+    zone_of: Callable[[int, int], str] = zone,
+) -> CallWindow:
+    t = total(slots, overhead)
+    return CallWindow(call.index, tuple(s.item() for s in slots), t, zone_of(t, window), tuple(events))
+
+
+def baseline_totals(session: Session) -> dict[int, int]:
+    """The recorded curve per call: measured input where there is one, else overhead + every
+    message the call saw (with the session's own fold artifacts as recorded)."""
+    from .recorded import recorded_totals
+
+    return recorded_totals(session)
+
+
+def finish(name: str, label: str, session: Session, windows: list[CallWindow], params: dict[str, Any]) -> Replay:
+    events = [e for w in windows for e in w.events]
+    base = baseline_totals(session)
+    saved = sum(base.get(w.call_index, w.total_tokens) - w.total_tokens for w in windows)
+    return Replay(
+        policy=name,
+        label=label,
+        windows=windows,
+        events=events,
+        peak=max((w.total_tokens for w in windows), default=0),
+        saved_tokens=saved,
+        fires=sum(1 for e in events if e.kind in FOLD_KINDS),
+        red_zone_calls=sum(1 for w in windows if w.zone == "red"),
+        params=dict(params),
+    )
+
+
+def merged(defaults: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    unknown = set(params) - set(defaults)
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {', '.join(sorted(unknown))}; known: {', '.join(defaults)}")
+    return {**defaults, **params}
+
+
+def ids(slots: Sequence[Slot]) -> tuple[str, ...]:
+    return tuple(s.msg.id for s in slots if s.msg is not None)
+
+
+def usage_then_estimate(
+    prev_total: int | None, prev_call: Call | None, new: Sequence[Msg], est: Callable[[Msg], int], rough: int
+) -> int:
+    """ "Last API usage + an estimate for every message after it" (Claude Code
+    `tokenCountWithEstimation` §3.1, Codex active_tokens §4.1). Open loop, the last usage is the
+    previous call's replayed window (its total) plus its output; the assistant message that call
+    produced is counted by that output when it was measured. Before any response: `rough`."""
+    if prev_total is None or prev_call is None:
+        return rough
+    value = prev_total + prev_call.output
+    for m in new:
+        if m.role == "assistant" and m.call_index == prev_call.index and prev_call.output:
+            continue
+        value += est(m)
+    return value
