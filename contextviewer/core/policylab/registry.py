@@ -1,6 +1,6 @@
 """The policy lab's registry: name -> policy object (policy-lab.md §0, sections 1-8).
 
-Each policy module defines `POLICY`, an object with `name`, `label`, `params` (defaults) and
+Each policy module defines `POLICY` (and `POLICIES` when it has variants), an object with `name`, `label`, `params` (defaults) and
 `replay(session, **params) -> Replay`."""
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ def _load() -> dict[str, Policy]:
             if exc.name != f"{__package__}.{mod}":
                 raise
             continue
-        policy = module.POLICY
-        policies[policy.name] = policy
+        for policy in getattr(module, "POLICIES", (module.POLICY,)):
+            policies[policy.name] = policy
     return policies
 
 
