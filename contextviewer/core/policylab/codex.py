@@ -1,0 +1,119 @@
+"""OpenAI Codex CLI: compaction at 90 % of the context window (272k → 244,800), kept user
+messages ≤ 20k tokens + SUMMARY_PREFIX summary, tool outputs middle-truncated at record time
+(policy-lab.md §4, pseudo-algorithm §4.4).
+
+The trigger is active_tokens: the last response's total + bytes/4 for every item since (§4.1);
+it is checked before each call (pre-turn and mid-turn alike)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .common import (
+    bytes4,
+    finish,
+    freeze,
+    ids,
+    lab_tokens,
+    merged,
+    slot,
+    steps,
+    summary_size,
+    summary_slot,
+    total,
+    usage_then_estimate,
+    window_of,
+)
+from .model import CLIPPED, Event, Replay, Session
+
+COMPACT_USER_MESSAGE_MAX_TOKENS = 20_000
+SUMMARY_PREFIX = (
+    "Another language model started to solve this problem and produced a summary of its thinking process. "
+    "You also have access to the state of the tools that were used by that language model. "
+    "Use this to build on the work that has already been done and avoid duplicating work."
+)
+
+
+def auto_compact_limit(window: int, limit: int | None = None) -> int:
+    """`context_window × 9 / 10` unless configured; newer builds clamp it to ≤ 90 % (§4.1)."""
+    default = window * 9 // 10
+    return min(limit, default) if limit else default
+
+
+def middle_truncate(text: str, mode: str = "tokens", limit: int = 10_000) -> tuple[str, str] | None:
+    """§4.3: over the budget (tokens × 4 bytes, or bytes), keep the first and last half of it,
+    at newline boundaries when possible, with `…{N} tokens truncated…` / `…{N} chars truncated…`."""
+    budget = limit * 4 if mode == "tokens" else limit
+    raw = text.encode("utf-8")
+    if len(raw) <= budget:
+        return None
+    head = raw[: budget // 2].decode("utf-8", "ignore")
+    tail = raw[len(raw) - budget // 2 :].decode("utf-8", "ignore")
+    if "\n" in head:
+        head = head[: head.rindex("\n") + 1]
+    if "\n" in tail:
+        tail = tail[tail.index("\n") + 1 :]
+    cut = text[len(head) : len(text) - len(tail)]
+    marker = f"…{bytes4(cut)} tokens truncated…" if mode == "tokens" else f"…{len(cut)} chars truncated…"
+    return head + marker + tail, marker
+
+
+class Codex:
+    name = "codex"
+    label = "Codex CLI: compact at 90 % of the window"
+    params: dict[str, Any] = {"limit": None, "trunc_mode": "tokens", "trunc_limit": 10_000}
+
+    def replay(self, session: Session, **params: Any) -> Replay:
+        p = merged(self.params, params)
+        oh, hist, windows, folds = session.overhead_tokens, [], [], 0
+        prev_total = prev_call = None
+        for call, new in steps(session):
+            window, events = window_of(session, call), []
+            limit = auto_compact_limit(window, p["limit"])
+            for m in new:
+                s = slot(m)
+                if m.role == "tool" and (done := middle_truncate(m.text, p["trunc_mode"], p["trunc_limit"])):
+                    s = s.rewrite(CLIPPED, *done)
+                    events.append(Event(call.index, "clip", slot(m).tokens, s.tokens, clipped_msg_ids=(m.id,), detail=done[1]))
+                hist.append(s)
+            active = usage_then_estimate(
+                prev_total, prev_call, new, lambda m: bytes4(m.text), oh + sum(bytes4(s.text) for s in hist)
+            )
+            if active >= limit and hist:
+                after = self._compact(session, hist, folds)
+                events.append(
+                    Event(
+                        call.index,
+                        "fold",
+                        total(hist, oh),
+                        total(after, oh),
+                        dropped_msg_ids=ids(s for s in hist if s not in after),
+                        detail=f"active {active:,} ≥ {limit:,}",
+                    )
+                )
+                hist, folds = after, folds + 1
+            w = freeze(call, hist, oh, window, events)
+            windows.append(w)
+            prev_total, prev_call = w.total_tokens, call
+        return finish(self.name, self.label, session, windows, p)
+
+    @staticmethod
+    def _compact(session, hist, folds):
+        """§4.2: real user messages newest-first until 20,000 tokens (the one that overflows is
+        truncated, the rest dropped; earlier summaries never re-kept), then the summary message."""
+        users, budget = [], COMPACT_USER_MESSAGE_MAX_TOKENS
+        for s in reversed(hist):
+            if not s.msg or s.msg.role != "user" or budget <= 0:
+                continue
+            t = lab_tokens(s.text, s.msg)
+            if t > budget:
+                keep_chars = budget * 4
+                s = s.rewrite(CLIPPED, s.text[:keep_chars], f"user message truncated to {budget:,} tokens")
+                t = budget
+            users.append(s)
+            budget -= t
+        size = summary_size(session, "codex", sum(s.tokens for s in hist), folds, None)
+        return [*reversed(users), summary_slot(f"summary:{folds}", size, SUMMARY_PREFIX)]
+
+
+POLICY = Codex()
