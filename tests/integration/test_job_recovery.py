@@ -91,7 +91,8 @@ def test_a_worker_killed_mid_import_the_job_is_taken_over_and_imports_the_sessio
         job, _ = services.start_import(project, paths=[str(path)])
         first = wait_for(lambda: _under_way(job), timeout=120, message="the import to be under way")
         _kill(worker, which)
-        assert Job.objects.get(pk=job.pk).status == JobStatus.RUNNING, "the import ended before the kill"
+        # Not ended: still marked running, or already queued again by the worker that saw its child die.
+        assert Job.objects.get(pk=job.pk).status in (JobStatus.RUNNING, JobStatus.QUEUED), "the import ended before the kill"
         assert Message.objects.filter(conversation__project=project).count() == 0  # one transaction per file
         if which == "main process":
             worker = Worker(env=FAST)  # what `serve` does: a new worker takes the job over on start
