@@ -60,9 +60,14 @@ class SessionBuilder:
             )))
         return lines
 
-    def tool_result(self, text: str) -> str:
-        return json.dumps(self._envelope("user", message={"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"toolu_{self.calls:06d}", "content": text}]}))
+    def tool_result(self, text: str, is_error: bool = False, tool_use_result: dict | str | None = None) -> str:
+        """The result of the latest tool call; `tool_use_result` is the line's toolUseResult (Bash:
+        stdout, stderr, interrupted)."""
+        block = {"type": "tool_result", "tool_use_id": f"toolu_{self.calls:06d}", "content": text}
+        if is_error:
+            block["is_error"] = True
+        extra = {"toolUseResult": tool_use_result} if tool_use_result is not None else {}
+        return json.dumps(self._envelope("user", message={"role": "user", "content": [block]}, **extra))
 
     def turn(self, i: int) -> list[str]:
         return [
