@@ -27,7 +27,7 @@ MAX_FACTS_PER_KIND = 300
 @dataclass(slots=True)
 class Fact:
     kind: str
-    text: str  # as it first appeared
+    text: str  # as it first appeared (a path: the fullest form it was written in)
     key: str  # the normalized form facts are deduplicated and matched by
     position: int
     turn: int
@@ -92,7 +92,7 @@ PATH_RE = re.compile(
     r"(?<![\w/.:@-])"
     r"((?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]*[\w@+-]"  # a/b/c, /a/b, ./a, ~/a
     r"|[\w@+-][\w.@+-]*\.(?:" + _EXT + r"))"  # name.ext
-    r"(?![\w/]|\.\w)"
+    r"(?![\w/(]|\.\w)"  # not `Mix.env()`: a call is not a file
 )
 URL_RE = re.compile(r"\bhttps?://[^\s<>\"'`)\]]+", re.I)
 _NOT_FILE_EXT = {"e", "g", "i", "x", "eg", "ie", "etc", "vs", "mr", "dr", "st", "co", "no"}
@@ -198,28 +198,82 @@ FILE_EXTS = set(
 )
 
 
-def _clean_path(raw: str) -> str | None:
-    p = raw.rstrip(".,:;")
-    if len(p) < 3 or len(p) > 300 or p.count("/") > 25:
-        return None
-    last = p.rstrip("/").rsplit("/", 1)[-1]
+# Files known by name, without an extension.
+FILE_NAMES = set(
+    """makefile gnumakefile dockerfile containerfile readme license licence copying notice authors changelog
+    gemfile rakefile procfile vagrantfile jenkinsfile brewfile pipfile podfile justfile caddyfile codeowners
+    .gitignore .gitattributes .gitmodules .dockerignore .env .envrc .editorconfig .npmrc .nvmrc .yarnrc
+    .bashrc .zshrc .profile .bash_profile .prettierrc .eslintrc .babelrc .pylintrc .flake8 .coveragerc
+    .dialyzerignore .tool-versions .python-version .ruby-version .node-version .htaccess""".split()
+)
+
+
+def is_file_like(path: str) -> bool:
+    """Whether the last component names a file: a known extension or a known file name.
+
+    Directories (`lib/spotter/`), routes (`/api/v1/users`) and slash-words (`active/inactive/ended`,
+    `message/type/tool`) have none, so they are not path facts."""
+    last = path.rstrip("/").rsplit("/", 1)[-1] if not path.endswith("/") else ""
+    if not last:
+        return False
+    if last.lower() in FILE_NAMES:
+        return True
     stem, dot, ext = last.rpartition(".")
-    has_ext = bool(dot and stem and ext.lower() in FILE_EXTS) or last.lower() in {"makefile", "dockerfile", "readme"}
-    if "/" not in p:
-        return p if has_ext and re.search(r"[A-Za-z]", stem) else None
+    return bool(dot and stem.strip(".") and ext.lower() in FILE_EXTS and re.search(r"[A-Za-z]", stem))
+
+
+def _clean_path(raw: str, *, used_as_file: bool = False) -> str | None:
+    """The path, or None when it is not one.
+
+    A path fact names a file: its last component is file-like (is_file_like), or a tool used it as
+    a file (Read/Write/Edit `file_path`), which takes a file without an extension too."""
+    p = raw.strip().rstrip(".,:;")
+    if len(p) < 3 or len(p) > 300 or p.count("/") > 25 or p.endswith("/") or re.search(r"\s", p):
+        return None
     if re.fullmatch(r"[\d/.]+", p) or re.search(r"/\d+$", p):  # dates, fractions, name/arity
         return None
-    anchored = p.startswith(("/", "~/", "./", "../"))
-    if has_ext or (anchored and p.count("/") >= 2) or (not anchored and p.count("/") >= 2 and p == p.lower()):
+    if used_as_file:
         return p
-    return None
+    return p if is_file_like(p) else None
 
 
-def _command_of(text: str) -> str | None:
+def relative_path(path: str, cwd: str = "") -> str:
+    """The path relative to the working directory when it lies under it (else as written)."""
+    base = (cwd or "").rstrip("/")
+    if base and path.startswith(base + "/"):
+        path = path[len(base) + 1 :]
+    while path.startswith("./"):
+        path = path[2:]
+    return path
+
+
+# A long command is checked by its head: its first simple command, without the quoted or heredoc
+# argument that makes it long, cut on a word.
+LONG_COMMAND = 300
+HEAD_CHARS = 80
+
+
+def command_head(cmd: str) -> str:
+    """The first command word(s) of a long command, before its first quoted, heredoc or
+    subshell argument: `git add -A && git commit -m "$(cat <<EOF ...` -> `git add -A && git commit -m`."""
+    head = re.split(r"\n|\$\(|<<|[\"'`]", cmd, maxsplit=1)[0]
+    head = _norm_space(head).rstrip("=").strip()
+    if len(head) > HEAD_CHARS:
+        head = head[:HEAD_CHARS].rsplit(" ", 1)[0]
+    return head
+
+
+def _command_of(text: str) -> tuple[str, str] | None:
+    """(text, key) of a command fact: the whole command, or for a long one its head (text ends in …)."""
     cmd = _norm_space(text)
-    if not cmd or len(cmd) > 300:
+    if not cmd:
         return None
-    return cmd
+    if len(cmd) <= LONG_COMMAND:
+        return cmd, cmd
+    head = command_head(text)
+    if len(head) < 4:
+        return None
+    return head + " …", head
 
 
 def _error_lines(text: str) -> Iterable[str]:
@@ -238,8 +292,10 @@ def _key_terms(sentence: str) -> list[str]:
     return [w.strip(".:-") for w in words if len(w.strip(".:-")) >= 3 and w.strip(".:-") not in _STOP]
 
 
-def extract(messages: Sequence[Mapping]) -> list[Fact]:
-    """The salient facts of a segment, each once (first appearance), in order of appearance."""
+def extract(messages: Sequence[Mapping], cwd: str = "") -> list[Fact]:
+    """The salient facts of a segment, each once (first appearance), in order of appearance.
+
+    A path is one fact however it is written: its key is relative to `cwd` when it lies under it."""
     facts: dict[tuple[str, str], Fact] = {}
     counts: dict[str, int] = {}
 
@@ -249,6 +305,8 @@ def extract(messages: Sequence[Mapping]) -> list[Fact]:
         existing = facts.get((kind, key))
         if existing is not None:
             existing.occurrences += 1
+            if kind == "path" and len(text) > len(existing.text):
+                existing.text = text  # a path is shown in the fullest form it was written in
             return
         if counts.get(kind, 0) >= MAX_FACTS_PER_KIND:
             return
@@ -267,11 +325,13 @@ def extract(messages: Sequence[Mapping]) -> list[Fact]:
                     if name in {"command", "cmd"}:
                         cmd = _command_of(value)
                         if cmd:
-                            add("command", cmd, cmd, message)
+                            add("command", cmd[0], cmd[1], message)
                     elif name in {"file_path", "path", "notebook_path", "filename"}:
-                        p = _clean_path(value)
+                        # file_path and notebook_path are files by the tool's contract; a search
+                        # `path` may be a directory.
+                        p = _clean_path(value, used_as_file=name in {"file_path", "notebook_path"})
                         if p:
-                            add("path", p, p, message)
+                            add("path", p, relative_path(p, cwd), message)
                     elif name in {"url"}:
                         add("url", value, _norm_url(value), message)
                 continue
@@ -286,7 +346,7 @@ def extract(messages: Sequence[Mapping]) -> list[Fact]:
             for m in PATH_RE.finditer(without_urls):
                 p = _clean_path(m.group(1))
                 if p:
-                    add("path", p, p, message)
+                    add("path", p, relative_path(p, cwd), message)
             if source in {"user", "assistant"}:  # tool output is full of counts nobody reads
                 for m in NUMBER_RE.finditer(without_urls):
                     add("number", m.group(0), _number_key(m), message)
@@ -327,7 +387,27 @@ def extract(messages: Sequence[Mapping]) -> list[Fact]:
                     terms = _key_terms(s[m.start() :])
                     if terms:
                         add("decision", s, _norm(s), message, terms)
-    return list(facts.values())
+    return _merge_basenames(list(facts.values()))
+
+
+def _merge_basenames(found: list[Fact]) -> list[Fact]:
+    """A bare file name that is the basename of exactly one longer path of the segment is that
+    file: one fact, at the earlier of the two appearances."""
+    longer: dict[str, list[Fact]] = {}
+    for f in found:
+        if f.kind == "path" and "/" in f.key:
+            longer.setdefault(f.key.rsplit("/", 1)[-1], []).append(f)
+    out = []
+    for f in found:
+        owners = longer.get(f.key, []) if f.kind == "path" and "/" not in f.key else []
+        if len(owners) == 1:
+            owner = owners[0]
+            owner.occurrences += f.occurrences
+            if (f.position, f.turn) < (owner.position, owner.turn):
+                owner.position, owner.turn = f.position, f.turn
+            continue
+        out.append(f)
+    return out
 
 
 def _norm_url(url: str) -> str:
@@ -355,6 +435,11 @@ def _number_key(m: re.Match) -> str:
 # --- matching ---------------------------------------------------------------------------------
 
 
+# Any path-shaped word of a summary (a bare name, a relative or an absolute path), so that a file
+# without an extension (`.dialyzerignore`, `Makefile`) can be named too.
+_PATH_TOKEN_RE = re.compile(r"(?<![\w.@+~/-])((?:~|\.{1,2})?/?[\w.@+-]+(?:/[\w.@+-]+)*)")
+
+
 @dataclass
 class _Summary:
     text: str
@@ -363,6 +448,7 @@ class _Summary:
     numbers: set[str]
     urls: set[str]
     sentences: list[set[str]]
+    path_tokens: set[str] = field(default_factory=set)
 
 
 def _prepare(summary: str) -> _Summary:
@@ -371,28 +457,40 @@ def _prepare(summary: str) -> _Summary:
     for m in PATH_RE.finditer(without_urls):
         p = m.group(1).rstrip(".,:;")
         paths.add(p)
+    tokens = {m.group(1).rstrip(".,:;-") for m in _PATH_TOKEN_RE.finditer(without_urls)}
     numbers = {_number_key(m) for m in NUMBER_RE.finditer(without_urls)}
     urls = {_norm_url(m.group(0).rstrip(".,;:")) for m in URL_RE.finditer(summary)}
     sentences = [set(_key_terms(s)) for s in re.split(r"(?<=[.!?])\s+|\n+", summary) if s.strip()]
-    return _Summary(summary, _norm(summary), paths, numbers, urls, sentences)
+    return _Summary(summary, _norm(summary), paths, numbers, urls, sentences, {t for t in tokens if t})
 
 
-def _path_kept(path: str, s: _Summary, cwd: str) -> str:
-    if path in s.paths:
-        return "exact"
-    rel = path
-    if cwd and path.startswith(cwd.rstrip("/") + "/"):
-        rel = path[len(cwd.rstrip("/")) + 1 :]
-    rel = rel.removeprefix("./")
+def _suffixes(rel: str) -> list[str]:
+    """`a/b/c.py` -> [`a/b/c.py`, `b/c.py`, `c.py`]."""
     parts = [p for p in rel.split("/") if p]
-    if not parts:
-        return ""
-    # The summary must name the file by enough of its path to be unambiguous: relative to the
-    # working directory, or its last two components (one, for a file at the top).
-    tail = "/".join(parts[-2:]) if len(parts) >= 2 and not (cwd and path.startswith(cwd)) else "/".join(parts)
-    for candidate in s.paths:
-        c = candidate.removeprefix("./")
-        if c == rel or c.endswith("/" + tail) or c == tail:
+    return ["/".join(parts[i:]) for i in range(len(parts))]
+
+
+def suffix_counts(paths: Iterable[str]) -> dict[str, int]:
+    """How many of the segment's paths (relative keys) end with each tail: `c.py` -> 2 when two dirs hold one."""
+    counts: dict[str, int] = {}
+    for rel in set(paths):
+        for tail in _suffixes(rel)[1:] if rel.startswith("/") else _suffixes(rel):
+            counts[tail] = counts.get(tail, 0) + 1
+    return counts
+
+
+def _path_kept(path: str, s: _Summary, cwd: str, tails: Mapping[str, int] | None = None) -> str:
+    """Kept when the summary names the file by its path (as written, or relative to the working
+    directory), or by a tail (down to the basename) that no other path of the segment ends with."""
+    if path in s.paths or path in s.path_tokens:
+        return "exact"
+    rel = relative_path(path, cwd)
+    tokens = {relative_path(t, cwd) for t in s.path_tokens}
+    if rel in tokens:
+        return "normalized"
+    counts = tails if tails is not None else suffix_counts([rel])
+    for tail in _suffixes(rel)[1:]:
+        if tail in tokens and counts.get(tail, 0) <= 1:
             return "normalized"
     return ""
 
@@ -424,10 +522,13 @@ def _statement_kept(fact: Fact, s: _Summary) -> str:
     return ""
 
 
-def is_kept(fact: Fact, s: _Summary, cwd: str = "") -> str:
+def is_kept(fact: Fact, s: _Summary, cwd: str = "", tails: Mapping[str, int] | None = None) -> str:
+    """How the summary keeps the fact ("exact", "normalized") or "" when it does not.
+
+    `tails` (suffix_counts of the segment's path keys) tells which basenames are unique."""
     kind = fact.kind
     if kind == "path":
-        return _path_kept(fact.text, s, cwd)
+        return _path_kept(fact.text, s, cwd, tails)
     if kind == "url":
         return "exact" if fact.text in s.text else ("normalized" if fact.key in s.urls else "")
     if kind == "number":
@@ -437,10 +538,10 @@ def is_kept(fact: Fact, s: _Summary, cwd: str = "") -> str:
             return "exact"
         short = fact.text.rsplit(".", 1)[-1]
         return "normalized" if short != fact.text and len(short) >= 4 and _contains_phrase(s.text, short + "(") else ""
-    if kind == "command":
-        if fact.text in s.text:
+    if kind == "command":  # the key: the whole command, or the head of a long one
+        if fact.key in s.text:
             return "exact"
-        return "normalized" if _norm(fact.text) in s.norm else ""
+        return "normalized" if _norm(fact.key) in s.norm else ""
     if kind == "error":
         if fact.text in s.text:
             return "exact"
@@ -450,9 +551,10 @@ def is_kept(fact: Fact, s: _Summary, cwd: str = "") -> str:
 
 def probe(messages: Sequence[Mapping], summary: str, *, cwd: str = "", folded_tokens: int = 0, summary_tokens: int = 0) -> FactReport:
     """Extract the segment's facts and mark which the summary keeps."""
-    facts = extract(messages)
+    facts = extract(messages, cwd)
     prepared = _prepare(summary or "")
+    tails = suffix_counts(f.key for f in facts if f.kind == "path")
     for fact in facts:
-        fact.how = is_kept(fact, prepared, cwd)
+        fact.how = is_kept(fact, prepared, cwd, tails)
         fact.kept = bool(fact.how)
     return FactReport(facts, folded_tokens, summary_tokens)

@@ -9,7 +9,7 @@ from contextviewer.accounts.models import Project
 from contextviewer.conversations.models import Conversation, Fold, Job
 
 # Bump when facts.py changes what it extracts: stale probes are recomputed lazily.
-PROBE_VERSION = 1
+PROBE_VERSION = 2
 
 
 class FactProbe(models.Model):
