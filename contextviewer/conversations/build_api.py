@@ -19,6 +19,7 @@ router = Router(tags=["builds"])
 class BuildIn(Schema):
     turns: list[int] | str = []
     folds: list[int] | str = []
+    after_fold: int | None = None  # fold N's summary plus what followed it (up to the next fold)
     idempotency_key: str | None = None
 
 
@@ -41,7 +42,10 @@ def _conversation(request, pk: int, permission: str) -> tuple[Conversation | Non
 )
 def create_build(request, conversation_id: int, payload: BuildIn):
     """Build a new conversation from selected turns (`turns`: [3, 7] or "3,7-9") and folds'
-    summaries (`folds`, numbered from 1); answered with the job to poll."""
+    summaries (`folds`, numbered from 1), or `after_fold`: N for fold N's summary plus what
+    followed it up to the next fold (the loaded view, for the latest fold); answered with the job
+    to poll. A summary and the turns it stands for exclude each other, whether the summary is
+    chosen by fold number or held by a selected turn."""
     conv, error = _conversation(request, conversation_id, "edit")
     if error:
         return error
@@ -50,7 +54,7 @@ def create_build(request, conversation_id: int, payload: BuildIn):
     except idempotency.IdempotencyKeyTooLong as exc:
         return Status(400, {"detail": str(exc)})
     try:
-        job = builds.start_build(conv, payload.turns, payload.folds, user=request.user, idempotency_key=payload.idempotency_key)
+        job = builds.start_build(conv, payload.turns, payload.folds, after_fold=payload.after_fold, user=request.user, idempotency_key=payload.idempotency_key)
     except builds.BuildError as exc:
         return Status(400, {"detail": str(exc)})
     return Status(202, job_out(request, job))

@@ -50,8 +50,27 @@ def turn_spans(conv: Conversation) -> list[core_build.TurnSpan]:
     return windows.turn_spans(conv)
 
 
-def validate(conv: Conversation, turns, folds) -> core_build.Plan:
-    return core_build.validate(turns, folds, turn_spans(conv), fold_infos(conv))
+def validate(conv: Conversation, turns, folds, after_fold=None) -> core_build.Plan:
+    spans, infos = turn_spans(conv), fold_infos(conv)
+    turns, folds = with_after_fold(turns, folds, after_fold, spans, infos)
+    return core_build.validate(turns, folds, spans, infos)
+
+
+def with_after_fold(turns, folds, after_fold, spans, infos) -> tuple[list[int], list[int]]:
+    """The selection with "fold N's summary plus what followed it" added (page, API and command
+    alike); without `after_fold`, the selection as given."""
+    turns = core_build.parse_numbers(turns, "turn")
+    folds = core_build.parse_numbers(folds, "fold")
+    if after_fold in (None, ""):
+        return turns, folds
+    try:
+        number = int(str(after_fold).strip())
+    except ValueError:
+        raise BuildError(f"After fold: give one fold number (from 1), not {str(after_fold)[:40]!r}.") from None
+    if number < 1:
+        raise BuildError(f"After fold: fold numbers start at 1, not {number}.")
+    more_turns, more_folds = core_build.after_fold(number, spans, infos)
+    return sorted(set(turns) | set(more_turns)), sorted(set(folds) | set(more_folds))
 
 
 def message_dict(m: Message) -> dict:
@@ -81,14 +100,17 @@ def message_dict(m: Message) -> dict:
 # --- the build --------------------------------------------------------------------------------
 
 
-def start_build(conv: Conversation, turns, folds, *, user=None, idempotency_key: str | None = None, enqueue: bool = True) -> Job:
+def start_build(
+    conv: Conversation, turns, folds, *, after_fold=None, user=None, idempotency_key: str | None = None, enqueue: bool = True
+) -> Job:
     """Check the selection now (a clear error beats a failed job) and enqueue the build job."""
-    plan = validate(conv, turns, folds)
+    plan = validate(conv, turns, folds, after_fold)
     key = f"build:{user.pk if user else 0}:{idempotency_key}" if idempotency_key else None
     job, _ = jobs.create_job(
         conv.project,
         "build",
-        {"conversation_id": conv.pk, "turns": plan.turns, "folds": plan.folds},
+        {"conversation_id": conv.pk, "turns": plan.turns, "folds": plan.folds}
+        | ({"after_fold": int(str(after_fold).strip())} if after_fold not in (None, "") else {}),
         user=user,
         idempotency_key=key,
         enqueue=enqueue,
@@ -120,10 +142,12 @@ def assemble(conv: Conversation, plan: core_build.Plan, infos=None, *, with_raw:
     return core_build.assemble(plan, by_turn, infos)
 
 
-def preview(conv: Conversation, turns, folds) -> Preview:
+def preview(conv: Conversation, turns, folds, after_fold=None) -> Preview:
     """What a build of this selection would hold, and its window gauge (estimated)."""
     infos = fold_infos(conv)
-    plan = core_build.validate(turns, folds, turn_spans(conv), infos)
+    spans = turn_spans(conv)
+    turns, folds = with_after_fold(turns, folds, after_fold, spans, infos)
+    plan = core_build.validate(turns, folds, spans, infos)
     result = assemble(conv, plan, infos, with_raw=False)
     categories: dict[str, int] = {}
     for m in result.messages:
@@ -180,7 +204,8 @@ def _create_build(job, source, plan, result, session_id, progress) -> Conversati
         ended_at=max(stamps) if stamps else now,
         lineage={
             "source": {"id": source.pk, "external_id": source.external_id, "title": source.title},
-            "selection": {"turns": plan.turns, "folds": plan.folds},
+            "selection": {"turns": plan.turns, "folds": plan.folds}
+            | ({"after_fold": job.params["after_fold"]} if job.params.get("after_fold") else {}),
             "created_by": {"id": user.pk, "username": user.get_username()} if user else None,
             "created_at": now.isoformat(),
             "job": job.pk,

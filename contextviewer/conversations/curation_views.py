@@ -53,11 +53,11 @@ def _gauge_bars(gauge) -> list[dict]:
     return bars
 
 
-def _preview_context(conv: Conversation, turns: str, folds: str) -> dict:
-    if not turns and not folds:
+def _preview_context(conv: Conversation, turns: str, folds: str, after_fold: str = "") -> dict:
+    if not turns and not folds and not after_fold:
         return {"conv": conv, "empty": True}
     try:
-        p = builds.preview(conv, turns, folds)
+        p = builds.preview(conv, turns, folds, after_fold or None)
     except core_build.BuildError as exc:
         return {"conv": conv, "error": str(exc)}
     firsts = []
@@ -88,10 +88,12 @@ def build_page(request: HttpRequest, pk: int) -> HttpResponse:
     """The build form without JavaScript: turn and fold numbers as text, a preview, export links."""
     conv = _get_conversation_for_user(request, pk)
     turns, folds = _selection(request.GET)
-    context = _preview_context(conv, turns, folds)
+    after = request.GET.get("after_fold", "").strip()
+    context = _preview_context(conv, turns, folds, after)
     context.update(
         turns_text=request.GET.get("turns", ""),
         folds_text=request.GET.get("folds", ""),
+        after_text=after,
         folds=builds.build_folds(conv),
         last_turn=conv.messages.order_by("-position").values_list("turn", flat=True).first(),
     )
@@ -133,12 +135,13 @@ def build_create(request: HttpRequest, pk: int) -> HttpResponse:
     except PermissionError as exc:
         return _forbidden(exc)
     turns, folds = _selection(request.POST)
+    after = request.POST.get("after_fold", "").strip()
     try:
         key = idempotency.check(request.POST.get("idempotency_key") or None)
-        job = builds.start_build(conv, turns, folds, user=request.user, idempotency_key=key)
+        job = builds.start_build(conv, turns, folds, after_fold=after or None, user=request.user, idempotency_key=key)
     except (core_build.BuildError, idempotency.IdempotencyKeyTooLong) as exc:
         context = _preview_context(conv, "", "")
-        context.update(error=str(exc), turns_text=turns, folds_text=folds, folds=builds.build_folds(conv))
+        context.update(error=str(exc), turns_text=turns, folds_text=folds, after_text=after, folds=builds.build_folds(conv))
         return render(request, "conversations/build.html", context, status=400)
     return redirect("job_detail", job_id=job.pk)
 

@@ -185,6 +185,13 @@ def validate(turns, folds, spans: Sequence[TurnSpan], infos: Sequence[FoldInfo])
     if empty:
         raise BuildError(f"Fold {_list(empty)} has no summary to build from.")
     found = conflicts(turns, folds, spans, infos)
+    # A selected turn may hold a fold's summary itself (Claude Code writes it as a user message
+    # that opens a turn): the same rule holds for it as for the summary chosen by number.
+    held = [f.number for f in infos if f.number not in folds and f.summary_text and _holder(f, spans, turns) is not None]
+    for c in conflicts(turns, held, spans, infos):
+        holder = _holder(by_fold[c.fold], spans, turns)
+        if c.turn != holder:
+            found.append(Conflict(c.turn, c.fold, f"turn {holder} holds fold {c.fold}'s summary, and fold {c.fold} put turn {c.turn} away"))
     if found:
         reasons = "; ".join(c.reason for c in found[:10]) + ("; …" if len(found) > 10 else "")
         raise BuildError(
@@ -201,6 +208,43 @@ def validate(turns, folds, spans: Sequence[TurnSpan], infos: Sequence[FoldInfo])
         items.append((anchor, 0, "fold", n))
     items.sort()
     return Plan(turns=turns, folds=folds, items=[(kind, n) for _, _, kind, n in items])
+
+
+def _holder(f: FoldInfo, spans: Sequence[TurnSpan], turns: Iterable[int]) -> int | None:
+    """The selected turn holding fold f's summary message, if one does."""
+    if f.summary_position is None:
+        return None
+    selected = set(turns)
+    return next((t.turn for t in spans if t.turn in selected and t.first <= f.summary_position <= t.last), None)
+
+
+def after_fold(number: int, spans: Sequence[TurnSpan], infos: Sequence[FoldInfo]) -> tuple[list[int], list[int]]:
+    """(turns, folds) of "fold `number`'s summary plus what followed it": the summary, then every
+    turn after the fold up to the next fold (for the latest fold: to the end, the loaded view).
+
+    Where the summary is a message (Claude Code's compaction summary, a user message that may be
+    followed by assistant messages and no prompt at all), the turn it opens is taken whole: it is
+    the summary and what the agent did right after it. Elsewhere (a handoff made here) the
+    summary is written from the fold and the turns after its position follow."""
+    by_fold = {f.number: f for f in infos}
+    f = by_fold.get(number)
+    if f is None:
+        known = f"folds 1–{len(infos)}" if infos else "no folds"
+        raise BuildError(f"No fold {number} in this conversation (it has {known}).")
+    if not f.summary_text:
+        raise BuildError(f"Fold {number} has no summary to build from.")
+    later = [g.position for g in infos if g.position > f.position]
+    end = min(later) if later else None
+    # A turn that began before the fold and ran past it would be split by the fold (a build never
+    # splits a turn), and a turn the next fold's summary opens belongs to the next fold.
+    turns = [
+        t.turn for t in spans
+        if t.first > f.position and (end is None or t.first <= end)
+        and not any(g.summary_position is not None and g.position > f.position and t.first <= g.summary_position <= t.last for g in infos)
+    ]
+    if f.summary_position is not None and any(s.first <= f.summary_position <= s.last and s.turn in turns for s in spans):
+        return turns, []
+    return turns, [number]
 
 
 def _list(values: list[int]) -> str:

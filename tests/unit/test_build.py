@@ -137,3 +137,42 @@ def test_repair_always_leaves_every_call_answered_and_every_result_called(messag
         assert repaired == messages and notes == []
     else:
         assert notes
+
+
+# --- "a fold's summary plus what followed it", and summaries held by selected turns ------------
+
+
+def test_a_turn_holding_a_summary_excludes_the_turns_that_summary_stands_for():
+    # Turn 2 opens with fold 1's summary (a message of the log); turns 0-1 are what it stands for.
+    with pytest.raises(BuildError) as err:
+        build.validate("1-2", "", SPANS, FOLDS)
+    assert "turn 2 holds fold 1's summary, and fold 1 put turn 1 away" in str(err.value)
+    assert "Select either the summary or those turns" in str(err.value)
+    # Turns that no selected summary stands for go together as before.
+    assert build.validate("2,3", "", SPANS, FOLDS).turns == [2, 3]
+    assert build.validate("0,1", "", SPANS, FOLDS).turns == [0, 1]
+
+
+def test_after_fold_takes_the_turn_the_summary_opens_and_what_followed_up_to_the_next_fold():
+    # Fold 1's summary opens turn 2; fold 2 (position 11) put turns 2-3 away and opens turn 4.
+    assert build.after_fold(1, SPANS, FOLDS) == ([2, 3], [])
+    # The latest fold: its summary's turn and everything after it (the loaded view).
+    assert build.after_fold(2, SPANS, FOLDS) == ([4, 5], [])
+    plan = build.validate(*build.after_fold(1, SPANS, FOLDS), SPANS, FOLDS)
+    assert plan.items == [("turn", 2), ("turn", 3)]
+
+
+def test_after_fold_without_a_summary_message_writes_the_summary_then_the_turns_after_it():
+    folds = build.make_folds([{"position": 5, "summary_text": "handoff summary"}])
+    turns, numbers = build.after_fold(1, SPANS, folds)
+    assert (turns, numbers) == ([2, 3, 4, 5], [1])
+    plan = build.validate(turns, numbers, SPANS, folds)
+    assert plan.items[0] == ("fold", 1)
+
+
+def test_after_fold_names_what_exists_when_the_number_is_wrong():
+    with pytest.raises(BuildError, match="No fold 3 .*folds 1–2"):
+        build.after_fold(3, SPANS, FOLDS)
+    empty = build.make_folds([{"position": 5, "summary_text": ""}])
+    with pytest.raises(BuildError, match="no summary"):
+        build.after_fold(1, SPANS, empty)

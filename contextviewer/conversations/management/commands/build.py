@@ -1,4 +1,4 @@
-"""python manage.py build CONVERSATION --turns 3,7-9 --folds 1 [--json]
+"""python manage.py build CONVERSATION --turns 3,7-9 --folds 1 [--after-fold N] [--json]
 
 Builds a new conversation from selected turns and folds' summaries of CONVERSATION (its id or its
 session's external id): the same job the page and the API start, run in this process."""
@@ -19,6 +19,10 @@ class Command(BaseCommand):
         parser.add_argument("conversation", help="conversation id or session (external) id")
         parser.add_argument("--turns", default="", help="turn numbers, e.g. 3,7-9")
         parser.add_argument("--folds", default="", help="fold numbers (from 1) whose summaries to include, e.g. 1")
+        parser.add_argument(
+            "--after-fold", default=None, metavar="N",
+            help="fold N's summary plus what followed it, up to the next fold (for the latest fold: the loaded view)",
+        )
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def _fail(self, message: str, as_json: bool) -> None:
@@ -32,7 +36,7 @@ class Command(BaseCommand):
         if conv is None:
             self._fail(f"no conversation with id or session id {opts['conversation']!r}", opts["json"])
         try:
-            job = builds.start_build(conv, opts["turns"], opts["folds"], enqueue=False)
+            job = builds.start_build(conv, opts["turns"], opts["folds"], after_fold=opts["after_fold"], enqueue=False)
         except builds.BuildError as exc:
             self._fail(str(exc), opts["json"])
         done = jobs.run(job.pk, on_progress=None if opts["json"] else lambda f, t: self.stderr.write(f"{int(f * 100):3d}% {t}"))
