@@ -26,6 +26,9 @@ class Block:
     data_size: int = 0  # image: length of the base64 data (the data stays in the raw record)
     images: int = 0  # tool_result: number of image parts inside it
     raw_type: str | None = None  # the original block type when it differs (redacted_thinking, document, ...)
+    width: int | None = None  # image: pixels, from the image's header (core/images.py)
+    height: int | None = None
+    image_sizes: list | None = None  # tool_result: [width, height] of its images whose header was read
 
     def as_dict(self) -> dict:
         d: dict[str, Any] = {"kind": self.kind}
@@ -39,6 +42,10 @@ class Block:
             d["data_size"] = self.data_size
         if self.images:
             d["images"] = self.images
+        if self.width and self.height:
+            d["width"], d["height"] = self.width, self.height
+        if self.image_sizes:
+            d["image_sizes"] = self.image_sizes
         return d
 
 

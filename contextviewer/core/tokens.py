@@ -77,9 +77,11 @@ SYSTEM_PROMPT_RECORD_TYPES = frozenset({"system_prompt", "instructions"})
 TOOL_DEFINITIONS_RECORD_TYPES = frozenset({"tool_definitions", "tools"})
 
 # Images, Anthropic's rule: tokens ~= width * height / 750, after the image is scaled down so its
-# long edge is at most 1568 px and it stays under ~1,600 tokens (~1.15 megapixels).
+# long edge is at most 1568 px and it stays under ~1.15 megapixels (~1,600 tokens). The width and
+# height come from the image's header (images.py), read by the importers.
 IMAGE_PIXELS_PER_TOKEN = 750
 IMAGE_MAX_EDGE = 1568
+IMAGE_MAX_PIXELS = 1_200_000  # 1,600 tokens; Anthropic's table: 1092 x 1092 (1.19 MP) ~ 1,590 tokens
 IMAGE_MAX_TOKENS = 1_600
 # With no dimensions (the log keeps only base64 data), the heuristic is: decoded bytes = base64
 # length * 3/4, and a compressed screenshot (PNG/JPEG, what coding agents mostly carry) holds about
@@ -267,7 +269,7 @@ def estimate_image_tokens(*, width: int | None = None, height: int | None = None
     """Tokens of one image, Anthropic's rule (see the constants above for the heuristic used when
     only the base64 length `data_size` is known, and when nothing is known)."""
     if width and height and width > 0 and height > 0:
-        scale = min(1.0, IMAGE_MAX_EDGE / max(width, height))
+        scale = min(1.0, IMAGE_MAX_EDGE / max(width, height), math.sqrt(IMAGE_MAX_PIXELS / (width * height)))
         pixels = (width * scale) * (height * scale)
     elif data_size and data_size > 0:
         pixels = (data_size * 3 / 4) / IMAGE_BYTES_PER_PIXEL
@@ -323,12 +325,16 @@ def _plan(role: str, blocks: Sequence[dict], is_compact_summary: bool, record_ty
     for block in blocks:
         kind = block.get("kind") or "other"
         if kind == "image":
-            plan.append(("media", "", estimate_image_tokens(data_size=block.get("data_size") or 0)))
+            plan.append(("media", "", estimate_image_tokens(
+                width=block.get("width"), height=block.get("height"), data_size=block.get("data_size") or 0)))
             continue
         category = _text_category(role, kind, block.get("raw_type"), is_compact_summary, record_type)
         text = _tool_call_text(block) if kind == "tool_call" else (block.get("text") or "")
         images = block.get("images") or 0
-        plan.append((category, text, images * IMAGE_DEFAULT_TOKENS))
+        sized = block.get("image_sizes") or []  # [width, height] of the images whose header was read
+        media = sum(estimate_image_tokens(width=w, height=h) for w, h in sized[:images])
+        media += max(0, images - len(sized)) * IMAGE_DEFAULT_TOKENS
+        plan.append((category, text, media))
     return plan
 
 

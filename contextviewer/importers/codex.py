@@ -64,6 +64,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+from contextviewer.core import images as image_headers
 from contextviewer.core.records import (
     Block,
     FoldRecord,
@@ -733,7 +734,8 @@ def content_part(part: Any) -> Block:
         return Block("text", text=text if text.__class__ is str else "", raw_type="refusal")
     if kind in ("input_image", "image"):
         media, data = _data_url(part.get("image_url"))
-        return Block("image", media_type=media, data_size=len(data) if data else 0)
+        width, height = image_headers.dimensions_b64(data) or (None, None)
+        return Block("image", media_type=media, data_size=len(data) if data else 0, width=width, height=height)
     text = part.get("text")
     return Block("other", text=text if text.__class__ is str else "",
                  raw_type=kind if kind.__class__ is str and kind else "(none)")

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from collections.abc import Callable
 from typing import Any
 
+from contextviewer.core import images as image_headers
 from contextviewer.core.records import Block
 
 BOM = b"\xef\xbb\xbf"
@@ -178,6 +179,28 @@ def result_content(content: Any) -> tuple[str, int]:
     return "\n".join(texts), images
 
 
+def image_size(image: Any) -> tuple[int | None, int | None]:
+    """(width, height) of an API image block ({"type": "image", "source": {"data": base64}}) read
+    from its header, or (None, None)."""
+    source = image.get("source") if image.__class__ is dict else None
+    data = source.get("data") if source.__class__ is dict else None
+    size = image_headers.dimensions_b64(data) if data.__class__ is str and not data.startswith("[contextviewer: ") else None
+    return size if size is not None else (None, None)
+
+
+def result_image_sizes(content: Any) -> list[list[int]]:
+    """[width, height] of each image inside a tool result's content whose header could be read."""
+    if content.__class__ is not list:
+        return []
+    out = []
+    for part in content:
+        if part.__class__ is dict and part.get("type") == "image":
+            width, height = image_size(part)
+            if width and height:
+                out.append([width, height])
+    return out
+
+
 def left_out_data(image: Any) -> str:
     """The marker that stands for an image's base64 data left out of an over-cap line, or ""."""
     source = image.get("source") if image.__class__ is dict else None
@@ -210,6 +233,7 @@ def anthropic_block(item: dict) -> Block:
             tool_id=str_or_none(item.get("tool_use_id")),
             is_error=item.get("is_error") is True,
             images=images,
+            image_sizes=(result_image_sizes(item.get("content")) or None) if images else None,
         )
     if kind == "image":
         source = item.get("source")
@@ -223,8 +247,9 @@ def anthropic_block(item: dict) -> Block:
         cut = left_out_data(item)
         if cut:  # its data was left out of an over-cap line: the block says so
             return Block("image", text=cut, media_type=media_type)
-        # The base64 data stays in the raw line, never in blocks.
-        return Block("image", media_type=media_type, data_size=size)
+        # The base64 data stays in the raw line, never in blocks; its header gives the size.
+        width, height = image_size(item)
+        return Block("image", media_type=media_type, data_size=size, width=width, height=height)
     text = item.get("text")
     return Block(
         "other",

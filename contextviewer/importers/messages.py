@@ -42,6 +42,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from contextviewer.core import images as image_headers
 from contextviewer.core.records import BadLine, Block, MessageRecord, Record, SessionInfo, UsageRecord
 from contextviewer.importers.common import (
     OpenCalls,
@@ -102,7 +103,8 @@ def _part(part: dict) -> Block:
         if url.__class__ is str:
             found = data_url(url)
             if found is not None:
-                return Block("image", media_type=found[0], data_size=len(found[1]))
+                width, height = image_headers.dimensions_b64(found[1]) or (None, None)
+                return Block("image", media_type=found[0], data_size=len(found[1]), width=width, height=height)
             return Block("other", text=url, raw_type=kind)
         return Block("other", text=compact_json(part), raw_type=kind)
     if kind == "reasoning":  # LangChain standard block
@@ -113,7 +115,8 @@ def _part(part: dict) -> Block:
     if kind == "image" and part.get("source").__class__ is not dict:  # LangChain standard image
         data = part.get("base64") or part.get("data")
         if data.__class__ is str:
-            return Block("image", media_type=str_or_none(part.get("mime_type")), data_size=len(data))
+            width, height = image_headers.dimensions_b64(data) or (None, None)
+            return Block("image", media_type=str_or_none(part.get("mime_type")), data_size=len(data), width=width, height=height)
         url = part.get("url")
         return Block("other", text=url if url.__class__ is str else compact_json(part), raw_type="image")
     if kind in (None, "") and part.get("text").__class__ is str:
