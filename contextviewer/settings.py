@@ -27,6 +27,8 @@ DATA_DIR.mkdir(parents=True, exist_ok=True)
 
 # Real session logs from public projects, read in place (never copied into the project).
 FIXTURES_DIR = Path(env("CONTEXTVIEWER_FIXTURES", str(BASE_DIR.parent / "shared" / "fixtures")))
+# Captured request parts (Claude Code's system prompt and tools) read in place for the gauge.
+SCHEMAS_DIR = Path(env("CONTEXTVIEWER_SCHEMAS", str(BASE_DIR.parent / "shared" / "schemas")))
 SAMPLES_DIR = env("CONTEXTVIEWER_SAMPLES", "")
 
 DEBUG = env_bool("CONTEXTVIEWER_DEBUG", False)
