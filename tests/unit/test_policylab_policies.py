@@ -352,3 +352,23 @@ def test_unknown_policy_and_parameter_are_clear_errors():
         get("nope")
     with pytest.raises(ValueError, match="unknown parameter"):
         get("codex").replay(one_big_result(10), bogus=1)
+
+
+def test_recorded_curve_uses_measured_input_and_restarts_after_the_sessions_own_fold():
+    from dataclasses import replace
+
+    b = LabBuilder(window=200_000, overhead=1_000)
+    b.user(text_of(5_000))
+    b.call(usage=7_000)
+    b._add("system", "compact boundary", kind="boundary")
+    b._add("user", text_of(300), kind="summary")
+    b.user("again")
+    b.call()
+    s = b.session()
+    r = get("recorded").replay(s)
+    assert r.windows[0].total_tokens == 7_000
+    assert [i.state for i in r.windows[1].items][0] == "full"
+    assert r.windows[1].total_tokens == 1_000 + sum(i.tokens for i in r.windows[1].items) < 7_000
+    other = get("claude_code").replay(replace(s, real_summary_tokens=(300,)))
+    own = {m.id for m in s.messages if m.kind}
+    assert len(own) == 2 and not own & {i.msg_id for w in other.windows for i in w.items}  # not replayed
