@@ -824,7 +824,9 @@ def _refresh_conversation(state: _ConversationState, info: SessionInfo | None) -
         if info.agent_type and not conversation.agent_type:
             conversation.agent_type = info.agent_type[:100]
     if not conversation.title and state.first_prompt:
-        conversation.title = " ".join(state.first_prompt.split())[:120]
+        from contextviewer.core.titles import from_request  # harness tags out, cut on a word
+
+        conversation.title = from_request(state.first_prompt, 120)
     if conversation.parent_id and not conversation.parent_tool_use_id:
         entry = (conversation.parent.agent_links or {}).get(conversation.agent_id)
         if entry:

@@ -114,6 +114,10 @@ def run_import(job: Job, progress) -> dict:
     imported |= Conversation.objects.filter(parent_id__in=report.conversation_ids)  # sub-agents compact too
     for conv in imported.filter(fold_count__gt=0):
         enqueue_probes(conv, user=job.created_by)
+    # Titles for the new conversations (builtin, or the project's provider when one is set).
+    from . import titles
+
+    titles.after_import(project, report.conversation_ids, user=job.created_by)
     return import_result(report)
 
 

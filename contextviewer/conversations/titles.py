@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from contextviewer.core import handoff as core
+from contextviewer.core import titles as core_titles
 from contextviewer.core.secrets import mask_text
 from contextviewer.providers import services as providers
 
@@ -13,6 +14,9 @@ from .models import Conversation, ConversationKind, Job, Message
 
 
 def first_request(conv: Conversation) -> str:
+    """The first user request: harness tags (reminders, command output) aside; a bare slash command
+    only when no real request follows among the first messages."""
+    command = ""
     for blocks in (
         Message.objects.filter(conversation=conv, role="user", is_meta=False, is_compact_summary=False)
         .order_by("position")
@@ -22,18 +26,35 @@ def first_request(conv: Conversation) -> str:
         if "tool_result" in kinds:
             continue
         text = "\n".join(b.get("text") or "" for b in blocks if isinstance(b, dict) and b.get("kind") == "text").strip()
-        if text and not text.startswith("<"):  # <command-name>, <local-command-stdout>: not a request
-            return text
-    return ""
+        plain = core_titles.strip_tags(text).strip()
+        if not plain:
+            continue
+        if core_titles.is_command_only(text):
+            command = command or plain
+            continue
+        return plain
+    return command
+
+
+def derived_titles(request: str) -> set[str]:
+    """The titles ingest gives a conversation from its first prompt (now, and before tags were stripped)."""
+    return {core_titles.from_request(request, 120), " ".join(request.split())[:120]}
 
 
 def _is_untitled(conv: Conversation, request: str) -> bool:
-    """No title, or the one ingest derived from the first prompt (a log's own title is kept)."""
-    return not conv.title or conv.title == " ".join(request.split())[:120]
+    """No title, one ingest derived from the first prompt, or one still carrying harness tags (a
+    log's own clean title is kept)."""
+    title = conv.title or ""
+    if not title or title in derived_titles(request) or core_titles.is_command_only(title):
+        return True
+    return core_titles.strip_tags(title) != title
 
 
 def after_import(project, conversation_ids, *, user=None) -> list[Job]:
-    """One title job per new top-level conversation (the key makes it once per conversation)."""
+    """One title job per new top-level conversation (the key makes it once per conversation).
+
+    Called by every import when it finishes (services.run_import); the job asks the project's
+    provider, the builtin one (the first request, cleaned) when none is configured."""
     created = []
     for conv in Conversation.objects.filter(pk__in=list(conversation_ids), parent__isnull=True, kind=ConversationKind.MAIN):
         job, new = jobs.create_job(project, "title", {"conversation_id": conv.pk}, user=user, idempotency_key=f"title:{conv.pk}")

@@ -342,8 +342,7 @@ def request_of(prompt: str) -> str:
 
 
 def clean_title(text: str, limit: int = 120) -> str:
-    """One line, no surrounding quotes or heading marks, at most `limit` characters."""
-    line = next((ln for ln in (text or "").split("\n") if ln.strip()), "")
-    line = re.sub(r"^\s*(#+|title:)\s*", "", line, flags=re.IGNORECASE).strip().strip("\"'`*").strip()
-    line = " ".join(line.split())
-    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+    """One line, no harness tags, surrounding quotes or heading marks, cut on a word to `limit`."""
+    from . import titles
+
+    return titles.from_request(text, limit)
