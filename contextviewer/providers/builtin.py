@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 
-from contextviewer.core import handoff
+from contextviewer.core import facts, handoff
 from contextviewer.core.handoff import Entry
 from contextviewer.core.secrets import mask_text
 from contextviewer.core.tokens import count_text
@@ -19,12 +19,16 @@ from .base import Completion
 
 PATH_KEYS = ("file_path", "path", "notebook_path")
 EDIT_TOOLS = {"Edit", "MultiEdit", "Write", "NotebookEdit", "apply_patch", "str_replace_based_edit_tool"}
-MAX_PATHS = 120
-MAX_COMMANDS = 40
-MAX_ERRORS = 8
-MAX_SYMBOLS = 30
+# Caps on what the summary lists. Lists are cumulative over handoffs (what an earlier summary
+# listed is merged in, deduplicated), so they are sized for a whole session, not one view.
+MAX_PATHS = 300
+MAX_COMMANDS = 200
+MAX_ERRORS = 12
+MAX_SYMBOLS = 60
 MAX_CONSTRAINTS = 20
-MAX_PREVIOUS_STATE_LINES = 80
+MAX_EARLIER_STATES = 4  # "Last state" lines of earlier handoffs kept as "Earlier state"
+MAX_CARRIED_LINES = 200  # other lines of an earlier summary's State, carried as they are
+LONG_COMMAND = facts.LONG_COMMAND
 
 # A path in prose: at least one slash and an extension, or an absolute path.
 PATH_RE = re.compile(r"(?<![\w/.@:-])((?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]+\.[A-Za-z0-9]{1,8})(?![\w/])")
@@ -90,6 +94,68 @@ def _intent(summary: str) -> str:
     return m.group(1) if m else summary
 
 
+def _command(text: str) -> str:
+    """A command on one line: whole up to LONG_COMMAND characters, else its start (with its head)."""
+    line = " ".join(text.split())
+    return line if len(line) <= LONG_COMMAND else _one_line(line, 240)
+
+
+def _quote(summary: str) -> list[str]:
+    """A foreign summary's lines, quoted (`  > `) so none can pass for a section heading; blank
+    lines dropped, runs of spaces collapsed. Every line stays: its facts are what later handoffs keep."""
+    return ["  > " + " ".join(ln.split()) for ln in summary.split("\n") if ln.strip()]
+
+
+_TICKED = re.compile(r"`([^`]+)`")
+
+
+def _carried_state(text: str) -> dict[str, list[str]]:
+    """What an earlier builtin summary's State listed, by kind, to merge with the new view's."""
+    out: dict[str, list[str]] = {
+        k: [] for k in ("edited", "read", "mentioned", "commands", "searches", "symbols", "errors", "states", "other", "quoted")
+    }
+    out["last"] = ""  # type: ignore[assignment]
+    for raw in (text or "").split("\n"):
+        if raw.lstrip().startswith(">"):
+            out["quoted"].append("  > " + raw.lstrip()[1:].strip())
+            continue
+        line = raw.strip()
+        line = line[2:].strip() if line.startswith("- ") else line
+        if not line or line.startswith("Nothing was done") or line == "Earlier summary, carried whole:":
+            continue
+        for prefix, kind in (("Files changed: ", "edited"), ("Files read: ", "read"), ("Paths mentioned: ", "mentioned"), ("Symbols: ", "symbols")):
+            if line.startswith(prefix):
+                out[kind] += _TICKED.findall(line[len(prefix) :])
+                break
+        else:
+            if line.startswith("Ran `") and line.endswith("`"):
+                out["commands"].append(line[len("Ran `") : -1])
+            elif line.startswith("Searched: "):
+                out["searches"] += [x for x in line[len("Searched: ") :].split("; ") if x]
+            elif line.startswith("Error seen: "):
+                out["errors"].append(line[len("Error seen: ") :])
+            elif line.startswith("Last state: "):
+                out["last"] = line[len("Last state: ") :]  # type: ignore[assignment]
+            elif line.startswith("Earlier state: "):
+                out["states"].append(line[len("Earlier state: ") :])
+            else:
+                out["other"].append(line.removeprefix("Earlier: "))
+    return out
+
+
+def _paths_seen(prose: list[Entry], tools: list[Entry]) -> list[str]:
+    """File paths named in what was said and in tool commands and outputs (files only, not
+    directories or slash-words), read the way the fact probes read them."""
+    messages = [{"role": e.role, "blocks": [{"kind": "text", "text": e.text}]} for e in prose]
+    for t in tools:
+        data = _input(t)
+        blocks = [{"kind": "tool_result", "text": t.text}]
+        if isinstance(data.get("command"), str):
+            blocks.append({"kind": "tool_result", "text": data["command"]})
+        messages.append({"role": "tool", "blocks": blocks})
+    return [f.text for f in facts.extract(messages) if f.kind == "path"]
+
+
 def summarize(entries: list[Entry]) -> str:
     previous, foreign = _previous(entries)
     # Lines the harness injects as user messages (<task-notification>, <command-name>, ...) are not requests.
@@ -112,34 +178,39 @@ def summarize(entries: list[Entry]) -> str:
     if not goal_lines:
         goal_lines = ["Not stated in the transcript (no user request in the loaded view)."]
 
-    # State: files, commands, symbols, errors, last state; then what the previous summary said.
-    edited, read = [], []
-    commands, errors, searches = [], [], []
+    # State: files, commands, symbols, errors, last state, merged with what the previous summary
+    # listed (cumulative: earlier facts first, each once); a foreign summary is carried whole.
+    carried = _carried_state(previous.get("State and what is done", ""))
+    edited, read = list(carried["edited"]), list(carried["read"])
+    commands, errors, searches = list(carried["commands"]), list(carried["errors"]), list(carried["searches"])
     for t in tools:
         data = _input(t)
         for key in PATH_KEYS:
-            if isinstance(data.get(key), str) and data[key].strip():
-                (edited if t.tool_name in EDIT_TOOLS else read).append(data[key].strip())
+            value = data.get(key)
+            if not isinstance(value, str) or not value.strip():
+                continue
+            value = value.strip()
+            # file_path and notebook_path name files; a search `path` is often a directory.
+            if key != "path" or facts.is_file_like(value):
+                (edited if t.tool_name in EDIT_TOOLS else read).append(value)
         if isinstance(data.get("command"), str) and data["command"].strip():
-            commands.append(_one_line(data["command"], 240))
+            commands.append(_command(data["command"]))
         if isinstance(data.get("pattern"), str) and t.tool_name not in {"Bash"}:
-            searches.append(_one_line(f"{t.tool_name} {data['pattern']!r}", 160))
+            where = data.get("path") if isinstance(data.get("path"), str) else ""
+            searches.append(_one_line(f"{t.tool_name} {data['pattern']!r}" + (f" in {where}" if where else ""), 200))
         if t.is_error and t.text.strip():
             errors.append(_one_line(f"{t.tool_name}: {t.text.strip()}", 240))
-    mentioned = []
-    for e in users + assistants:
-        mentioned += PATH_RE.findall(e.text)
-    for t in tools:
-        if isinstance(_input(t).get("command"), str):
-            mentioned += PATH_RE.findall(_input(t)["command"])
-    symbols = []
+    said = [e for e in entries if e.role in ("user", "assistant")]
+    mentioned = list(carried["mentioned"]) + _paths_seen(said, tools)
+    symbols = list(carried["symbols"])
     for e in assistants:
         symbols += [s for s in SYMBOL_RE.findall(e.text) if 3 <= len(s) <= 80 and not PATH_RE.fullmatch(s)]
 
     state: list[str] = []
     edited_u = _unique(edited, MAX_PATHS, keep_last=True)
     read_u = [p for p in _unique(read, MAX_PATHS, keep_last=True) if p not in edited_u]
-    other = [p for p in _unique(mentioned, MAX_PATHS, keep_last=True) if p not in edited_u and p not in read_u]
+    listed = set(edited_u) | set(read_u)
+    other = [p for p in _unique(mentioned, MAX_PATHS, keep_last=True) if p not in listed]
     if edited_u:
         state.append("Files changed: " + ", ".join(f"`{p}`" for p in edited_u))
     if read_u:
@@ -149,23 +220,28 @@ def summarize(entries: list[Entry]) -> str:
     for c in _unique(commands, MAX_COMMANDS, keep_last=True):
         state.append(f"Ran `{c}`")
     if searches:
-        state.append("Searched: " + "; ".join(_unique(searches, 12, keep_last=True)))
+        state.append("Searched: " + "; ".join(_unique(searches, 24, keep_last=True)))
     if symbols:
         state.append("Symbols: " + ", ".join(f"`{s}`" for s in _unique(symbols, MAX_SYMBOLS, keep_last=True)))
     for err in _unique(errors, MAX_ERRORS, keep_last=True):
         state.append(f"Error seen: {err}")
+    earlier_states = list(carried["states"])
     if assistants:
         state.append("Last state: " + _one_line(assistants[-1].text, 700))
-    if previous.get("State and what is done"):
-        earlier = [ln.lstrip("- ").strip() for ln in previous["State and what is done"].split("\n") if ln.strip()]
-        earlier = [ln for ln in earlier if ln and ln not in state and not ln.startswith("Earlier:")]
-        if earlier:
-            state.append("Earlier: " + earlier[0])
-            state += earlier[1:MAX_PREVIOUS_STATE_LINES]
-    elif foreign:
-        state.append("Earlier summary: " + _one_line(foreign[0], 1500))
-    if not state:
+    elif carried["last"]:
+        state.append("Last state: " + carried["last"])
+    if assistants and carried["last"]:
+        earlier_states.append(carried["last"])
+    for line in _unique(earlier_states, MAX_EARLIER_STATES, keep_last=True):
+        state.append("Earlier state: " + line)
+    state += [ln for ln in _unique(carried["other"], MAX_CARRIED_LINES) if ln not in state]
+    quoted = list(carried["quoted"])
+    if foreign:
+        quoted = _quote(foreign[0])
+    if not state and not quoted:
         state.append("Nothing was done in the loaded view yet.")
+    if quoted:
+        state.append("Earlier summary, carried whole:")
 
     # Next steps: what the assistant said comes next; an unanswered request; else carry on.
     steps: list[str] = []
@@ -200,7 +276,7 @@ def summarize(entries: list[Entry]) -> str:
     return handoff.format_sections(
         {
             "Goal": "\n".join(goal_lines),
-            "State and what is done": _bullets(state),
+            "State and what is done": _bullets(state) + ("\n" + "\n".join(quoted) if quoted else ""),
             "Next steps": _bullets(steps),
             "Constraints and preferences": _bullets(constraints),
         }
