@@ -1,0 +1,108 @@
+"""Claude Code's system prompt and tool definitions, sized from a captured request.
+
+Claude Code does not write its system prompt or its tool definitions to the session log, so the
+gauge cannot count them from the messages. A captured request (`<schemas>/claude-code/captured/
+system_<version>.json` and `tools_<version>.json`: the blocks and tool definitions one CLI version
+sent to the API) gives their size. The files are read where they lie (settings.SCHEMAS_DIR), never
+copied into the project; without them the categories are "not available", not 0.
+
+Version: the capture of the session's own CLI version when there is one, else the nearest older
+capture, else the nearest newer one. MCP tools (`mcp__*`) are the capturing user's own servers,
+not Claude Code's, and are left out. Pure (no Django): reads the two files, counts with o200k.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import tokens
+
+_FILE = re.compile(r"^(system|tools)_(\d+(?:\.\d+)*)\.json$")
+
+
+@dataclass(frozen=True, slots=True)
+class CapturedPrompt:
+    version: str  # the CLI version of the capture
+    exact: bool  # the session ran that very version
+    system_prompt: int  # o200k tokens of the system prompt blocks
+    tool_definitions: int  # o200k tokens of the tool definitions (name, description, input schema)
+    tools: int  # how many tool definitions
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", version or ""))
+
+
+def available_versions(schemas_dir: Path | str | None) -> list[str]:
+    """CLI versions with both a system and a tools capture, oldest first."""
+    if not schemas_dir:
+        return []
+    folder = Path(schemas_dir) / "claude-code" / "captured"
+    try:
+        names = [p.name for p in folder.iterdir()]
+    except OSError:
+        return []
+    found: dict[str, set[str]] = {}
+    for name in names:
+        m = _FILE.match(name)
+        if m:
+            found.setdefault(m.group(2), set()).add(m.group(1))
+    return sorted((v for v, kinds in found.items() if kinds == {"system", "tools"}), key=_version_key)
+
+
+def pick_version(versions: list[str], session_version: str | None) -> str | None:
+    """The capture for `session_version`: the same version, else the newest older, else the oldest newer."""
+    if not versions:
+        return None
+    if not session_version or not _version_key(session_version):
+        return versions[-1]
+    if session_version in versions:
+        return session_version
+    key = _version_key(session_version)
+    older = [v for v in versions if _version_key(v) <= key]
+    return older[-1] if older else versions[0]
+
+
+def _text_of_system(blocks: object) -> str:
+    if isinstance(blocks, str):
+        return blocks
+    if not isinstance(blocks, list):
+        return ""
+    parts = []
+    for block in blocks:
+        text = block.get("text") if isinstance(block, dict) else block if isinstance(block, str) else None
+        # The billing header is a request attribute, not prompt text.
+        if isinstance(text, str) and not text.startswith("x-anthropic-billing-header:"):
+            parts.append(text)
+    return "\n\n".join(parts)
+
+
+@functools.lru_cache(maxsize=16)
+def _count(folder: str, version: str, _mtimes: tuple[float, float]) -> tuple[int, int, int]:
+    base = Path(folder)
+    system = json.loads((base / f"system_{version}.json").read_text(encoding="utf-8"))
+    tools = json.loads((base / f"tools_{version}.json").read_text(encoding="utf-8"))
+    if not isinstance(tools, list):
+        tools = []
+    kept = [t for t in tools if isinstance(t, dict) and not str(t.get("name") or "").startswith("mcp__")]
+    tools_text = json.dumps(kept, ensure_ascii=False)
+    return tokens.count_text(_text_of_system(system)), tokens.count_text(tools_text), len(kept)
+
+
+def claude_code_prompt(schemas_dir: Path | str | None, session_version: str | None) -> CapturedPrompt | None:
+    """The captured system prompt and tools for a Claude Code session, or None when no capture is
+    found (or one cannot be read)."""
+    version = pick_version(available_versions(schemas_dir), session_version)
+    if version is None:
+        return None
+    folder = Path(schemas_dir) / "claude-code" / "captured"
+    try:
+        mtimes = ((folder / f"system_{version}.json").stat().st_mtime, (folder / f"tools_{version}.json").stat().st_mtime)
+        system, tools, count = _count(str(folder), version, mtimes)
+    except (OSError, ValueError):
+        return None
+    return CapturedPrompt(version, version == session_version, system, tools, count)

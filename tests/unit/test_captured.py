@@ -1,0 +1,43 @@
+"""Claude Code's system prompt and tools sized from a captured request, by CLI version."""
+
+import json
+
+from contextviewer.core import captured, tokens
+
+
+def _capture(root, version, prompt, tools):
+    folder = root / "claude-code" / "captured"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"system_{version}.json").write_text(json.dumps([
+        {"type": "text", "text": f"x-anthropic-billing-header: cc_version={version};"},
+        {"type": "text", "text": prompt},
+    ]))
+    (folder / f"tools_{version}.json").write_text(json.dumps(tools))
+
+
+def test_the_capture_of_the_session_version_else_the_nearest_older_one(tmp_path):
+    _capture(tmp_path, "2.1.10", "old prompt " * 50, [])
+    _capture(tmp_path, "2.1.144", "new prompt " * 500, [{"name": "Bash", "description": "Run a command " * 20}])
+    assert captured.claude_code_prompt(tmp_path, "2.1.10").exact
+    found = captured.claude_code_prompt(tmp_path, "2.1.99")
+    assert found.version == "2.1.10" and not found.exact  # nearest older, by number not by text
+    assert captured.claude_code_prompt(tmp_path, "2.0.1").version == "2.1.10"  # nothing older: nearest newer
+    assert captured.claude_code_prompt(tmp_path, None).version == "2.1.144"  # unknown: the newest
+    found = captured.claude_code_prompt(tmp_path, "2.1.144")
+    assert found.system_prompt == tokens.count_text("new prompt " * 500)  # billing header left out
+    assert found.tool_definitions > 0 and found.tools == 1
+
+
+def test_the_capturing_users_mcp_tools_are_left_out(tmp_path):
+    bash = {"name": "Bash", "description": "Run a command"}
+    _capture(tmp_path, "1.0.0", "p", [bash, {"name": "mcp__stitch__create", "description": "x " * 4000}])
+    found = captured.claude_code_prompt(tmp_path, "1.0.0")
+    assert found.tools == 1 and found.tool_definitions == tokens.count_text(json.dumps([bash]))
+
+
+def test_no_capture_is_none_not_zero(tmp_path):
+    assert captured.claude_code_prompt(tmp_path / "missing", "2.1.0") is None
+    assert captured.claude_code_prompt(None, "2.1.0") is None
+    (tmp_path / "claude-code" / "captured").mkdir(parents=True)
+    (tmp_path / "claude-code" / "captured" / "system_1.0.json").write_text("[]")  # no tools file: no capture
+    assert captured.claude_code_prompt(tmp_path, "1.0") is None
