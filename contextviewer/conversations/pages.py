@@ -23,7 +23,7 @@ from contextviewer.core import budget, harness, registry, tokens
 from contextviewer.core.severity import severity
 from contextviewer.importers import formats
 
-from . import page_cache, rendering, window as windows
+from . import page_cache, rendering, tools, window as windows
 from .models import Conversation, Fold, Message, ModelCall
 
 TURN_PAGE = 40  # turn headers per window
@@ -819,6 +819,8 @@ class BlockView:
     result: BlockView | None = None  # a tool call's result, shown under it
     result_tokens: dict | None = None
     subagent: Conversation | None = None
+    tool_input: Any = None
+    tool: tools.ToolView | None = None  # a tool call as people read it (None: the generic view)
 
     @property
     def element_id(self) -> str:
@@ -851,7 +853,8 @@ def block_view(message: Message, index: int, block: dict, image_index: int | Non
     view.raw_type = str(block.get("raw_type") or "")
     if kind == "tool_call":
         view.mode = "json"
-        view.text = rendering.tool_input_text(block.get("tool_input"), text)
+        view.tool_input = block.get("tool_input")
+        view.text = rendering.tool_input_text(view.tool_input, text)
     elif kind == "image":
         view.mode = "image"
         view.media_type = str(block.get("media_type") or "")
@@ -916,7 +919,27 @@ def turn_view(conv: Conversation, turn: int, from_position: int | None = None) -
             kept.append(b)
         if kept or not blocks:
             out.append(MessageView(m, kept, sorted(((k, v) for k, v in (m.tokens or {}).items() if v), key=lambda kv: -kv[1])))
+    _tool_views(list(calls.values()))
     return TurnView(turn, out, more_from)
+
+
+def _tool_views(calls: list[BlockView]) -> None:
+    """Each tool call's readable view; a Bash result's stdout and stderr come from its line's
+    toolUseResult (read only for those lines)."""
+    wanted = [c.result.message_id for c in calls if c.result is not None and c.tool_name == "Bash"]
+    extras = {}
+    if wanted:
+        rows = Message.objects.filter(id__in=wanted, flags__has_key="tool_use_result").values_list("id", "raw")
+        extras = {pk: tools.tool_use_result(raw) for pk, raw in rows}
+    for c in calls:
+        r = c.result
+        c.tool = tools.tool_view(
+            c.tool_name,
+            c.tool_input,
+            r.text if r is not None else None,
+            r.is_error if r is not None else False,
+            extras.get(r.message_id) if r is not None else None,
+        )
 
 
 def full_block(message: Message, index: int) -> BlockView | None:

@@ -1,8 +1,8 @@
 """Safe rendering of transcript text: every piece of it is hostile.
 
-- Markdown (assistant text, fold summaries): the text is HTML-escaped FIRST, then a small subset
-  of markdown is turned into tags, then the result goes through nh3 with a short allow-list and
-  http/https/mailto links only. `markdown_html()` is the one place in the project that marks
+- Markdown (assistant text, fold summaries): markdown-it-py (CommonMark + tables, strikethrough,
+  linkify) with raw HTML turned off, so HTML in the source is escaped text; the result then goes
+  through nh3 with a short allow-list and http/https/mailto links only. `markdown_html()` is the one place in the project that marks
   transcript-derived HTML safe.
 - ANSI output (tool results): parsed into (css classes, text) segments; the template prints the
   text with autoescaping, so nothing here produces HTML.
@@ -29,21 +29,26 @@ MARKDOWN_LIMIT = 200_000
 
 ALLOWED_TAGS = {
     "p", "br", "strong", "em", "code", "pre", "a", "ul", "ol", "li", "blockquote",
-    "h3", "h4", "h5", "h6", "hr", "del",
+    "h3", "h4", "h5", "h6", "hr", "del", "s", "table", "thead", "tbody", "tr", "th", "td",
 }  # fmt: skip
-ALLOWED_ATTRIBUTES = {"a": {"href", "title"}}
+ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}}
 URL_SCHEMES = {"http", "https", "mailto"}
-_SAFE_URL = re.compile(r"^(https?://|mailto:)[^\s]*$", re.IGNORECASE)
 
 
-def _sanitize(html: str) -> SafeString:
-    # AUDITED: the only mark_safe on transcript-derived HTML. Its input was built from escaped
-    # text, and nh3 (allow-listed tags, no style/event attributes, http/https/mailto only) has the
-    # last word. Do not call mark_safe on transcript content anywhere else.
+# Highlighted code (pygments, classes only): a table of line numbers and lines of spans.
+CODE_TAGS = {"table", "tbody", "tr", "td", "span", "code"}
+CODE_ATTRIBUTES = {"table": {"class"}, "tr": {"class"}, "td": {"class"}, "span": {"class"}}
+
+
+def _sanitize(html: str, tags: set[str] = ALLOWED_TAGS, attributes: dict = ALLOWED_ATTRIBUTES) -> SafeString:
+    # AUDITED: the only mark_safe on transcript-derived HTML. Its input was built by markdown-it
+    # (raw HTML off) or pygments (which escapes every token), and nh3 (allow-listed tags, no
+    # style/event attributes, http/https/mailto only) has the last word. Do not call mark_safe on
+    # transcript content anywhere else.
     cleaned = nh3.clean(
         html,
-        tags=ALLOWED_TAGS,
-        attributes=ALLOWED_ATTRIBUTES,
+        tags=tags,
+        attributes=attributes,
         url_schemes=URL_SCHEMES,
         link_rel="noopener noreferrer nofollow",
         strip_comments=True,
@@ -51,117 +56,64 @@ def _sanitize(html: str) -> SafeString:
     return mark_safe(cleaned)  # noqa: S308 - see the comment above
 
 
-# --- markdown (escape first, then a small subset) -------------------------------------------
-
-_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_ULIST = re.compile(r"^\s{0,3}[-*+]\s+(.*)$")
-_OLIST = re.compile(r"^\s{0,3}\d{1,9}[.)]\s+(.*)$")
-_QUOTE = re.compile(r"^\s{0,3}&gt;\s?(.*)$")
-_HR = re.compile(r"^\s{0,3}([-*_])(\s*\1){2,}\s*$")
-_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.DOTALL)
-_LINK = re.compile(r"\[([^\]\n]{1,500})\]\(([^)\s]{1,2000})\)")
-_BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
-_ITALIC = re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])")
-_STRIKE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
-_AUTOLINK = re.compile(r"(?<![\"'=\w/])(https?://[^\s<>&\"']{1,2000}[^\s<>&\"'.,;:!?)\]])")
+# --- markdown (markdown-it-py with raw HTML off, then nh3) ------------------------------------
 
 
-def _inline(text: str) -> str:
-    """Inline markdown over already-escaped text. Code spans are protected from the rest."""
-    stash: list[str] = []
+def _heading_open(self, tokens, idx, options, env):
+    # Headings inside a transcript sit under the page's own h1/h2: # -> h3 ... #### -> h6.
+    token = tokens[idx]
+    token.tag = f"h{min(6, int(token.tag[1]) + 2)}"
+    return self.renderToken(tokens, idx, options, env)
 
-    def keep(html: str) -> str:
-        stash.append(html)
-        return f"\x00{len(stash) - 1}\x00"
 
-    text = _CODE_SPAN.sub(lambda m: keep(f"<code>{m.group(2).strip()}</code>"), text)
+def _heading_close(self, tokens, idx, options, env):
+    token = tokens[idx]
+    token.tag = f"h{min(6, int(token.tag[1]) + 2)}"
+    return self.renderToken(tokens, idx, options, env)
 
-    def link(m: re.Match) -> str:
-        label, url = m.group(1), m.group(2)
-        if not _SAFE_URL.match(url):
-            return m.group(0)  # javascript:, data:, relative tricks: left as plain text
-        return keep(f'<a href="{url}">{label}</a>')
 
-    text = _LINK.sub(link, text)
-    text = _AUTOLINK.sub(lambda m: keep(f'<a href="{m.group(1)}">{m.group(1)}</a>'), text)
-    text = _BOLD.sub(r"<strong>\1</strong>", text)
-    text = _ITALIC.sub(r"<em>\1</em>", text)
-    text = _STRIKE.sub(r"<del>\1</del>", text)
-    return re.sub(r"\x00(\d+)\x00", lambda m: stash[int(m.group(1))], text)
+def _glob_star(state, silent: bool) -> bool:
+    """A run of `*` inside a path or glob (assets/**/*.css, *.py, src/*/x) is text, not emphasis."""
+    src, pos = state.src, state.pos
+    if src[pos] != "*":
+        return False
+    end = pos
+    while end < state.posMax and src[end] == "*":
+        end += 1
+    before = src[pos - 1] if pos > 0 else " "
+    after = src[end : end + 2]
+    slash_before = before == "/"
+    path_after = after[:1] == "/" or (after[:1] == "." and after[1:2].isalnum())
+    if not (slash_before or path_after):
+        return False
+    if not silent:
+        state.push("text", "", 0).content = src[pos:end]
+    state.pos = end
+    return True
+
+
+def _parser():
+    from markdown_it import MarkdownIt
+
+    # html=False: raw HTML in the source is text, never markup. breaks=True: a single newline in
+    # chat text is a line break, as the agents mean it. Images are not rendered (no remote fetch).
+    md = MarkdownIt("commonmark", {"html": False, "breaks": True, "linkify": True, "typographer": False})
+    md.enable(["table", "strikethrough", "linkify"])
+    md.disable("image")
+    md.inline.ruler.before("emphasis", "glob_star", _glob_star)
+    md.add_render_rule("heading_open", _heading_open)
+    md.add_render_rule("heading_close", _heading_close)
+    return md
+
+
+_MD = None
 
 
 def _markdown_to_html(source: str) -> str:
-    lines = escape(source.replace("\r\n", "\n").replace("\x00", "")).split("\n")
-    out: list[str] = []
-    para: list[str] = []
-    list_tag: str | None = None
-    quote: list[str] = []
-
-    def flush_para() -> None:
-        if para:
-            out.append("<p>" + "<br>".join(_inline(p) for p in para) + "</p>")
-            para.clear()
-
-    def close_list() -> None:
-        nonlocal list_tag
-        if list_tag:
-            out.append(f"</{list_tag}>")
-            list_tag = None
-
-    def flush_quote() -> None:
-        if quote:
-            out.append("<blockquote>" + "<br>".join(_inline(q) for q in quote) + "</blockquote>")
-            quote.clear()
-
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        fence = _FENCE.match(line)
-        if fence:
-            flush_para(), close_list(), flush_quote()
-            marker = fence.group(1)
-            body: list[str] = []
-            i += 1
-            while i < len(lines) and not lines[i].lstrip().startswith(marker):
-                body.append(lines[i])
-                i += 1
-            out.append("<pre><code>" + "\n".join(body) + "</code></pre>")
-            i += 1
-            continue
-        if not line.strip():
-            flush_para(), close_list(), flush_quote()
-            i += 1
-            continue
-        if m := _QUOTE.match(line):
-            flush_para(), close_list()
-            quote.append(m.group(1))
-            i += 1
-            continue
-        flush_quote()
-        if _HR.match(line):
-            flush_para(), close_list()
-            out.append("<hr>")
-        elif m := _HEADING.match(line):
-            flush_para(), close_list()
-            level = min(6, len(m.group(1)) + 2)
-            out.append(f"<h{level}>{_inline(m.group(2))}</h{level}>")
-        elif (m := _ULIST.match(line)) or (m2 := _OLIST.match(line)):
-            flush_para()
-            tag = "ul" if m else "ol"
-            if list_tag != tag:
-                close_list()
-                out.append(f"<{tag}>")
-                list_tag = tag
-            out.append(f"<li>{_inline((m or m2).group(1))}</li>")
-        elif list_tag and line.startswith(("  ", "\t")):
-            out.append(f"<br>{_inline(line.strip())}")  # continuation of a list item
-        else:
-            close_list()
-            para.append(line)
-        i += 1
-    flush_para(), close_list(), flush_quote()
-    return "\n".join(out)
+    global _MD
+    if _MD is None:
+        _MD = _parser()
+    return _MD.render(source.replace("\r\n", "\n").replace("\x00", ""))
 
 
 def markdown_html(source: str) -> SafeString:
@@ -169,6 +121,46 @@ def markdown_html(source: str) -> SafeString:
     if len(source) > MARKDOWN_LIMIT:
         return _sanitize("<pre>" + escape(source) + "</pre>")
     return _sanitize(_markdown_to_html(source))
+
+
+# --- highlighted code (pygments, server-side, CSS classes from static/contextviewer/pygments.css) --
+
+HIGHLIGHT_LIMIT = 60_000  # characters; larger code is shown plain
+
+
+def _lexer(filename: str, code: str):
+    from pygments.lexers import TextLexer, get_lexer_for_filename
+    from pygments.util import ClassNotFound
+
+    name = filename.rsplit("/", 1)[-1] if filename else ""
+    if name and len(code) <= HIGHLIGHT_LIMIT:
+        try:
+            return get_lexer_for_filename(name, stripnl=False, ensurenl=False)
+        except ClassNotFound:
+            pass
+    return TextLexer(stripnl=False, ensurenl=False)
+
+
+def highlight_lines(code: str, filename: str = "", numbers: list[int] | None = None) -> SafeString:
+    """Code as a table of (line number, highlighted line). `numbers` are the line numbers to show
+    (a Read of lines 120-160 starts at 120); by default 1, 2, 3 ... Only span classes come out."""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+
+    code = code.replace("\r\n", "\n").replace("\x00", "")
+    count = code.count("\n") + 1
+    # HtmlFormatter closes and reopens its spans at every newline, so the output splits by line.
+    html = highlight(code, _lexer(filename, code), HtmlFormatter(nowrap=True))
+    lines = (html.split("\n") + [""] * count)[:count]
+    rows = []
+    for i, line in enumerate(lines):
+        n = numbers[i] if numbers and i < len(numbers) else (numbers[-1] + i - len(numbers) + 1 if numbers else i + 1)
+        rows.append(f'<tr><td class="ln">{n}</td><td class="src"><code>{line}</code></td></tr>')
+    return _sanitize(
+        '<table class="hl code-lines"><tbody>' + "".join(rows) + "</tbody></table>",
+        tags=CODE_TAGS,
+        attributes=CODE_ATTRIBUTES,
+    )
 
 
 # --- ANSI ------------------------------------------------------------------------------------

@@ -1,11 +1,13 @@
 from django.urls import path
 
-from . import delete_views, live, views
+from . import delete_views, live, reading_views, views
 
 urlpatterns = [
     path("", views.index, name="index"),
     path("c/<int:pk>/", views.conversation, name="conversation"),
     path("c/<int:pk>/segments/<int:index>/", views.segment_turns, name="segment_turns"),
+    path("c/<int:pk>/folds/<int:fold_id>/summary/", reading_views.fold_summary, name="fold_summary"),
+    path("c/<int:pk>/subagent-turns/", reading_views.subagent_turns, name="subagent_turns"),
     path("c/<int:pk>/live/", live.conversation_live, name="conversation_live"),
     path("c/<int:pk>/delete/", delete_views.conversation_delete, name="conversation_delete"),
     path("c/<int:pk>/turns/<int:turn>/", views.turn, name="turn"),

@@ -41,7 +41,35 @@ def test_markdown_keeps_the_harmless_subset():
     html = str(rendering.markdown_html("# Title\n\n**bold** *it* `code` [site](https://example.com)\n\n- a\n- b\n\n```\nx < y\n```"))
     assert "<strong>bold</strong>" in html and "<em>it</em>" in html and "<code>code</code>" in html
     assert '<a href="https://example.com" rel="noopener noreferrer nofollow">site</a>' in html
-    assert "<ul>" in html and "<pre><code>x &lt; y</code></pre>" in html
+    assert "<ul>" in html and "<pre><code>x &lt; y\n</code></pre>" in html
+
+
+def test_numbered_lists_keep_their_numbers():
+    html = str(rendering.markdown_html("Next steps:\n\n3. run the suite\n4. commit\n\nthen\n\n7. deploy"))
+    assert '<ol start="3">' in html and '<ol start="7">' in html
+    assert re.findall(r"<li>(.*?)</li>", html) == ["run the suite", "commit", "deploy"]
+
+
+def test_nested_lists_are_nested():
+    html = str(rendering.markdown_html("- outer\n  - inner one\n  - inner two\n    1. deepest\n- second"))
+    assert re.sub(r"\s+", "", html) == (
+        "<ul><li>outer<ul><li>innerone</li><li>innertwo<ol><li>deepest</li></ol></li></ul></li><li>second</li></ul>"
+    )
+    assert "<br>" not in html
+
+
+def test_indented_fences_stay_code():
+    source = "1. Run this:\n\n   ```bash\n   pytest -q <tests>\n   echo **not bold**\n   ```\n\n2. Then commit."
+    html = str(rendering.markdown_html(source))
+    assert "<pre><code>pytest -q &lt;tests&gt;\necho **not bold**\n</code></pre>" in html
+    assert "```" not in html and "<strong>" not in html
+    assert re.findall(r"<p>(.*?)</p>", html) == ["Run this:", "Then commit."]
+
+
+def test_stars_inside_paths_survive():
+    html = str(rendering.markdown_html("Matched assets/**/*.css and src/**/test_*.py, then **done**."))
+    assert "assets/**/*.css" in html and "src/**/test_*.py" in html
+    assert "<strong>done</strong>" in html and "<em>" not in html
 
 
 def test_ansi_becomes_classes_and_escaped_text():

@@ -1,0 +1,210 @@
+"""Tool calls as people read them, on the turn fragments a user opens: Edit and MultiEdit as diffs,
+Codex apply_patch as a diff, Read and Write highlighted with line numbers, Bash with description,
+command, exit code and stderr apart, TodoWrite as a checklist, Glob/Grep as paths, Task prompts and
+reports as Markdown with the sub-agent's turns in place, the raw input one click away. Hostile text
+stays text everywhere."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from django.urls import reverse
+
+from contextviewer.conversations import ingest
+from contextviewer.conversations.models import Conversation, Fold
+from tests.factories import TextSource, build_conversation, make_project, make_user
+from tests.sessions import SessionBuilder, write_lines
+
+pytestmark = pytest.mark.django_db
+
+HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+
+
+@pytest.fixture
+def project():
+    return make_project()
+
+
+@pytest.fixture
+def logged_in(client, project):
+    client.force_login(make_user(project=project))
+    return client
+
+
+def _session(tmp_path, project, steps) -> Conversation:
+    """One turn per step: a user line, an assistant call of (tool, input), and its result."""
+    b = SessionBuilder()
+    lines = []
+    for i, (tool, tool_input, result) in enumerate(steps):
+        lines.append(b.user(f"step {i}"))
+        lines += b.assistant(f"doing step {i}", tool=(tool, tool_input))
+        if result is not None:
+            text, kwargs = result if isinstance(result, tuple) else (result, {})
+            lines.append(b.tool_result(text, **kwargs))
+    path = tmp_path / "s.jsonl"
+    write_lines(path, lines)
+    ingest.import_file(project, path)
+    return Conversation.objects.get(project=project, external_id=b.session_id)
+
+
+def _turn(client, conv, turn: int) -> str:
+    response = client.get(reverse("turn", args=[conv.id, turn]), HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def _no_markup(html: str) -> None:
+    assert "<script>" not in html and "<img" not in html
+    assert not re.search(r"<[a-z][^<>]*\son\w+\s*=", html, re.I)
+
+
+def _lines(html: str, cls: str) -> list[str]:
+    found = re.findall(rf'<span class="diff-line {cls}"><span class="diff-sign"[^>]*>[^<]*</span>(.*?)</span>', html, re.S)
+    return found
+
+
+def test_edit_is_a_red_green_diff_and_hostile_strings_stay_text(tmp_path, project, logged_in):
+    old = "def greet():\n    return 'hi'\n" + HOSTILE + "\nkeep me"
+    new = "def greet():\n    return 'hello'\n" + HOSTILE + "\nkeep me"
+    conv = _session(tmp_path, project, [("Edit", {"file_path": "src/app.py", "old_string": old, "new_string": new},
+                                         "The file src/app.py has been updated.")])
+    html = _turn(logged_in, conv, 0)
+    assert _lines(html, "diff-del") == ["    return &#x27;hi&#x27;"]
+    assert _lines(html, "diff-add") == ["    return &#x27;hello&#x27;"]
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html  # unchanged context, as text
+    assert "src/app.py" in html and 'class="diff-count count-add">+1<' in html
+    _no_markup(html)
+    # the raw input is one click away, and unknown-to-the-diff text is all there
+    raw = re.search(r'<details class="tool-raw"><summary>raw</summary>(.*?)</details>', html, re.S).group(1)
+    assert "old_string" in raw and "&lt;img src=x onerror=alert(1)&gt;" in raw
+
+
+def test_multiedit_shows_one_diff_per_edit(tmp_path, project, logged_in):
+    edits = [{"old_string": "alpha = 1", "new_string": "alpha = 2"}, {"old_string": "beta", "new_string": "gamma"}]
+    conv = _session(tmp_path, project, [("MultiEdit", {"file_path": "m.py", "edits": edits}, "ok")])
+    html = _turn(logged_in, conv, 0)
+    assert html.count('<div class="diff">') == 2
+    assert _lines(html, "diff-del") == ["alpha = 1", "beta"] and _lines(html, "diff-add") == ["alpha = 2", "gamma"]
+
+
+def test_codex_apply_patch_is_a_diff(tmp_path, project, logged_in):
+    patch = ("*** Begin Patch\n*** Update File: src/lib.rs\n@@ fn main\n-    println!(\"old\");\n"
+             "+    println!(\"<b>new</b>\");\n     keep();\n*** Add File: NOTES.md\n+hello\n*** End Patch\n")
+    lines = [
+        json.dumps({"timestamp": "2026-03-01T12:00:00Z", "type": "session_meta", "payload": {"id": "0199aaaa-0000-7000-8000-000000000001", "cwd": "/w", "cli_version": "0.60.0"}}),
+        json.dumps({"timestamp": "2026-03-01T12:00:01Z", "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "patch it"}]}}),
+        json.dumps({"timestamp": "2026-03-01T12:00:02Z", "type": "response_item", "payload": {"type": "custom_tool_call", "status": "completed", "call_id": "call_1", "name": "apply_patch", "input": patch}}),
+        json.dumps({"timestamp": "2026-03-01T12:00:03Z", "type": "response_item", "payload": {"type": "custom_tool_call_output", "call_id": "call_1", "output": "Success. Updated the following files:\nM src/lib.rs"}}),
+    ]
+    path = tmp_path / "rollout-2026-03-01T12-00-00-0199aaaa-0000-7000-8000-000000000001.jsonl"
+    write_lines(path, lines)
+    ingest.import_file(project, path)
+    conv = Conversation.objects.get(project=project, agent="codex")
+    html = _turn(logged_in, conv, 0)
+    assert _lines(html, "diff-del") == ['    println!(&quot;old&quot;);']
+    assert _lines(html, "diff-add") == ['    println!(&quot;&lt;b&gt;new&lt;/b&gt;&quot;);', "hello"]
+    assert "src/lib.rs" in html and "NOTES.md" in html and "<b>new" not in html
+
+
+def test_read_and_write_are_highlighted_with_line_numbers(tmp_path, project, logged_in):
+    read_result = "    41→def f(x):\n    42→    return '<script>x</script>'\n    43→"
+    conv = _session(tmp_path, project, [
+        ("Read", {"file_path": "/w/src/mod.py", "offset": 41, "limit": 3}, read_result),
+        ("Write", {"file_path": "/w/new.py", "content": "import os\nprint(os.sep)\n"}, "File created"),
+    ])
+    html = _turn(logged_in, conv, 0)
+    assert re.findall(r'<td class="ln">(\d+)</td>', html) == ["41", "42", "43"]  # the file's own numbers
+    assert '<span class="k">def</span>' in html and '<span class="nf">f</span>' in html  # pygments classes
+    assert "&lt;script&gt;x&lt;/script&gt;" in html
+    assert "style=" not in html
+    _no_markup(html)
+    html = _turn(logged_in, conv, 1)
+    assert re.findall(r'<td class="ln">(\d+)</td>', html) == ["1", "2"]
+    assert '<span class="kn">import</span>' in html
+
+
+def test_bash_shows_description_command_exit_code_and_stderr_apart(tmp_path, project, logged_in):
+    conv = _session(tmp_path, project, [
+        ("Bash", {"command": "make build && echo '<b>done</b>'", "description": "Build the <project>"},
+         ("built\n<b>done</b>\nwarning: deprecated", {"tool_use_result": {"stdout": "built\n<b>done</b>", "stderr": "warning: deprecated", "interrupted": False, "isImage": False}})),
+        ("Bash", {"command": "pytest -q", "description": "Run the tests"},
+         ("Exit code 2\n1 failed, 3 passed", {"is_error": True, "tool_use_result": "Error: Exit code 2\n1 failed, 3 passed"})),
+    ])
+    html = _turn(logged_in, conv, 0)
+    assert '<p class="bash-description">Build the &lt;project&gt;</p>' in html
+    assert "make build &amp;&amp; echo &#x27;&lt;b&gt;done&lt;/b&gt;&#x27;</pre>" in html
+    assert '<span class="exit-code exit-ok">exit code 0</span>' in html
+    assert '<pre class="stdout">built\n&lt;b&gt;done&lt;/b&gt;</pre>' in html
+    assert '<pre class="stderr">warning: deprecated</pre>' in html
+    html = _turn(logged_in, conv, 1)
+    assert '<span class="exit-code exit-fail">exit code 2</span>' in html
+    assert '<pre class="stdout">1 failed, 3 passed</pre>' in html  # the "Exit code" line became the badge
+
+
+def test_todowrite_is_a_checklist(tmp_path, project, logged_in):
+    todos = [{"content": "Write the parser", "status": "completed", "activeForm": "Writing"},
+             {"content": "Test <edge> cases", "status": "in_progress", "activeForm": "Testing"},
+             {"content": "Ship it", "status": "pending", "activeForm": "Shipping"}]
+    conv = _session(tmp_path, project, [("TodoWrite", {"todos": todos}, "Todos have been modified successfully.")])
+    html = _turn(logged_in, conv, 0)
+    items = re.findall(r'<li class="todo todo-(\w+)"[^>]*><span class="todo-box" aria-hidden="true">(.)</span> <span class="todo-text">(.*?)</span>', html)
+    assert items == [("completed", "☑", "Write the parser"), ("in_progress", "◐", "Test &lt;edge&gt; cases"), ("pending", "☐", "Ship it")]
+
+
+def test_glob_and_grep_results_are_lists_of_paths(tmp_path, project, logged_in):
+    conv = _session(tmp_path, project, [
+        ("Glob", {"pattern": "assets/**/*.css"}, "/w/assets/a.css\n/w/assets/deep/<b>.css"),
+        ("Grep", {"pattern": "TODO", "output_mode": "files_with_matches"}, "Found 2 files\nsrc/a.py\nsrc/b.py"),
+        ("Grep", {"pattern": "TODO", "output_mode": "content"}, "src/a.py:3:# TODO one\nsrc/b.py:9:# TODO two"),
+    ])
+    html = _turn(logged_in, conv, 0)
+    assert re.findall(r"<li><code>(.*?)</code></li>", html) == ["/w/assets/a.css", "/w/assets/deep/&lt;b&gt;.css"]
+    assert "<code>assets/**/*.css</code>" in html
+    html = _turn(logged_in, conv, 1)
+    assert re.findall(r"<li><code>(.*?)</code></li>", html) == ["src/a.py", "src/b.py"]
+    assert "Found 2 files" in html
+    html = _turn(logged_in, conv, 2)  # matching lines are not paths: shown as the result text
+    assert '<ul class="path-list">' not in html and "src/a.py:3:# TODO one" in html
+
+
+def test_task_prompt_and_report_are_markdown_with_the_subagent_inline(project, logged_in):
+    texts = TextSource(tool_input=lambda t: {"description": "Explore the repo", "subagent_type": "Explore",
+                                             "prompt": "Find:\n\n1. the **parser**\n2. its tests\n\n<script>x</script>",
+                                             "command": "ls", "file_path": "/w/a.py"})
+    built = build_conversation(project, turns=4, subagent_turn=3, image_turn=None, long_block_turn=None, texts=texts)
+    task = next(m for m in built.conversation.messages.all() if any(b.get("tool_name") == "Task" for b in m.blocks))
+    html = _turn(logged_in, built.conversation, task.turn)
+    assert '<span class="agent-type">Explore</span> Explore the repo' in html
+    assert "<ol>\n<li>the <strong>parser</strong></li>" in html and "&lt;script&gt;x&lt;/script&gt;" in html
+    inline = reverse("subagent_turns", args=[built.child.id])
+    assert f'hx-get="{inline}"' in html
+    fragment = logged_in.get(inline, HTTP_HX_REQUEST="true").content.decode()
+    assert fragment.count('class="turn subagent-turn"') == built.child.messages.values("turn").distinct().count()
+    assert 'name="turns"' not in fragment  # the sub-agent's turns cannot be picked into the parent's build
+    assert reverse("turn", args=[built.child.id, 1]) in fragment
+
+
+def test_unknown_tools_keep_the_generic_view(tmp_path, project, logged_in):
+    conv = _session(tmp_path, project, [("mcp__thing__do", {"x": HOSTILE}, "done")])
+    html = _turn(logged_in, conv, 0)
+    assert '<pre class="json" hx-disable>' in html and "tool-view" not in html and "tool-raw" not in html
+    _no_markup(html)
+
+
+def test_fold_summaries_expand_in_place_to_the_whole_text(project, logged_in):
+    long_summary = "## Summary\n" + "\n".join(f"- fact {i}: kept" for i in range(900)) + "\n\nTHE-LAST-LINE"
+    built = build_conversation(project, turns=30, fold_at=40_000, texts=TextSource(summary=lambda k: long_summary))
+    conv = built.conversation
+    page = logged_in.get(reverse("conversation", args=[conv.id])).content.decode()
+    assert "THE-LAST-LINE" not in page
+    fold = Fold.objects.filter(conversation=conv).order_by("position").last()
+    url = reverse("fold_summary", args=[conv.id, fold.id])
+    assert f'hx-get="{url}"' in page and f"({len(long_summary)} characters)" in page
+    full = logged_in.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert "THE-LAST-LINE" in full and full.count("<li>fact") == 900
+    assert "THE-LAST-LINE" in logged_in.get(url).content.decode()  # without htmx: a page of its own
+    other = make_project("other")
+    logged_in.force_login(make_user("mallory", project=other))
+    assert logged_in.get(url).status_code == 404
