@@ -40,9 +40,10 @@ class LoadedInput:
     positions: list[int] = field(default_factory=list)  # the messages read (summary, preserved, active)
 
 
-def loaded_input(conv: Conversation) -> LoadedInput:
-    """The loaded view of a conversation as transcript entries, from the one window loader."""
-    loaded = windows.loaded_input(conv)
+def loaded_input(conv: Conversation, loaded: windows.LoadedInput | None = None) -> LoadedInput:
+    """The loaded view of a conversation as transcript entries, from the one window loader (or
+    `loaded`: the view an earlier fold's summarizer read, windows.loaded_input_at)."""
+    loaded = windows.loaded_input(conv) if loaded is None else loaded
     if loaded.segment is None or loaded.last is None:
         raise NothingToFold("this conversation has no messages to fold")
     latest = loaded.fold
@@ -67,7 +68,9 @@ def loaded_input(conv: Conversation) -> LoadedInput:
     # own: after a handoff made here, the recorded calls still carried the unfolded history.
     measured = None
     if latest is None or latest.origin == FoldOrigin.IMPORTED:
-        call = ModelCall.objects.filter(conversation=conv, position__gte=loaded.segment.start).order_by("-position", "-id").first()
+        call = ModelCall.objects.filter(
+            conversation=conv, position__gte=loaded.segment.start, position__lte=loaded.last
+        ).order_by("-position", "-id").first()
         if call is not None:
             measured = call.context_size + call.output
     return LoadedInput(entries, loaded.segment.start, loaded.last, latest, estimate, measured or None, positions)

@@ -22,6 +22,7 @@ JOB_KINDS: dict[str, str] = {
     "title": "contextviewer.conversations.titles.run_title",
     "probes": "contextviewer.review.services.run_probes",
     "judge": "contextviewer.review.services.run_judge",
+    "summarize_again": "contextviewer.review.alternatives.run",
 }
 
 

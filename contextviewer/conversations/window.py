@@ -34,6 +34,10 @@ from .models import Conversation, Fold, FoldOrigin, Message, ModelCall
 
 # Fold kinds that clear content in place and stand in for nothing (no summary, no boundary).
 NO_SEGMENT_KINDS = frozenset({"microcompact"})
+# Another summary of a fold's archived segment, made here ("summarize this fold again"): it shares
+# the segment of the fold at its position, for review to probe and compare, but it is never in play
+# (the page, the loaded view, builds and the curve read the original).
+ALTERNATIVE = "alternative"
 _UUID_BATCH = 500
 
 
@@ -48,7 +52,7 @@ def segment_folds(conv: Conversation) -> list[Fold]:
     """The folds that make segments, in position order (ties: first stored first). Each carries
     `summary_at`: the position of its summary message, or None."""
     return list(
-        conv.folds.exclude(kind__in=NO_SEGMENT_KINDS)
+        conv.folds.exclude(kind__in=NO_SEGMENT_KINDS | {ALTERNATIVE})
         .annotate(summary_at=F("summary_message__position"))
         .order_by("position", "id")
     )
@@ -151,7 +155,30 @@ def archived_segment(fold: Fold) -> Segment | None:
     the page's segment headed by that fold."""
     if not makes_segment(fold):
         return None
-    return load(fold.conversation).archived_segment(fold)
+    window = load(fold.conversation)
+    if fold.kind == ALTERNATIVE:
+        original = original_of(fold, window.folds)
+        return window.archived_segment(original) if original is not None else None
+    return window.archived_segment(fold)
+
+
+def original_of(alternative: Fold, folds: list[Fold] | None = None) -> Fold | None:
+    """The fold in play whose segment an alternative summary stands for (the first at its position)."""
+    folds = segment_folds(alternative.conversation) if folds is None else folds
+    return next((f for f in folds if f.position == alternative.position), None)
+
+
+def loaded_input_at(fold: Fold) -> LoadedInput:
+    """The loaded view the summarizer of `fold` read (DESIGN invariant 5): the summary of the fold
+    before it, that fold's preserved tail and every message after it, up to `fold`'s position."""
+    conv = fold.conversation
+    before = [f for f in segment_folds(conv) if f.position < fold.position]
+    first, _ = bounds(conv)
+    if first is None or first > fold.position:
+        return LoadedInput(None, None, None, None)
+    spans = fold_spans(conv, before)
+    window = Window(conv, first, fold.position, before, spans, split_segments(first, fold.position, spans))
+    return loaded_input(conv, window)
 
 
 def archived_q(segment: Segment) -> Q:
@@ -306,6 +333,7 @@ def call_points(conv: Conversation) -> list[core_curve.Point]:
 
 __all__ = [
     "ARCHIVED",
+    "ALTERNATIVE",
     "LOADED",
     "NO_SEGMENT_KINDS",
     "LoadedInput",
@@ -322,8 +350,10 @@ __all__ = [
     "fold_spans",
     "load",
     "loaded_input",
+    "loaded_input_at",
     "loaded_messages",
     "makes_segment",
+    "original_of",
     "segment_folds",
     "turn_spans",
     "uuid_positions",

@@ -177,6 +177,60 @@ def start_judge(request, fold_id: int):
     return Status(202, {"id": job.pk, "kind": job.kind, "status": job.status, "progress": progress})
 
 
+class SummarizeAgainIn(Schema):
+    provider: str | None = None  # builtin | a configured provider; default: the project's
+    idempotency_key: str | None = None
+
+
+class SummaryOut(Schema):
+    fold_id: int
+    kind: str
+    origin: str
+    position: int
+    summary: str
+    retention: float | None
+
+
+@router.post(
+    "/review/folds/{fold_id}/summarize-again",
+    response={202: JobOut, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut},
+)
+def summarize_again(request, fold_id: int, payload: SummarizeAgainIn):
+    """Write another summary of the fold's archived segment with `provider` (the original stays in
+    play): answered with the job to poll (/api/jobs/{id}); its result names the new summary."""
+    from contextviewer.conversations import idempotency
+    from contextviewer.providers.base import ProviderError
+
+    from . import alternatives
+
+    fold, refused = _fold(request, fold_id, "edit")
+    if refused:
+        return refused
+    try:
+        idempotency.check(payload.idempotency_key)
+        key = f"again:{fold.pk}:{request.user.pk}:{payload.idempotency_key}" if payload.idempotency_key else None
+        job = alternatives.start(fold, user=request.user, provider=payload.provider or None, idempotency_key=key)
+    except (ProviderError, idempotency.IdempotencyKeyTooLong) as exc:
+        return Status(400, {"detail": str(exc)})
+    progress, _ = current_progress(job)
+    return Status(202, {"id": job.pk, "kind": job.kind, "status": job.status, "progress": progress})
+
+
+@router.get("/review/folds/{fold_id}/summaries", response={200: list[SummaryOut], 403: ErrorOut, 404: ErrorOut})
+def fold_summaries(request, fold_id: int):
+    """Every summary of the fold's archived segment (the original first), with its origin."""
+    from . import alternatives
+
+    fold, refused = _fold(request, fold_id)
+    if refused:
+        return refused
+    return Status(200, [
+        {"fold_id": f.pk, "kind": f.kind, "origin": alternatives.origin_label(f), "position": f.position,
+         "summary": f.summary_text, "retention": services.probe_for(f).retention}
+        for f in alternatives.summaries(fold)
+    ])
+
+
 @router.get("/review/projects/{slug}/score-config", response={200: list[dict], 404: ErrorOut})
 def get_score_config(request, slug: str):
     project = allowed_projects(request, "view").filter(slug=slug).first()

@@ -14,5 +14,6 @@ urlpatterns = [
     path("review/folds/<int:fold_id>/", views.fold_review, name="review_fold"),
     path("review/folds/<int:fold_id>/comments/", views.comment_add, name="review_comment"),
     path("review/folds/<int:fold_id>/judge/", views.judge_start, name="review_judge"),
+    path("review/folds/<int:fold_id>/again/", views.summarize_again, name="review_summarize_again"),
     path("review/folds/<int:fold_id>/pairwise/<int:other_id>/", views.pairwise, name="review_pairwise"),
 ]

@@ -275,6 +275,32 @@ def judge_start(request: HttpRequest, fold_id: int) -> HttpResponse:
 
 
 @login_required
+@require_POST
+def summarize_again(request: HttpRequest, fold_id: int) -> HttpResponse:
+    """Write another summary of the fold with the chosen provider (the job page follows it)."""
+    from contextviewer.conversations import idempotency
+    from contextviewer.providers.base import ProviderError
+
+    from . import alternatives
+
+    fold, _ = _get_fold_for_user(request, fold_id, "edit")
+    try:
+        key = idempotency.check(request.POST.get("idempotency_key") or None)
+        job = alternatives.start(
+            fold, user=request.user, provider=request.POST.get("provider") or None,
+            idempotency_key=f"again:{fold.pk}:{request.user.pk}:{key}" if key else None,
+        )
+    except (ProviderError, idempotency.IdempotencyKeyTooLong) as exc:
+        messages.error(request, f"Cannot summarize this fold again: {exc}")
+        back = request.POST.get("next", "")
+        if back.startswith("/") and "//" not in back:
+            return redirect(back)
+        return redirect("review_fold", fold_id=fold.pk)
+    messages.info(request, "Summarizing the fold again: the new summary appears beside the original.")
+    return redirect("job_detail", job.pk)
+
+
+@login_required
 @require_http_methods(["GET", "POST"])
 def pairwise(request: HttpRequest, fold_id: int, other_id: int) -> HttpResponse:
     fold_a, member = _get_fold_for_user(request, fold_id)

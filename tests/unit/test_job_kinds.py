@@ -16,12 +16,13 @@ OWNERS = [
     "contextviewer.conversations.builds",
     "contextviewer.conversations.titles",
     "contextviewer.review.services",
+    "contextviewer.review.alternatives",
 ]
 
 
 def test_every_kind_resolves_to_a_callable():
-    # The kinds the project starts: six, each a function taking (job, progress).
-    assert set(job_kinds.JOB_KINDS) == {"import", "handoff", "build", "title", "probes", "judge"}
+    # The kinds the project starts, each a function taking (job, progress).
+    assert set(job_kinds.JOB_KINDS) == {"import", "handoff", "build", "title", "probes", "judge", "summarize_again"}
     for kind in job_kinds.JOB_KINDS:
         fn = job_kinds.runner(kind)
         assert callable(fn), kind

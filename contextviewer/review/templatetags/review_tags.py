@@ -37,3 +37,24 @@ def bar(value):
     if value in (None, ""):
         return 0
     return max(0, min(100, round(float(value) * 100)))
+
+
+@register.inclusion_tag("review/_summaries.html", takes_context=True)
+def fold_summaries(context, fold, hide_origin=False):
+    """The summaries of a fold's segment (the original and those written again), compare links
+    and the "summarize this fold again" form; `hide_origin` for a blind item not yet scored."""
+    from contextviewer.accounts.models import Membership
+    from contextviewer.providers.models import ProviderConfig
+    from contextviewer.review import alternatives
+
+    request = context["request"]
+    original = alternatives.original(fold)
+    rows = [{"fold": f, "origin": alternatives.origin_label(f), "is_this": f.pk == fold.pk} for f in alternatives.summaries(original)]
+    member = Membership.objects.filter(project_id=original.conversation.project_id, user=request.user).first()
+    configs = list(ProviderConfig.objects.filter(project_id=original.conversation.project_id).exclude(provider="builtin"))
+    return {
+        "fold": fold, "original": original, "rows": rows, "hide_origin": hide_origin, "request": request,
+        "csrf_token": context.get("csrf_token"), "can_edit": bool(member and member.can("edit")),
+        "providers": ["builtin"] + [c.provider for c in configs],
+        "default_provider": next((c.provider for c in configs if c.is_default), "builtin"),
+    }
