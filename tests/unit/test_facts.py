@@ -119,6 +119,67 @@ def test_meta_messages_and_huge_outputs_are_bounded():
     assert len([f for f in facts.extract(many) if f.kind == "path"]) == facts.MAX_FACTS_PER_KIND
 
 
+def test_a_basename_keeps_a_path_only_when_no_other_path_of_the_segment_has_it():
+    seg = [
+        msg(0, 0, "assistant", call("Read", file_path="/repo/lib/app/otel.ex")),
+        msg(1, 0, "assistant", call("Read", file_path="/repo/config/dev.exs")),
+        msg(2, 0, "assistant", call("Read", file_path="/repo/test/dev.exs")),
+        msg(3, 0, "assistant", call("Write", file_path="/repo/.dialyzerignore")),
+    ]
+    report = facts.probe(seg, "Created `otel.ex`; changed dev.exs and .dialyzerignore.", cwd="/repo")
+    paths = {f.key: f for f in report.facts if f.kind == "path"}
+    assert paths["lib/app/otel.ex"].kept and paths["lib/app/otel.ex"].how == "normalized"  # unique basename
+    assert not paths["config/dev.exs"].kept and not paths["test/dev.exs"].kept  # two dev.exs: ambiguous
+    assert paths[".dialyzerignore"].kept  # a file without an extension, named as written
+    # A tail longer than the basename disambiguates; the relative path always does.
+    report = facts.probe(seg, "Edited config/dev.exs.", cwd="/repo")
+    kept = {f.key for f in report.facts if f.kind == "path" and f.kept}
+    assert kept == {"config/dev.exs"}
+    # Written as an absolute path in one place and relative in another, it is one fact.
+    seg2 = seg + [msg(4, 1, "user", text("Look at lib/app/otel.ex again."))]
+    assert [f.key for f in facts.extract(seg2, "/repo") if f.kind == "path"].count("lib/app/otel.ex") == 1
+
+
+def test_a_bare_file_name_is_the_one_path_that_ends_with_it():
+    seg = [
+        msg(0, 0, "user", text("Check notify.sh please.")),
+        msg(1, 0, "assistant", call("Read", file_path="/repo/plugin/scripts/notify.sh")),
+    ]
+    (path,) = [f for f in facts.extract(seg, "/repo") if f.kind == "path"]
+    assert path.text == "/repo/plugin/scripts/notify.sh" and path.position == 0 and path.occurrences == 2
+
+
+def test_directories_routes_and_slash_words_are_not_paths():
+    seg = [
+        msg(0, 0, "user", text(
+            "Sessions are active/inactive/ended; blocks are message/type/tool. The route /api/v1/users "
+            "and /api/hooks/tool-call return JSON. Look in lib/spotter/ and deps/opentelemetry_api/src/. "
+            "Call Mix.env() and with_span/2-3. Files: lib/spotter/application.ex, build/Makefile, docs/Dockerfile."
+        )),
+        msg(1, 0, "assistant", call("Grep", pattern="otel", path="/repo/deps/opentelemetry")),
+        msg(2, 0, "assistant", call("Bash", command="find spotter-plugin/scripts -name '*.sh'")),
+        msg(3, 0, "assistant", call("Read", file_path="/repo/bin/server")),  # a file by the tool's contract
+    ]
+    paths = {f.key for f in facts.extract(seg, "/repo") if f.kind == "path"}
+    assert paths == {"lib/spotter/application.ex", "build/Makefile", "docs/Dockerfile", "bin/server"}
+
+
+def test_a_long_command_is_checked_by_its_head():
+    body = "feat: add tracing\n\n" + "- a line of the commit message\n" * 20
+    long_cmd = f'git add -A && git commit -m "{body}"'
+    assert len(long_cmd) > facts.LONG_COMMAND
+    seg = [msg(0, 0, "assistant", call("Bash", command=long_cmd)), msg(1, 0, "assistant", call("Bash", command=f"cat <<'EOF' > notes.txt\n{body}EOF"))]
+    commands = [(f.key, f.text) for f in facts.extract(seg) if f.kind == "command"]
+    # The heredoc's head is a bare `cat`: too short to say anything, so it is no fact.
+    assert commands == [("git add -A && git commit -m", "git add -A && git commit -m …")]
+    report = facts.probe(seg, "Committed with `git add -A && git commit -m` (feat: add tracing).")
+    assert by(report, "command")["git add -A && git commit -m …"].kept
+    assert not facts.probe(seg, "Committed the tracing work.").facts[0].kept
+    # The head is cut on a word, at most HEAD_CHARS long.
+    head = facts.command_head("python -m tool " + "--flag-number-x " * 40 + '"' + "x" * 400 + '"')
+    assert head.startswith("python -m tool --flag-number-x") and len(head) <= facts.HEAD_CHARS and not head.endswith("-")
+
+
 # --- properties -------------------------------------------------------------------------------
 
 from hypothesis import given, settings  # noqa: E402
