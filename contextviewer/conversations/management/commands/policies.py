@@ -1,0 +1,82 @@
+"""python manage.py policies CONVERSATION [--policy NAME ...] [--json]
+
+Replays the seed harnesses' context policies over one recorded conversation (its id or its
+session's external id) and prints, per policy: fires, fire points (call index, tokens), tokens
+saved, peak, calls in the red zone and facts at risk. Open loop: the recorded actions are
+replayed unchanged; after the first fold the real agent would have behaved differently."""
+
+import json
+import sys
+
+from django.core.management.base import BaseCommand
+
+from contextviewer.conversations import policylab
+from contextviewer.conversations.models import Conversation
+
+
+class Command(BaseCommand):
+    help = "Replay context policies over a recorded conversation (open loop) and print what each would have done."
+
+    def add_arguments(self, parser):
+        parser.add_argument("conversation", help="conversation id or session (external) id")
+        parser.add_argument(
+            "--policy", action="append", default=[], metavar="NAME", help="a policy to replay (repeatable; default: all)"
+        )
+        parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+    def _fail(self, message: str, code: int = 2) -> None:
+        self.stderr.write(f"policies failed: {message}")
+        sys.exit(code)
+
+    def handle(self, *args, **opts):
+        ref = opts["conversation"]
+        matches = list(Conversation.objects.by_reference(ref).select_related("project").order_by("pk"))
+        if not matches:
+            self._fail(f"no conversation with id or session id {ref!r}")
+        if len(matches) > 1:
+            listed = "; ".join(f"{c.pk} in {c.project.name} ({c.agent})" for c in matches)
+            self._fail(f"{ref!r} names {len(matches)} conversations ({listed}): give the id of the one to replay")
+        conv = matches[0]
+        try:
+            names = policylab.resolve_names(opts["policy"])
+        except policylab.UnknownPolicy as exc:
+            self._fail(str(exc))
+        lab = policylab.load_session(conv)
+        results = policylab.replay_all(conv, names, lab)
+        if opts["json"]:
+            self.stdout.write(
+                json.dumps(
+                    {
+                        "conversation": conv.pk,
+                        "external_id": conv.external_id,
+                        "agent": conv.agent,
+                        "calls": len(lab.session.calls),
+                        "window": lab.session.window,
+                        "open_loop": True,
+                        "note": policylab.OPEN_LOOP_NOTE,
+                        "clipped_tokens": lab.clipped_tokens,
+                        "recorded_cost_usd": policylab.recorded_cost(lab),
+                        "policies": [r.as_dict() for r in results],
+                    },
+                    ensure_ascii=False,
+                )
+            )
+            return
+        self.stdout.write(
+            f"conversation {conv.pk} ({conv.title or conv.external_id}), {conv.agent}: "
+            f"{len(lab.session.calls)} model calls, window {lab.session.window:,} tokens"
+        )
+        self.stdout.write(policylab.OPEN_LOOP_NOTE)
+        for r in results:
+            points = ", ".join(f"call {c} at {t:,}" for c, t in r.fire_points[:10])
+            if len(r.fire_points) > 10:
+                points += f", and {len(r.fire_points) - 10} more (--json lists all)"
+            cost = f", ${r.cost:,.2f} at list price (modelled)" if r.cost is not None else ""
+            self.stdout.write(
+                f"\n{r.name} ({r.label}): {r.fires} fire{'s' if r.fires != 1 else ''}, "
+                f"{r.saved_tokens:,} tokens saved, peak {r.peak:,}, {r.red_zone_calls} call"
+                f"{'s' if r.red_zone_calls != 1 else ''} in the red zone, {r.facts_at_risk} fact"
+                f"{'s' if r.facts_at_risk != 1 else ''} at risk{cost}"
+            )
+            if points:
+                self.stdout.write(f"  fire points: {points}")
