@@ -1,0 +1,115 @@
+"""Tool calls as a person sees them in Chromium: an Edit as a red/green diff, a TodoWrite as a
+checklist, a Bash call with its exit code and stderr; the raw input one click away; no console
+errors, no CSP violations. Screenshots: tool-diff.png, tool-checklist.png, tool-bash.png."""
+
+from __future__ import annotations
+
+import pytest
+
+from contextviewer.conversations import ingest
+from contextviewer.conversations.models import Conversation
+from tests.browser.screenshots import SCREENSHOTS
+from tests.browser.test_viewer_flows import Watch, login, wait_for_htmx
+from tests.factories import make_project, make_user
+from tests.sessions import SessionBuilder, write_lines
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+OLD = '''def parse(text):
+    """Parse one line."""
+    if not text:
+        return None
+    return text.split(",")
+'''
+NEW = '''def parse(text: str) -> list[str]:
+    """Parse one line; empty input gives an empty list."""
+    if not text:
+        return []
+    return [part.strip() for part in text.split(",")]
+'''
+
+
+@pytest.fixture
+def seeded(live_server, tmp_path):
+    project = make_project("tools", "Tools")
+    user = make_user("tess", project=project)
+    b = SessionBuilder()
+    lines = [b.user("Make parse() return a list for empty input <script>alert(1)</script>")]
+    lines += b.assistant("Editing the parser.", tool=("Edit", {"file_path": "src/parser.py", "old_string": OLD, "new_string": NEW}))
+    lines.append(b.tool_result("The file src/parser.py has been updated."))
+    lines.append(b.user("Plan the rest"))
+    todos = [
+        {"content": "Return [] for empty input", "status": "completed", "activeForm": "Returning []"},
+        {"content": "Strip spaces around parts", "status": "in_progress", "activeForm": "Stripping"},
+        {"content": "Add a test for <empty> lines", "status": "pending", "activeForm": "Adding a test"},
+    ]
+    lines += b.assistant("Tracking the work.", tool=("TodoWrite", {"todos": todos}))
+    lines.append(b.tool_result("Todos have been modified successfully."))
+    lines.append(b.user("Run the tests"))
+    lines += b.assistant("Running the suite.", tool=("Bash", {"command": "pytest -q tests/test_parser.py", "description": "Run the parser tests"}))
+    lines.append(b.tool_result(
+        "Exit code 1\n..F\nFAILED tests/test_parser.py::test_empty - assert None == []\n1 failed, 2 passed",
+        tool_use_result={"stdout": "..F\nFAILED tests/test_parser.py::test_empty - assert None == []\n1 failed, 2 passed",
+                         "stderr": "DeprecationWarning: <parser> is deprecated", "interrupted": False, "isImage": False},
+    ))  # fmt: skip
+    path = tmp_path / "tools.jsonl"
+    write_lines(path, lines)
+    ingest.import_file(project, path)
+    return {"user": user, "conv": Conversation.objects.get(project=project, external_id=b.session_id)}
+
+
+def _open_turn(page, turn: int):
+    page.locator(f"#turn-{turn} > summary .turn-first").click()
+    page.wait_for_selector(f"#turn-{turn} .tool-view")
+    wait_for_htmx(page)
+    return page.locator(f"#turn-{turn} .block-tool").first
+
+
+def _rgb(locator) -> tuple[int, ...]:
+    value = locator.evaluate("e => getComputedStyle(e).backgroundColor")
+    return tuple(int(x) for x in value[value.index("(") + 1 : value.index(")")].split(",")[:3])
+
+
+def test_diff_checklist_and_bash_as_people_read_them(page, live_server, seeded):
+    watch = Watch(page)
+    login(page.context, live_server, seeded["user"])
+    page.goto(f"{live_server.url}/c/{seeded['conv'].id}/")
+    page.wait_for_selector("#turn-0")
+
+    # Edit: removed lines on red, added lines on green, the file named, the raw input a click away
+    tool = _open_turn(page, 0)
+    removed, added = tool.locator(".diff-line.diff-del"), tool.locator(".diff-line.diff-add")
+    assert removed.count() == 4 and added.count() == 4
+    assert "return [part.strip() for part in text.split(\",\")]" in added.all_inner_texts()[-1]
+    red, green = _rgb(removed.first), _rgb(added.first)
+    assert red[0] > red[1] and green[1] > green[0]
+    assert tool.locator(".diff-line.diff-ctx").first.inner_text().strip() == "if not text:"
+    assert "src/parser.py" in tool.locator(".diff-head").inner_text()
+    raw = tool.locator("details.tool-raw").first
+    assert not raw.locator("pre.json").is_visible()
+    raw.locator("summary").click()
+    assert "old_string" in raw.locator("pre.json").inner_text()
+    raw.locator("summary").click()
+    tool.screenshot(path=str(SCREENSHOTS / "tool-diff.png"))
+
+    # TodoWrite: a checklist, each item with its state
+    tool = _open_turn(page, 1)
+    items = tool.locator("ul.todo-list > li")
+    assert items.count() == 3
+    assert [items.nth(i).get_attribute("class") for i in range(3)] == ["todo todo-completed", "todo todo-in_progress", "todo todo-pending"]
+    assert [items.nth(i).locator(".todo-box").inner_text() for i in range(3)] == ["☑", "◐", "☐"]
+    assert items.nth(2).locator(".todo-text").inner_text() == "Add a test for <empty> lines"
+    assert "line-through" in items.nth(0).locator(".todo-text").evaluate("e => getComputedStyle(e).textDecorationLine")
+    tool.screenshot(path=str(SCREENSHOTS / "tool-checklist.png"))
+
+    # Bash: description, command, exit code, stdout and stderr apart
+    tool = _open_turn(page, 2)
+    assert tool.locator(".bash-description").inner_text() == "Run the parser tests"
+    assert tool.locator("pre.bash-command").inner_text() == "$ pytest -q tests/test_parser.py"
+    assert tool.locator(".exit-code").inner_text() == "exit code 1"
+    assert _rgb(tool.locator(".exit-code"))[0] > 200
+    assert "1 failed, 2 passed" in tool.locator("pre.stdout").inner_text()
+    assert tool.locator("pre.stderr").inner_text() == "DeprecationWarning: <parser> is deprecated"
+    tool.screenshot(path=str(SCREENSHOTS / "tool-bash.png"))
+
+    watch.assert_clean()
