@@ -23,7 +23,7 @@ from contextviewer.core import budget, harness, registry, tokens
 from contextviewer.core.severity import severity
 from contextviewer.importers import formats
 
-from . import page_cache, rendering, tools, window as windows
+from . import gauges, page_cache, rendering, tools, window as windows
 from .models import Conversation, Fold, Message, ModelCall
 
 TURN_PAGE = 40  # turn headers per window
@@ -314,21 +314,52 @@ class GaugeView:
     cache_pct: float | None
     thresholds: list[tuple[str, int, float]]  # (label, tokens, percent of the bar)
     scale: int
+    unavailable: list[str] = field(default_factory=list)  # labels of categories the gauge cannot size
+
+
+def gauge_upto(latest: ModelCall | None, loaded: windows.LoadedInput) -> int | None:
+    """The gauge shows what the latest call saw (the messages before it, not its own output), or,
+    when a fold came after that call (a handoff made here, a fold at the end of the log), the
+    loaded view as it is now: None."""
+    if latest is None or (loaded.fold is not None and latest.position <= loaded.fold.position):
+        return None
+    return latest.position
 
 
 def gauge_view(
-    conv: Conversation, spec, latest: ModelCall | None, loaded: windows.LoadedInput, categories: dict[str, int] | None = None
+    conv: Conversation,
+    spec,
+    latest: ModelCall | None,
+    loaded: windows.LoadedInput,
+    categories: dict[str, int] | None = None,
+    fitted: budget.Calibration | None = None,
 ) -> GaugeView | None:
-    """`categories`: the loaded categories when the caller holds them (page_cache), else summed here."""
+    """`categories`: the loaded categories when the caller holds them (page_cache), else summed
+    here; `fitted`: the conversation's calibration (gauges.calibration), likewise."""
     if not spec or not spec.window:
         return None
+    upto = gauge_upto(latest, loaded)
     if categories is None:
-        categories = _loaded_categories(conv, loaded, latest.position if latest else None)
+        categories = _loaded_categories(conv, loaded, upto)
+    if fitted is None:
+        fitted = gauges.calibration(conv)
     # A call whose log records no usage (usage 0: SWE-agent's steps, a re-imported export) is not
-    # "0 tokens, measured": the gauge is then an estimate.
-    measured = (latest.context_size or None) if latest else None
+    # "0 tokens, measured": the gauge is then an estimate. After a later fold the latest
+    # measurement is of a window that is gone: an estimate too.
+    measured = (latest.context_size or None) if latest is not None and upto is not None else None
+    prompt = gauges.unlogged_prompt(conv)
     g = budget.gauge(
-        categories, spec=spec, measured=measured, cache_read=(latest.cache_read if measured else 0), agent=conv.agent
+        categories,
+        spec=spec,
+        measured=measured,
+        cache_read=(latest.cache_read if measured else 0),
+        agent=conv.agent,
+        fitted=fitted,
+        segment=fitted.segment_of(upto) if upto is not None else None,
+        prompt=prompt.tokens,
+        unavailable=prompt.unavailable,
+        captured_version=prompt.version,
+        captured_exact=prompt.exact,
     )
     parts = g.bar()
     # Over-full windows (a measurement above the window) widen the bar rather than hide the excess.
@@ -346,6 +377,7 @@ def gauge_view(
         cache_pct=100.0 * g.cache_fraction if g.cache_fraction is not None else None,
         thresholds=[(label, tokens, 100.0 * tokens / scale) for label, tokens in g.thresholds],
         scale=scale,
+        unavailable=[tokens.LABELS[key] for key in g.unavailable],
     )
 
 
@@ -355,8 +387,8 @@ def _loaded_categories(conv: Conversation, loaded: windows.LoadedInput, upto: in
     if loaded.segment is None:
         return {}
     qs = Message.objects.filter(conversation=conv).filter(loaded.positions_q())
-    if upto is not None:
-        qs = qs.filter(position__lte=upto)
+    if upto is not None:  # what the call at `upto` saw: the messages before it
+        qs = qs.filter(position__lt=upto)
     keys = list(tokens.CATEGORIES)
     sums = qs.aggregate(**{f"c_{i}": Sum(Cast(KeyTextTransform(k, "tokens"), IntegerField())) for i, k in enumerate(keys)})
     out = {k: int(sums[f"c_{i}"] or 0) for i, k in enumerate(keys)}
@@ -746,9 +778,10 @@ def conversation_page(conv: Conversation, focus_turn: int | None = None, show_al
     categories = None
     if spec and spec.window:
         categories = page_cache.figures(
-            conv, win, "gauge", lambda: _loaded_categories(conv, loaded, latest.position if latest else None), version
+            conv, win, "gauge", lambda: _loaded_categories(conv, loaded, gauge_upto(latest, loaded)), version
         )
-    gauge = gauge_view(conv, spec, latest, loaded, categories)
+    fitted = page_cache.figures(conv, win, "calibration", lambda: gauges.calibration(conv), version)
+    gauge = gauge_view(conv, spec, latest, loaded, categories, fitted)
     curve = page_cache.figures(conv, win, "curve", lambda: curve_view(conv, spec, folds), version)
     last_turn = Message.objects.filter(conversation=conv).order_by("-position").values_list("turn", flat=True).first()
 
