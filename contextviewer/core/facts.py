@@ -326,6 +326,10 @@ def extract(messages: Sequence[Mapping], cwd: str = "") -> list[Fact]:
                         cmd = _command_of(value)
                         if cmd:
                             add("command", cmd[0], cmd[1], message)
+                        for m in PATH_RE.finditer(URL_RE.sub(" ", value[:MAX_TEXT])):  # the files it works on
+                            p = _clean_path(m.group(1))
+                            if p:
+                                add("path", p, relative_path(p, cwd), message)
                     elif name in {"file_path", "path", "notebook_path", "filename"}:
                         # file_path and notebook_path are files by the tool's contract; a search
                         # `path` may be a directory.
@@ -399,7 +403,8 @@ def _merge_basenames(found: list[Fact]) -> list[Fact]:
             longer.setdefault(f.key.rsplit("/", 1)[-1], []).append(f)
     out = []
     for f in found:
-        owners = longer.get(f.key, []) if f.kind == "path" and "/" not in f.key else []
+        # Only a name never written with a directory: `/repo/mix.exs` is not `deps/x/mix.exs`.
+        owners = longer.get(f.key, []) if f.kind == "path" and "/" not in f.text else []
         if len(owners) == 1:
             owner = owners[0]
             owner.occurrences += f.occurrences

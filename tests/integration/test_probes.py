@@ -155,3 +155,59 @@ def test_the_review_screen_of_a_real_fold_highlights_its_lost_facts(project, use
     assert "README.md" in lost and "python3 /workspace/number_generator.py" in lost
     assert "/workspace/hello_world.py" in kept and "README.md" not in kept
     assert 'id="turn-4"' in page  # the facts link to their turns in the archived segment
+
+
+# Hand check of marot__spotter__ae4a77f8 (the fold at position 411; cwd .../spotter-4te). Every
+# file a tool touched in the archived segment (Read/Write/Edit `file_path`, and the files the Bash
+# commands grep, check or source), looked for in the summary by reading it. Kept: the summary names
+# the file by its relative path or by a basename no other path of the segment has. Lost: not named.
+# Left out on purpose: /proc/sys/kernel/random/uuid (a file without a file-like name, read only by
+# a shell script), directories searched (deps/opentelemetry, spotter-plugin/scripts).
+SPOTTER_4TE = "claude-code/marot__spotter__ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
+SPOTTER_4TE_PATHS = {
+    "mix.exs": True,  # "mix.exs (OTEL deps added)"
+    "lib/spotter/application.ex": True,
+    "config/config.exs": True,
+    "config/dev.exs": True,  # "**config/dev.exs**"
+    "config/test.exs": True,
+    "config/runtime.exs": True,
+    "lib/spotter/telemetry/otel.ex": True,
+    "spotter-plugin/scripts/notify-session.sh": True,
+    "spotter-plugin/scripts/tool-call-capture.sh": True,
+    "spotter-plugin/scripts/post-tool-capture.sh": True,
+    "spotter-plugin/scripts/lib/trace_context.sh": True,
+    "lib/spotter_web/controllers/session_hook_controller.ex": True,
+    "lib/spotter_web/controllers/hooks_controller.ex": True,
+    "lib/spotter_web/controllers/otel_trace_helpers.ex": True,
+    ".dialyzerignore": True,  # no extension; written by Write, named as "`.dialyzerignore`"
+    "mix.lock": False,  # grep -A 2 opentelemetry_bandit mix.lock: never named
+    "deps/opentelemetry_api/src/opentelemetry.erl": False,
+    "deps/opentelemetry_bandit/lib/opentelemetry_bandit.ex": False,  # the package is named, not the file
+    "deps/opentelemetry_api/src/otel_propagator_baggage.erl": False,
+    "deps/opentelemetry/src/otel_configuration.erl": False,
+    "deps/opentelemetry/README.md": False,  # "per the opentelemetry README": not the path
+}
+# Words with slashes in the segment's commands and prose that are not files.
+SPOTTER_4TE_NOT_PATHS = (
+    "deps/opentelemetry", "spotter-plugin/scripts", "event/script", "missing/invalid", "with_span/2-3",
+    "/api/hooks/tool-call", "/api/hooks/commit-event", "Mix.env", "/proc/sys/kernel/random/uuid",
+)
+
+
+@pytest.mark.django_db
+def test_hand_checked_paths_of_the_spotter_fold_precision_and_recall(project, fixtures_dir):
+    ingest.import_path(project, fixtures_dir / SPOTTER_4TE)
+    fold = Fold.objects.get(conversation__external_id="ae4a77f8-aedd-4bc1-888f-c94edc91af04", kind="compact")
+    probe = services.probe_for(fold)
+    paths = {f["key"]: f for f in probe.facts if f["kind"] == "path"}
+    assert set(SPOTTER_4TE_PATHS) <= set(paths), set(SPOTTER_4TE_PATHS) - set(paths)
+    for word in SPOTTER_4TE_NOT_PATHS:
+        assert word not in paths and not any(f["text"] == word for f in paths.values()), word
+    # One fact per file, however it was written (absolute in the tool call, relative in prose).
+    assert not any(f["text"].endswith("/spotter-4te/mix.exs") and key != "mix.exs" for key, f in paths.items())
+
+    lost_by_hand = {p for p, kept in SPOTTER_4TE_PATHS.items() if not kept}
+    lost_by_probe = {p for p in SPOTTER_4TE_PATHS if not paths[p]["kept"]}
+    recall = len(lost_by_probe & lost_by_hand) / len(lost_by_hand)
+    precision = len(lost_by_probe & lost_by_hand) / len(lost_by_probe)
+    assert (recall, precision) == (1.0, 1.0), (lost_by_probe - lost_by_hand, lost_by_hand - lost_by_probe)
