@@ -17,6 +17,7 @@ urlpatterns = [
 # Each app's pages (included when the app has a urls module).
 for _name in (
     "contextviewer.conversations.curation_urls",
+    "contextviewer.conversations.policylab_urls",
     "contextviewer.providers.urls",
     "contextviewer.accounts.urls",
     "contextviewer.review.urls",

@@ -45,7 +45,7 @@ OPEN_LOOP_NOTE = (
     "would have behaved differently."
 )
 FACTS_SHOWN = 12  # facts listed per action on the page (the count is always whole)
-MAX_CONVERSATIONS = 200  # conversations replayed for the project table per request
+MAX_CONVERSATIONS = 25  # conversations replayed for the project table (the most recent; the page says so)
 
 # Markers of a tool result the harness cut before the model saw it (docs/policy-lab.md §3.5, §1.1).
 TRUNCATED_RE = re.compile(r"\.\.\. \[(\d+) lines truncated\] \.\.\.\s*$")
@@ -286,6 +286,7 @@ class Action:
     dropped: int
     clipped: int
     facts: list[FactAtRisk] = field(default_factory=list)
+    turn: int | None = None  # the turn of the call's position
 
     @property
     def saved(self) -> int:
@@ -503,6 +504,7 @@ def summarize(lab: LabSession, replay: Replay) -> PolicyResult:
                     call_index=call_index, position=call.seq if call else None, kind=e.kind,
                     tokens_before=e.tokens_before, tokens_after=e.tokens_after, detail=e.detail,
                     dropped=len(e.dropped_msg_ids), clipped=len(e.clipped_msg_ids), facts=fs,
+                    turn=(lab.by_id.get(str(call.seq)) or {}).get("turn") if call else None,
                 )
             )
     return PolicyResult(
