@@ -167,11 +167,11 @@ def summarize(entries: list[Entry]) -> str:
     goal_lines: list[str] = []
     if previous.get("Goal"):
         goal_lines = [ln for ln in previous["Goal"].split("\n") if not ln.startswith("Latest request:")]
+    elif foreign:  # the earlier summary states the original goal; the view's requests came after
+        goal_lines = ["From the earlier summary: " + _one_line(_intent(foreign[0]), 600)]
     elif users:
         goal_lines = [_one_line(users[0].text, 600)]
-    elif foreign:
-        goal_lines = ["From the earlier summary: " + _one_line(_intent(foreign[0]), 600)]
-    if users and (previous.get("Goal") or len(users) > 1):
+    if users and (previous.get("Goal") or foreign or len(users) > 1):
         latest = _one_line(users[-1].text, 400)
         if latest not in goal_lines:
             goal_lines.append(f"Latest request: {latest}")

@@ -68,3 +68,77 @@ def test_builtin_is_deterministic_and_reports_tokens():
     assert a.text == b.text and a.input_tokens > 0 and a.output_tokens > 0 and a.cost_usd == 0
     title = BuiltinProvider().complete(system="", prompt=core.title_prompt("## Add retries to the HTTP client\nmore")[1], role="title")
     assert title.text == "Add retries to the HTTP client"
+
+
+# --- cumulative handoffs, measured with the fact probes ----------------------------------------
+
+from contextviewer.core import facts  # noqa: E402
+
+
+def _segment(start: int, n: int) -> list[dict]:
+    """A synthetic segment with many files and commands (plain messages, as the probes take them)."""
+    out: list[dict] = []
+    for i in range(start, start + n):
+        tid = f"t{i}"
+        out.append({"position": len(out), "turn": i, "role": "user", "is_meta": False, "blocks": [{"kind": "text", "text": f"Now fix module {i}."}]})
+        for j, (tool, inp, result) in enumerate([
+            ("Read", {"file_path": f"/repo/src/pkg{i}/module_{i}.py"}, "def f():\n    pass"),
+            ("Grep", {"pattern": "f\\(", "path": f"/repo/src/pkg{i}"}, f"src/pkg{i}/module_{i}.py:1:def f():\nsrc/pkg{i}/helpers_{i}.py:3:f()"),
+            ("Edit", {"file_path": f"/repo/src/pkg{i}/module_{i}.py", "old_string": "pass", "new_string": "return 1"}, "ok"),
+            ("Bash", {"command": f"pytest -q tests/test_module_{i}.py -k case_{i}"}, "1 passed"),
+            ("Bash", {"command": f'git add -A && git commit -m "fix module {i}\n\n' + "details of the change\n" * 30 + '"'}, "[main abc] fix"),
+        ]):
+            call_id = f"{tid}-{j}"
+            out.append({"position": len(out), "turn": i, "role": "assistant", "is_meta": False,
+                        "blocks": [{"kind": "tool_call", "tool_name": tool, "tool_input": inp, "tool_id": call_id}]})
+            out.append({"position": len(out), "turn": i, "role": "user", "is_meta": False,
+                        "blocks": [{"kind": "tool_result", "text": result, "tool_id": call_id}]})
+        out.append({"position": len(out), "turn": i, "role": "assistant", "is_meta": False,
+                    "blocks": [{"kind": "text", "text": f"Fixed src/pkg{i}/module_{i}.py; see docs/module_{i}.md."}]})
+    return out
+
+
+def _handoff(entries: list[Entry]) -> str:
+    system, prompt = core.build_prompt(core.render_transcript(entries))
+    return BuiltinProvider().complete(system=system, prompt=prompt, role="handoff").text
+
+
+def _entries_of(messages: list[dict]) -> list[Entry]:
+    return core.entries_from_messages((m["role"], m["blocks"], m["is_meta"], False) for m in messages)
+
+
+def test_a_second_builtin_handoff_keeps_the_paths_and_commands_of_everything_folded():
+    first, second = _segment(0, 30), _segment(30, 30)
+    s1 = _handoff(_entries_of(first))
+    s2 = _handoff([Entry("summary", s1)] + _entries_of(second))
+    report = facts.probe(first + second, s2, cwd="/repo")
+    per_kind = report.per_kind()
+    assert per_kind["path"]["total"] >= 150 and per_kind["command"]["total"] >= 60
+    assert per_kind["path"]["retention"] >= 0.9, [f.text for f in report.lost if f.kind == "path"][:10]
+    assert per_kind["command"]["retention"] >= 0.9, [f.text for f in report.lost if f.kind == "command"][:10]
+    # Files read are files: the searched directories are not listed as read.
+    state = core.parse_sections(s2)["State and what is done"]
+    read_line = next(ln for ln in state.split("\n") if ln.startswith("- Files read:") or ln.startswith("- Files changed:"))
+    assert "`/repo/src/pkg3`" not in state and "`/repo/src/pkg3/module_3.py`" in read_line
+    # Deduplicated, not grown beyond the facts: a third handoff with nothing new says it again, no longer.
+    s3 = _handoff([Entry("summary", s2)])
+    assert facts.probe(first + second, s3, cwd="/repo").per_kind()["path"]["kept"] == per_kind["path"]["kept"]
+    assert len(s3) <= len(s2) * 1.05
+    assert state.count("Ran `pytest -q tests/test_module_3.py -k case_3`") == 1
+
+
+def test_a_foreign_summary_is_carried_whole_and_secrets_stay_masked():
+    secret = "ghp_" + "x1Y2z3W4v5" * 4
+    files = [f"lib/area_{i}/file_{i}.ex" for i in range(80)]
+    foreign = "Summary:\n1. Primary Request and Intent:\n   Ship tracing.\n\n## Goal\n" + "\n".join(
+        f"   - **{p}** changed; ran `mix test test/area_{i}_test.exs`" for i, p in enumerate(files)
+    ) + f"\n   token was {secret}\n"
+    assert len(foreign) > 5_000
+    s1 = _handoff([Entry("summary", foreign), Entry("user", "Carry on.")])
+    assert all(p in s1 for p in files) and "mix test test/area_79_test.exs" in s1  # not cut at 1,500 characters
+    assert secret not in s1
+    sections = core.validate_sections(s1)  # the carried "## Goal" line cannot pass for a section
+    assert sections["Goal"].startswith("From the earlier summary: Ship tracing.")
+    # And on to the next handoff, still whole.
+    s2 = _handoff([Entry("summary", s1), Entry("user", "And more.")])
+    assert all(p in s2 for p in files) and secret not in s2
