@@ -211,3 +211,32 @@ def test_hand_checked_paths_of_the_spotter_fold_precision_and_recall(project, fi
     recall = len(lost_by_probe & lost_by_hand) / len(lost_by_hand)
     precision = len(lost_by_probe & lost_by_hand) / len(lost_by_probe)
     assert (recall, precision) == (1.0, 1.0), (lost_by_probe - lost_by_hand, lost_by_hand - lost_by_probe)
+
+
+@pytest.mark.django_db
+def test_two_builtin_handoffs_over_the_spotter_segment_keep_what_was_folded(project, fixtures_dir):
+    """The archived segment of the real fold, folded in two builtin handoffs (first half, then the
+    first summary plus the second half): the second summary keeps 90 % of the paths and commands of
+    both halves, as the probes measure them."""
+    from contextviewer.core import facts as core_facts, handoff as core
+    from contextviewer.providers.builtin import BuiltinProvider
+
+    ingest.import_path(project, fixtures_dir / SPOTTER_4TE)
+    fold = Fold.objects.get(conversation__external_id="ae4a77f8-aedd-4bc1-888f-c94edc91af04", kind="compact")
+    messages = [services._plain(m) for m in services.segment_messages(fold)]
+    half = len(messages) // 2
+    first, second = messages[:half], messages[half:]
+
+    def handoff(entries):
+        system, prompt = core.build_prompt(core.render_transcript(entries))
+        return BuiltinProvider().complete(system=system, prompt=prompt, role="handoff").text
+
+    def entries(ms):
+        return core.entries_from_messages((m["role"], m["blocks"], m["is_meta"], False) for m in ms)
+
+    s1 = handoff(entries(first))
+    s2 = handoff([core.Entry("summary", s1)] + entries(second))
+    per_kind = core_facts.probe(first + second, s2, cwd=fold.conversation.cwd).per_kind()
+    assert per_kind["command"]["total"] >= 50 and per_kind["path"]["total"] >= 40
+    assert per_kind["command"]["retention"] >= 0.9 and per_kind["path"]["retention"] >= 0.9, per_kind
+    assert len(s2) < sum(len(b.get("text") or "") for m in messages for b in m["blocks"]) / 10  # still a summary
