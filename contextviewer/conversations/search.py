@@ -137,25 +137,47 @@ class Hit:
     after: str
 
 
-def search(user, query: str, limit: int = 50, conversation_id: int | None = None) -> list[Hit]:
+ORDERS = {"date": "newest first", "rank": "best match first"}  # the index's orders; the first is the default
+PER_PAGE = 20  # hits per page of the index
+MAX_IN_CONVERSATION = 1000  # hits a conversation page steps through with n / N
+SHOWN_IN_CONVERSATION = 20  # of them listed with a snippet
+
+
+def search(
+    user, query: str, limit: int = 50, conversation_id: int | None = None, *, offset: int = 0, order: str = "rank"
+) -> list[Hit]:
+    """Messages matching every word of `query` (the last one as a prefix) in the user's projects.
+
+    order: "rank" (best match first), "date" (newest first), "position" (in the order of the
+    conversation; with conversation_id). `offset` and `limit` page through them."""
     words = terms(query)
+    rows = matching(user, words, limit, conversation_id, offset=offset, order=order)
+    return hits_of([mid for mid, _turn in rows], words)
+
+
+def matching(
+    user, words: list[str], limit: int, conversation_id: int | None = None, *, offset: int = 0, order: str = "rank"
+) -> list[tuple[int, int]]:
+    """(message id, turn) of the matching messages, from the full-text index alone."""
     if not words or not user.is_authenticated:
         return []
-    limit = max(1, min(int(limit), 200))
+    limit = max(1, min(int(limit), MAX_IN_CONVERSATION + 1))
+    offset = max(0, int(offset))
     msg = Message._meta.db_table
     conv = Conversation._meta.db_table
     membership = "accounts_membership"
     extra = ""
     params: list = []
+    params_order: list = []
     if _is_sqlite():
         sql = (
-            f"SELECT m.id FROM {FTS_TABLE} f JOIN {msg} m ON m.id = f.rowid "
+            f"SELECT m.id, m.turn FROM {FTS_TABLE} f JOIN {msg} m ON m.id = f.rowid "
             f"JOIN {conv} c ON c.id = m.conversation_id "
             f"WHERE {FTS_TABLE} MATCH %s AND c.project_id IN "
             f"(SELECT project_id FROM {membership} WHERE user_id = %s) "
         )
         params = [_fts5_query(words), user.pk]
-        order = "ORDER BY f.rank LIMIT %s"
+        by_rank = "f.rank, m.id"
     else:
         parts = [p for w in words for p in _SEPARATORS.sub(" ", w).split()]
         if not parts:
@@ -165,21 +187,33 @@ def search(user, query: str, limit: int = 50, conversation_id: int | None = None
             for i, p in enumerate(parts)
         )
         sql = (
-            f"SELECT m.id FROM {PG_TABLE} s JOIN {msg} m ON m.id = s.message_id AND m.conversation_id = s.conversation_id "
+            f"SELECT m.id, m.turn FROM {PG_TABLE} s JOIN {msg} m ON m.id = s.message_id AND m.conversation_id = s.conversation_id "
             f"JOIN {conv} c ON c.id = m.conversation_id "
             f"WHERE s.document @@ to_tsquery('{PG_CONFIG}', %s) AND c.project_id IN "
             f"(SELECT project_id FROM {membership} WHERE user_id = %s) "
         )
         params = [tsquery, user.pk]
-        order = f"ORDER BY ts_rank(s.document, to_tsquery('{PG_CONFIG}', %s)) DESC, m.id LIMIT %s"
-        params_order = [tsquery]
+        by_rank = f"ts_rank(s.document, to_tsquery('{PG_CONFIG}', %s)) DESC, m.id"
     if conversation_id is not None:
-        extra = "AND m.conversation_id = %s "
-        params.append(conversation_id)
-    params += ([] if _is_sqlite() else params_order) + [limit]
+        extra = "AND m.conversation_id = %s " + ("" if _is_sqlite() else "AND s.conversation_id = %s ")
+        params += [conversation_id] * (1 if _is_sqlite() else 2)
+    if order == "position" and conversation_id is not None:
+        order_sql = "ORDER BY m.position"
+    elif order == "date":
+        # Undated messages (some formats) last; within a conversation, the later position first.
+        order_sql = "ORDER BY CASE WHEN m.timestamp IS NULL THEN 1 ELSE 0 END, m.timestamp DESC, m.conversation_id DESC, m.position DESC"
+    else:
+        order_sql = f"ORDER BY {by_rank}"
+        if not _is_sqlite():
+            params_order = [tsquery]
+    params += params_order + [limit, offset]
     with connection.cursor() as cursor:
-        cursor.execute(sql + extra + order, params)
-        ids = list(dict.fromkeys(row[0] for row in cursor.fetchall()))
+        cursor.execute(sql + extra + order_sql + " LIMIT %s OFFSET %s", params)
+        return list({row[0]: (row[0], row[1]) for row in cursor.fetchall()}.values())
+
+
+def hits_of(ids: list[int], words: list[str]) -> list[Hit]:
+    """Hits with their snippets, in the order of `ids`."""
     if not ids:
         return []
     rows = {
@@ -223,3 +257,70 @@ def snippet(text: str, words: list[str], width: int = 90) -> tuple[str, str, str
             after = text[at + len(w) : end] + ("…" if end < len(text) else "")
             return " ".join(before.split()), text[at : at + len(w)], " ".join(after.split())
     return " ".join(text[: 2 * width].split()), "", ""
+
+
+@dataclass(frozen=True, slots=True)
+class HitPage:
+    """One page of the index's hits, in a named order."""
+
+    query: str
+    order: str
+    number: int
+    hits: list[Hit]
+    has_next: bool
+
+    @property
+    def has_previous(self) -> bool:
+        return self.number > 1
+
+    @property
+    def order_label(self) -> str:
+        return ORDERS[self.order]
+
+    @property
+    def first(self) -> int:
+        return (self.number - 1) * PER_PAGE + 1
+
+
+def hit_page(user, query: str, page: str | int | None = 1, order: str | None = None) -> HitPage:
+    order = order if order in ORDERS else next(iter(ORDERS))
+    try:
+        number = max(1, min(int(page or 1), 10_000))
+    except (TypeError, ValueError):
+        number = 1
+    words = terms(query)
+    rows = matching(user, words, PER_PAGE + 1, offset=(number - 1) * PER_PAGE, order=order)
+    hits = hits_of([mid for mid, _turn in rows[:PER_PAGE]], words)
+    return HitPage(query=query, order=order, number=number, hits=hits, has_next=len(rows) > PER_PAGE)
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationHits:
+    """The matches of a search inside one conversation, in its order: all of them (up to
+    MAX_IN_CONVERSATION) as (message id, turn) for n / N, the first few with a snippet."""
+
+    query: str
+    words: list[str]
+    steps: list[tuple[int, int]]
+    shown: list[Hit]
+    more: bool  # over MAX_IN_CONVERSATION matches
+
+    @property
+    def count(self) -> int:
+        return len(self.steps)
+
+    @property
+    def data(self) -> str:
+        """For the page's script: "message_id:turn" joined by ";"."""
+        return ";".join(f"{mid}:{turn}" for mid, turn in self.steps)
+
+
+def in_conversation(user, conversation_id: int, query: str | None) -> ConversationHits | None:
+    query = (query or "").strip()[:200]
+    if not query:
+        return None
+    words = terms(query)
+    rows = matching(user, words, MAX_IN_CONVERSATION + 1, conversation_id, order="position")
+    steps = rows[:MAX_IN_CONVERSATION]
+    shown = hits_of([mid for mid, _turn in steps[:SHOWN_IN_CONVERSATION]], words)
+    return ConversationHits(query=query, words=words, steps=steps, shown=shown, more=len(rows) > MAX_IN_CONVERSATION)

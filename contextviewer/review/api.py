@@ -74,6 +74,8 @@ class QueueOut(Schema):
     filters: dict
     reviewers_per_item: int
     items: int
+    mode: str = "single"
+    blind: bool = False
 
 
 def _check(request, project_id: int, permission: str):
@@ -132,7 +134,8 @@ def queues(request, slug: str):
     if project is None:
         return Status(404, {"detail": "Not found."})
     return Status(200, [
-        {"id": q.pk, "name": q.name, "filters": q.filters, "reviewers_per_item": q.reviewers_per_item, "items": q.items.count()}
+        {"id": q.pk, "name": q.name, "filters": q.filters, "reviewers_per_item": q.reviewers_per_item, "items": q.items.count(),
+         "mode": q.mode, "blind": q.blind}
         for q in ReviewQueue.objects.filter(project=project)
     ])
 

@@ -77,10 +77,19 @@ class ScoreConfig(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
 
+class QueueMode(models.TextChoices):
+    SINGLE = "single", "Score each summary"
+    PAIRWISE = "pairwise", "Compare two summaries of the same fold"
+
+
 class ReviewQueue(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="review_queues")
     name = models.CharField(max_length=200)
     filters = models.JSONField(default=dict, blank=True)
+    mode = models.CharField(max_length=20, choices=QueueMode.choices, default=QueueMode.SINGLE)
+    # Blind: an item hides where its summaries came from and their retention until the reviewer's
+    # score is in (a known origin or a low retention figure sways the score).
+    blind = models.BooleanField(default=False)
     reviewers_per_item = models.PositiveIntegerField(default=1)
     reviewers = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="review_queues")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
@@ -96,6 +105,8 @@ class ReviewQueue(models.Model):
 class ReviewItem(models.Model):
     queue = models.ForeignKey(ReviewQueue, on_delete=models.CASCADE, related_name="items")
     fold = models.ForeignKey(Fold, on_delete=models.CASCADE, related_name="review_items")
+    # A pairwise item: the other summary of the same segment (A is `fold`, B is `fold_b`).
+    fold_b = models.ForeignKey(Fold, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     order = models.IntegerField(default=0)
     locked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     locked_until = models.DateTimeField(null=True, blank=True)
@@ -103,7 +114,16 @@ class ReviewItem(models.Model):
 
     class Meta:
         ordering = ["order", "pk"]
-        constraints = [models.UniqueConstraint(fields=["queue", "fold"], name="unique_review_item")]
+        constraints = [
+            models.UniqueConstraint(fields=["queue", "fold"], condition=models.Q(fold_b__isnull=True), name="unique_review_item"),
+            models.UniqueConstraint(
+                fields=["queue", "fold", "fold_b"], condition=models.Q(fold_b__isnull=False), name="unique_review_pair"
+            ),
+        ]
+
+    @property
+    def is_pair(self) -> bool:
+        return self.fold_b_id is not None
 
 
 class Review(models.Model):

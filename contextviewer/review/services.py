@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import logging
 import math
+import random
 import re
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import timedelta
+from itertools import combinations
 from statistics import median
 
 from django.db import IntegrityError, transaction
@@ -30,6 +32,7 @@ from .models import (
     FactProbe,
     JudgeRun,
     PairwiseComparison,
+    QueueMode,
     Review,
     ReviewItem,
     ReviewQueue,
@@ -446,20 +449,55 @@ def parse_filters(data) -> dict:
     return filters
 
 
-def create_queue(project: Project, name: str, filters: dict, *, reviewers_per_item: int = 1, reviewers=(), user=None) -> ReviewQueue:
+def summary_pairs(folds: list[Fold], rng: random.Random | None = None) -> list[tuple[Fold, Fold]]:
+    """Every pair of summaries of the same segment among the folds' segments (the original and
+    the summaries written again beside it), each pair in a random A/B order: which side is the
+    recorded compaction is not a pattern a reviewer can learn."""
+    from . import alternatives
+
+    rng = rng or random.Random()
+    seen: set[tuple[int, int]] = set()
+    out = []
+    for fold in folds:
+        key = (fold.conversation_id, fold.position)
+        if key in seen:
+            continue
+        seen.add(key)
+        for a, b in combinations(alternatives.summaries(fold), 2):
+            out.append((a, b) if rng.random() < 0.5 else (b, a))
+    return out
+
+
+def create_queue(
+    project: Project, name: str, filters: dict, *, reviewers_per_item: int = 1, reviewers=(), user=None,
+    mode: str = QueueMode.SINGLE, blind: bool = False,
+) -> ReviewQueue:
     name = (name or "").strip()
     if not name:
         raise ReviewError("Give the queue a name.")
     if not 1 <= int(reviewers_per_item) <= 20:
         raise ReviewError("Reviewers per item: from 1 to 20.")
+    if mode not in QueueMode.values:
+        raise ReviewError("Mode: score each summary, or compare two summaries of the same fold.")
     folds = folds_matching(project, filters)
     if not folds:
         raise ReviewError("No fold matches these filters.")
+    if mode == QueueMode.PAIRWISE:
+        pairs = summary_pairs(folds)
+        if not pairs:
+            raise ReviewError(
+                "No fold matching these filters has two summaries yet: summarize one again "
+                "(on its conversation page or its review page) first."
+            )
+        items = [(a, b) for a, b in pairs]
+    else:
+        items = [(f, None) for f in folds]
     with transaction.atomic():
         queue = ReviewQueue.objects.create(
-            project=project, name=name[:200], filters=filters, reviewers_per_item=reviewers_per_item, created_by=user
+            project=project, name=name[:200], filters=filters, reviewers_per_item=reviewers_per_item, created_by=user,
+            mode=mode, blind=bool(blind),
         )
-        ReviewItem.objects.bulk_create([ReviewItem(queue=queue, fold=f, order=i) for i, f in enumerate(folds)])
+        ReviewItem.objects.bulk_create([ReviewItem(queue=queue, fold=a, fold_b=b, order=i) for i, (a, b) in enumerate(items)])
         members = project.memberships.filter(user__in=list(reviewers)).values_list("user_id", flat=True)
         queue.reviewers.set(list(members))
     return queue
@@ -508,8 +546,13 @@ def neighbours(item: ReviewItem) -> tuple[ReviewItem | None, ReviewItem | None]:
 
 
 def submit_review(item: ReviewItem, user, data) -> Review:
-    config = score_config(item.queue.project)
-    scores = validate_scores(config, data)
+    if item.is_pair:
+        choice = str(data.get("choice") or "").strip()
+        if choice not in Choice.values:
+            raise ReviewError("Choose A better, B better or equal.")
+        scores = {"choice": choice, "comment": str(data.get("comment") or "")[:5000]}
+    else:
+        scores = validate_scores(score_config(item.queue.project), data)
     with transaction.atomic():
         if Review.objects.filter(item=item, reviewer=user).exists():
             raise ReviewError("You have already reviewed this fold in this queue.")
@@ -519,8 +562,15 @@ def submit_review(item: ReviewItem, user, data) -> Review:
         if not locked.exists():
             raise ReviewError("Someone else is reviewing this fold right now.")
         review = Review.objects.create(item=item, fold=item.fold, reviewer=user, scores=scores)
+        if item.is_pair:  # the vote counts with the pairwise page's votes on the same two summaries
+            record_pairwise(item.fold, item.fold_b, user, scores["choice"], scores["comment"])
         ReviewItem.objects.filter(pk=item.pk).update(review_count=F("review_count") + 1, locked_by=None, locked_until=None)
     return review
+
+
+def hides_origin(item: ReviewItem, user) -> bool:
+    """A blind queue's item hides origin and retention from a reviewer until their score is in."""
+    return item.queue.blind and not Review.objects.filter(item=item, reviewer=user).exists()
 
 
 def visible_reviews(item: ReviewItem, user) -> list[Review]:

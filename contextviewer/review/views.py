@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from contextviewer.accounts.models import Membership, Project
 from contextviewer.conversations.models import Fold
 
-from . import services
+from . import alternatives, services
 from .models import Comment, JudgeRun, PairwiseComparison, ReviewItem, ReviewQueue
 
 SEGMENT_MESSAGE_LIMIT = 400
@@ -114,11 +114,13 @@ def queue_create(request: HttpRequest, project: str) -> HttpResponse:
         queue = services.create_queue(
             proj, request.POST.get("name", ""), filters, reviewers_per_item=int(per_item),
             reviewers=request.POST.getlist("reviewers"), user=request.user,
+            mode=request.POST.get("mode") or "single", blind=request.POST.get("blind") in {"on", "1", "yes", "true"},
         )
     except services.ReviewError as exc:
         messages.error(request, str(exc))
         return redirect("review_index", project=proj.slug)
-    messages.info(request, f"Queue {queue.name} holds {queue.items.count()} folds.")
+    what = "pairs of summaries" if queue.mode == "pairwise" else "folds"
+    messages.info(request, f"Queue {queue.name} holds {queue.items.count()} {what}.")
     return redirect("review_queue", queue_id=queue.pk)
 
 
@@ -136,7 +138,12 @@ def queue_detail(request: HttpRequest, queue_id: int) -> HttpResponse:
     probes = {p.fold_id: p for p in services.FactProbe.objects.filter(fold__in=[i.fold_id for i in items])}
     for i in [i for i in items if i.fold_id not in probes][:50]:  # the probes job covers the rest
         probes[i.fold_id] = services.probe_for(i.fold)
-    rows = [{"item": i, "probe": probes.get(i.fold_id)} for i in items]
+    # A blind queue shows an item's retention only to those who have scored it.
+    scored = set(services.Review.objects.filter(item__queue=queue, reviewer=request.user).values_list("item_id", flat=True))
+    rows = [
+        {"item": i, "probe": probes.get(i.fold_id), "hidden": queue.blind and i.pk not in scored}
+        for i in items
+    ]
     return render(request, "review/queue.html", {
         "queue": queue, "member": member, "rows": rows,
         "members": queue.project.memberships.select_related("user").order_by("user__username"),
@@ -211,7 +218,9 @@ def _fold_context(request: HttpRequest, fold: Fold, member: Membership) -> dict:
 @require_GET
 def fold_review(request: HttpRequest, fold_id: int) -> HttpResponse:
     fold, member = _get_fold_for_user(request, fold_id)
-    return render(request, "review/item.html", _fold_context(request, fold, member))
+    context = _fold_context(request, fold, member)
+    context["origin"] = alternatives.origin_label(fold)
+    return render(request, "review/item.html", context)
 
 
 @login_required
@@ -247,7 +256,16 @@ def review_item(request: HttpRequest, item_id: int) -> HttpResponse:
         "item": item, "queue": queue, "prev": prev, "next": nxt, "mine": mine, "error": error,
         "score_fields": score_fields, "others": services.visible_reviews(item, request.user),
         "locked_by_other": locked_by_other, "may_submit": may_score and mine is None and not locked_by_other,
+        "hide": queue.blind and mine is None,
     })
+    if item.is_pair:
+        context.update({
+            "a": item.fold, "b": item.fold_b, "probe_a": context["probe"], "probe_b": services.probe_for(item.fold_b),
+            "origin_a": alternatives.origin_label(item.fold), "origin_b": alternatives.origin_label(item.fold_b),
+            "posted_choice": request.POST.get("choice", "") if error else "",
+        })
+        return render(request, "review/pair_item.html", context, status=400 if error else 200)
+    context["origin"] = alternatives.origin_label(item.fold)
     return render(request, "review/item.html", context, status=400 if error else 200)
 
 
@@ -321,6 +339,7 @@ def pairwise(request: HttpRequest, fold_id: int, other_id: int) -> HttpResponse:
     votes = list(PairwiseComparison.objects.filter(fold_a=fold_a, fold_b=fold_b)) if mine else []
     return render(request, "review/pairwise.html", {
         "a": fold_a, "b": fold_b, "probe_a": services.probe_for(fold_a), "probe_b": services.probe_for(fold_b),
+        "origin_a": alternatives.origin_label(fold_a), "origin_b": alternatives.origin_label(fold_b),
         "conv": fold_a.conversation, "member": member, "mine": mine, "votes": votes, "error": error,
         "turns": _segment_view(fold_a), "can_score": member.can("score"),
     }, status=400 if error else 200)

@@ -92,7 +92,8 @@ def test_viewer_flow(page, live_server, seeded):
     assert "turn 7" in hit.inner_text()
     hit.click()
     page.wait_for_selector("#turn-7")
-    assert re.search(r"/c/\d+/\?turn=7#turn-7$", page.url)
+    assert re.search(r"/c/\d+/\?q=test_module_7&turn=7#m-\d+$", page.url)
+    page.wait_for_selector(".hit-current mark.search-hit")  # the match is opened and marked
     watch.assert_clean()
 
     # conversation page
