@@ -20,15 +20,18 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
 from contextviewer.core import budget, harness, registry, tokens
+from contextviewer.core.headline import summary_headline
 from contextviewer.core.severity import severity
 from contextviewer.importers import formats
 
 from . import gauges, page_cache, rendering, tools, window as windows
 from .models import Conversation, Fold, Message, ModelCall
 
-TURN_PAGE = 40  # turn headers per window
+TURN_PAGE = 25  # turn headers per window (the first page stays under 100 KB)
 MESSAGES_PER_TURN_PAGE = 120  # messages of one expanded turn per request
-ARCHIVED_SHOWN = 25  # archived segment headers rendered at once (older ones load on request)
+ARCHIVED_FULL = 1  # latest archived segments shown whole (summary, turns on unfolding) on the first page
+ARCHIVED_LISTED = 20  # older archived segments listed one line each at once (older ones load on request)
+FOLD_MARKS = 60  # fold marks drawn on the curve, at most (close ones merge)
 CURVE_POINTS = 400  # points drawn on the curve, at most
 IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
 
@@ -486,6 +489,8 @@ def curve_view(conv: Conversation, spec, folds: list[Fold]) -> CurveView | None:
                 "position": f.position,
             }
         )
+    if len(fold_marks) > FOLD_MARKS:
+        fold_marks = _merge_marks(fold_marks, width)
     data = ";".join(f"{p.x},{p.position},{'' if p.turn is None else p.turn},{p.measured},{p.estimated}" for p in points)
     ticks = [(y(v), _short(v)) for v in _ticks(ymax)]
     last_spec = windows.call_spec(conv, calls[-1].model)
@@ -494,6 +499,20 @@ def curve_view(conv: Conversation, spec, folds: list[Fold]) -> CurveView | None:
     return CurveView(
         width, height, points, measured_path, estimated_path, bands, fold_marks, ymax, window, n, data, ticks, thresholds
     )
+
+
+def _merge_marks(marks: list[dict], width: int) -> list[dict]:
+    """At most FOLD_MARKS fold marks: marks closer than width / FOLD_MARKS become one (its title
+    counts them), so a conversation of hundreds of folds draws a bounded curve."""
+    out: list[dict] = []
+    step = width / FOLD_MARKS
+    for m in marks:
+        if out and m["x"] - out[-1]["x"] < step:
+            out[-1]["count"] = out[-1].get("count", 1) + 1
+            out[-1]["after"] = m["after"]
+            continue
+        out.append(dict(m))
+    return out
 
 
 def _ticks(ymax: int) -> list[int]:
@@ -582,6 +601,11 @@ class SegmentView:
     @property
     def element_id(self) -> str:
         return f"segment-{self.index}"
+
+    @property
+    def headline(self) -> str:
+        """One line of the fold's summary (the compact list of older folds)."""
+        return summary_headline(self.fold.summary_text) if self.fold else ""
 
 
 @dataclass
@@ -756,7 +780,7 @@ class ConversationPage:
     gauge: GaugeView | None
     curve: CurveView | None
     segments: list[SegmentView]
-    hidden_archived: int  # archived segments not rendered (older than ARCHIVED_SHOWN)
+    hidden_archived: int  # older archived segments not even listed (they load on request)
     folds: list[Fold]
     latest: ModelCall | None
     last_turn: int | None
@@ -764,9 +788,30 @@ class ConversationPage:
     parent: Conversation | None
     children: list[Conversation]
     spend_cost: float | None
+    listed: list[SegmentView] = field(default_factory=list)  # older archived segments, one line each
+    listed_before: int | None = None  # index of the oldest listed segment, when older ones are hidden
 
 
-def conversation_page(conv: Conversation, focus_turn: int | None = None, show_all_archived: bool = False) -> ConversationPage:
+@dataclass
+class FoldList:
+    """Archived segments as one line each, newest last, and how many older ones are left."""
+
+    rows: list[SegmentView]
+    hidden: int
+    before: int | None  # index of the oldest row, when older ones are left
+
+
+def fold_list(conv: Conversation, before: int | None = None, segs: list[SegmentView] | None = None) -> FoldList:
+    """The archived segments older than index `before`: the newest ARCHIVED_LISTED of them."""
+    if segs is None:
+        segs = conversation_segments(conv, windows.load(conv))
+    older = [s for s in segs if s.kind == "archived" and (before is None or s.index < before)]
+    rows = older[-ARCHIVED_LISTED:]
+    hidden = len(older) - len(rows)
+    return FoldList(rows, hidden, rows[0].index if hidden and rows else None)
+
+
+def conversation_page(conv: Conversation, focus_turn: int | None = None) -> ConversationPage:
     spec = model_spec(conv)
     win = windows.load(conv)
     folds = win.folds
@@ -798,12 +843,12 @@ def conversation_page(conv: Conversation, focus_turn: int | None = None, show_al
         elif s.kind == "loaded" and target is None:
             s.open = True
             s.turns = turn_window(conv, s.index, s.start, s.end)
+    # The first page stays small however many folds: the latest archived segments (and the one
+    # holding the focused turn) whole, the older ones one line each, the oldest on request.
     archived = [s for s in segs if s.kind == "archived"]
-    hidden = 0
-    if not show_all_archived and len(archived) > ARCHIVED_SHOWN:
-        hidden_set = {id(s) for s in archived[: len(archived) - ARCHIVED_SHOWN] if not s.open}
-        hidden = len(hidden_set)
-        segs = [s for s in segs if id(s) not in hidden_set]
+    whole = {id(s) for s in archived[-ARCHIVED_FULL:]} | {id(s) for s in archived if s.open}
+    older = fold_list(conv, segs=[s for s in archived if id(s) not in whole])
+    segs = [s for s in segs if s.kind != "archived" or id(s) in whole]
     children = list(conv.children.order_by("started_at", "id").only("id", "title", "external_id", "agent_type", "message_count", "parent_tool_use_id", "peak_context", "started_at")[:200])
     parent = conv.parent if conv.parent_id else None
     sums = page_cache.figures(conv, win, "spend", lambda: _usage_sums([conv.id]), version)
@@ -813,7 +858,9 @@ def conversation_page(conv: Conversation, focus_turn: int | None = None, show_al
         gauge=gauge,
         curve=curve,
         segments=segs,
-        hidden_archived=hidden,
+        hidden_archived=older.hidden,
+        listed=older.rows,
+        listed_before=older.before,
         folds=folds,
         latest=latest,
         last_turn=last_turn,

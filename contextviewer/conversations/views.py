@@ -35,15 +35,6 @@ def _get_message(conv: Conversation, message_id: int, *, with_raw: bool = False)
     return message
 
 
-def _query_without(request: HttpRequest, *names: str) -> str:
-    """The request's query string without `names`, ending in "&" when not empty (for paging links)."""
-    query = request.GET.copy()
-    for name in names:
-        query.pop(name, None)
-    encoded = query.urlencode()
-    return encoded + "&" if encoded else ""
-
-
 def _int(value: str | None, default: int | None = None) -> int | None:
     try:
         return int(value) if value not in (None, "") else default
@@ -56,10 +47,8 @@ def _int(value: str | None, default: int | None = None) -> int | None:
 @vary_on_headers("HX-Request")
 def index(request: HttpRequest) -> HttpResponse:
     data = pages.index_page(request.user, request.GET)
-    hits = None
-    if data.filters.q.strip():
-        hits = search.hit_page(request.user, data.filters.q, request.GET.get("hits"), request.GET.get("order"))
-    context = {"data": data, "hits": hits, "hits_query": _query_without(request, "hits", "order")}
+    hits = search.search(request.user, data.filters.q, limit=50) if data.filters.q.strip() else None
+    context = {"data": data, "hits": hits}
     if request.htmx and request.htmx.target == "results":
         return render(request, "conversations/index.html#results", context)
     return render(request, "conversations/index.html", context)
@@ -69,12 +58,38 @@ def index(request: HttpRequest) -> HttpResponse:
 @require_GET
 def conversation(request: HttpRequest, pk: int) -> HttpResponse:
     conv = _get_conversation_for_user(request, pk)
-    found = search.in_conversation(request.user, conv.pk, request.GET.get("q"))
-    focus = _int(request.GET.get("turn"))
-    if focus is None and found and found.steps:
-        focus = found.steps[0][1]  # a search opens at its first match
-    page = pages.conversation_page(conv, focus_turn=focus, show_all_archived=request.GET.get("archived") == "all")
-    return render(request, "conversations/conversation.html", {"page": page, "conv": conv, "found": found})
+    page = pages.conversation_page(conv, focus_turn=_int(request.GET.get("turn")))
+    return render(request, "conversations/conversation.html", {"page": page, "conv": conv})
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def fold_list(request: HttpRequest, pk: int) -> HttpResponse:
+    """Older archived segments, one line each (the conversation page lists the newest of them)."""
+    conv = _get_conversation_for_user(request, pk)
+    older = pages.fold_list(conv, before=_int(request.GET.get("before")))
+    context = {"conv": conv, "rows": older.rows, "hidden": older.hidden, "before": older.before,
+               "folds": pages.segment_folds(conv)}
+    if request.htmx:
+        return render(request, "conversations/_fold_list.html", context)
+    return render(request, "conversations/fold_list.html", context)
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def segment_body(request: HttpRequest, pk: int, index: int) -> HttpResponse:
+    """An archived segment listed on one line, unfolded: its summary and its first turns."""
+    conv = _get_conversation_for_user(request, pk)
+    segment = pages.segment_by_index(conv, index)
+    if segment is None or segment.kind != "archived":
+        raise Http404("No such archived segment")
+    window = pages.turn_window(conv, index, segment.start, segment.end)
+    context = {"conv": conv, "window": window, "segment": segment, "folds": pages.segment_folds(conv)}
+    if request.htmx:
+        return render(request, "conversations/_fold_list.html#segment-body", context)
+    return render(request, "conversations/segment.html", context)
 
 
 @login_required

@@ -450,13 +450,16 @@ def write_session(
     seed: int = 0,
     subagent: bool = True,
     compaction: bool = True,
+    folds: int = 1,
 ) -> Path:
     """Write one synthetic session under ``dir`` and return the path of its main ``.jsonl`` file.
 
     Stops at the end of the first turn after the main file reaches ``target_bytes`` or holds
     ``messages`` message lines (user/assistant/system; default 200 when neither is given). The
     sub-agent runs in the second turn; the compaction happens once, when the context passes
-    about 155k tokens or half of the target is written, whichever comes first.
+    about 155k tokens or half of the target is written, whichever comes first. ``folds`` > 1 (with
+    ``compaction``): that many compactions spread evenly, the k-th once k/(folds+1) of the target
+    is written and at least two turns after the previous one (the context then may pass 155k).
     """
     directory = Path(dir)
     directory.mkdir(parents=True, exist_ok=True)
@@ -477,6 +480,8 @@ def write_session(
     try:
         turn = 0
         turns_after_fold = 0
+        done_folds = 0
+        wanted = max(1, folds) if compaction else 0
         while True:
             turn += 1
             s.turn(task=subagent and turn == 2)
@@ -484,14 +489,20 @@ def write_session(
                 turns_after_fold += 1
             finished = progress() >= 1.0 and turn >= 3
             if (
-                compaction
-                and not s.compacted
+                done_folds < wanted
                 and turn >= 2
-                and (s.context >= AUTO_COMPACT_TOKENS or progress() >= 0.5 or finished)
+                and (done_folds == 0 or turns_after_fold >= 2)
+                and (
+                    (s.context >= AUTO_COMPACT_TOKENS and wanted == 1)
+                    or progress() >= (done_folds + 1) / (wanted + 1)
+                    or (finished and done_folds == 0)
+                )
             ):
                 s.compact()
+                done_folds += 1
+                turns_after_fold = 0
                 continue
-            if finished and (s.compacted or not compaction) and (turns_after_fold >= 1 or not compaction):
+            if finished and (done_folds >= wanted or progress() >= 1.5) and (turns_after_fold >= 1 or not compaction):
                 break
     finally:
         w.close()

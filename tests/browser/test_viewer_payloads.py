@@ -67,7 +67,7 @@ def test_payload_session_renders_without_dialogs_errors_or_csp_violations(page, 
     segments = page.locator("details.segment.archived")
     for i in range(segments.count()):
         segments.nth(i).locator("summary").first.click()
-    page.wait_for_function("() => !document.querySelector('details.segment.archived .segment-turns > a.load-link')", timeout=120_000)
+    page.wait_for_function("() => !document.querySelector('details.segment.archived .segment-turns > a.load-link, details.segment.archived .segment-body > a.load-link')", timeout=120_000)
     wait_for_htmx(page)
     # the loaded segment: scroll until every turn is in
     while page.locator(".more-turns.later").count():
