@@ -35,6 +35,15 @@ def _get_message(conv: Conversation, message_id: int, *, with_raw: bool = False)
     return message
 
 
+def _query_without(request: HttpRequest, *names: str) -> str:
+    """The request's query string without `names`, ending in "&" when not empty (for paging links)."""
+    query = request.GET.copy()
+    for name in names:
+        query.pop(name, None)
+    encoded = query.urlencode()
+    return encoded + "&" if encoded else ""
+
+
 def _int(value: str | None, default: int | None = None) -> int | None:
     try:
         return int(value) if value not in (None, "") else default
@@ -47,8 +56,10 @@ def _int(value: str | None, default: int | None = None) -> int | None:
 @vary_on_headers("HX-Request")
 def index(request: HttpRequest) -> HttpResponse:
     data = pages.index_page(request.user, request.GET)
-    hits = search.search(request.user, data.filters.q, limit=50) if data.filters.q.strip() else None
-    context = {"data": data, "hits": hits}
+    hits = None
+    if data.filters.q.strip():
+        hits = search.hit_page(request.user, data.filters.q, request.GET.get("hits"), request.GET.get("order"))
+    context = {"data": data, "hits": hits, "hits_query": _query_without(request, "hits", "order")}
     if request.htmx and request.htmx.target == "results":
         return render(request, "conversations/index.html#results", context)
     return render(request, "conversations/index.html", context)
@@ -58,8 +69,12 @@ def index(request: HttpRequest) -> HttpResponse:
 @require_GET
 def conversation(request: HttpRequest, pk: int) -> HttpResponse:
     conv = _get_conversation_for_user(request, pk)
-    page = pages.conversation_page(conv, focus_turn=_int(request.GET.get("turn")))
-    return render(request, "conversations/conversation.html", {"page": page, "conv": conv})
+    found = search.in_conversation(request.user, conv.pk, request.GET.get("q"))
+    focus = _int(request.GET.get("turn"))
+    if focus is None and found and found.steps:
+        focus = found.steps[0][1]  # a search opens at its first match
+    page = pages.conversation_page(conv, focus_turn=focus)
+    return render(request, "conversations/conversation.html", {"page": page, "conv": conv, "found": found})
 
 
 @login_required
