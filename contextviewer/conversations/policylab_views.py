@@ -95,6 +95,15 @@ def _chosen(request: HttpRequest, conv: Conversation) -> tuple[list[str], list[s
     return [n for n in known if n in DEFAULT_POLICIES or n == own], []
 
 
+def _ends(text: str) -> tuple[str, int, str]:
+    """(head, characters not shown, tail) of a long text: a clip's marker sits at the head's end
+    or the tail, so both ends show; the page says how much lies between."""
+    if len(text) <= CLIP_SHOWN:
+        return text, 0, ""
+    head, tail = CLIP_SHOWN * 2 // 3, CLIP_SHOWN // 3
+    return text[:head], len(text) - head - tail, text[-tail:]
+
+
 @login_required
 @require_GET
 def lab(request: HttpRequest, pk: int) -> HttpResponse:
@@ -114,16 +123,7 @@ def lab(request: HttpRequest, pk: int) -> HttpResponse:
                 "facts_shown": [(a, a.facts[: policylab.FACTS_SHOWN], max(0, len(a.facts) - policylab.FACTS_SHOWN)) for a in r.actions],
             }
         )
-    clips = [
-        {
-            "c": c,
-            "given": c.given[:CLIP_SHOWN],
-            "given_more": max(0, len(c.given) - CLIP_SHOWN),
-            "original": (c.original or "")[:CLIP_SHOWN],
-            "original_more": max(0, len(c.original or "") - CLIP_SHOWN),
-        }
-        for c in lab_session.clips
-    ]
+    clips = [{"c": c, "given": _ends(c.given), "original": _ends(c.original or "")} for c in lab_session.clips]
     context = {
         "conv": conv,
         "policies": [(n, get_policy(n).label, n in chosen) for n in policy_names() if n != policylab.BASELINE],
