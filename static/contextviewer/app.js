@@ -1,5 +1,6 @@
 /* contextviewer app.js (no build step, no dependencies; loaded with defer; CSP: script-src 'self').
- * Keyboard: j/k next/previous turn, o or Enter fold/unfold, g/G first/last, / search, ? keys.
+ * Keyboard: j/k next/previous turn, o or Enter fold/unfold, g/G first/last, / search, ? keys,
+ * h handoff (after a confirmation dialog).
  * Curve: hover shows a point's figures, click opens its turn. Images load on click.
  * Transcript text is never written as HTML here: only textContent. */
 (function () {
@@ -54,6 +55,7 @@
     }
     var dialog = document.getElementById("keys-help");
     if (dialog && dialog.open) return;
+    if (document.querySelector("dialog[open]")) return;
     switch (event.key) {
       case "j":
         move(1);
@@ -101,10 +103,14 @@
         showKeys();
         break;
       case "h": {
-        // Handoff: press the conversation page's Handoff button (it starts the job with htmx).
+        // Handoff: ask first (a dialog; Enter confirms), then press the page's Handoff button.
         var handoffButton = document.getElementById("handoff-button");
-        if (!handoffButton) return;
-        handoffButton.click();
+        var confirmDialog = document.getElementById("handoff-confirm");
+        if (!handoffButton || !confirmDialog || !confirmDialog.showModal) return;
+        var provider = document.querySelector(".handoff-form select[name=provider]");
+        var named = confirmDialog.querySelector(".handoff-confirm-provider");
+        if (named && provider) named.textContent = provider.value;
+        confirmDialog.showModal();
         break;
       }
       default:
@@ -116,6 +122,15 @@
   document.addEventListener("click", function (event) {
     var target = event.target;
     if (!(target instanceof Element)) return;
+    var confirmStart = target.closest("#handoff-confirm-start");
+    if (confirmStart) {
+      event.preventDefault();
+      var dialogEl = document.getElementById("handoff-confirm");
+      if (dialogEl) dialogEl.close();
+      var start = document.getElementById("handoff-button");
+      if (start) start.click();
+      return;
+    }
     var keys = target.closest("[data-show-keys]");
     if (keys) {
       event.preventDefault();

@@ -49,7 +49,14 @@ def test_handoff_from_the_page_adds_a_fold_at_the_end(page, live_server, running
 
     # The key h starts another handoff: nothing new to fold, and the page says so.
     page.locator("body").click(position={"x": 5, "y": 5})
+    page.keyboard.press("h")  # asks first: Escape cancels, nothing starts
+    expect(page.locator("#handoff-confirm")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.locator("#handoff-confirm")).to_be_hidden()
+    assert page.locator("#handoff-status .error").count() == 0
     page.keyboard.press("h")
+    expect(page.locator("#handoff-confirm")).to_contain_text("builtin")
+    page.keyboard.press("Enter")  # the dialog's Start button has the focus
     expect(page.locator("#handoff-status .error")).to_contain_text("no message after the latest fold")
 
     # Fold at X %: where an automatic fold at 20 % would have fired.
