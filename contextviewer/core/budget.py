@@ -4,7 +4,7 @@ Two kinds of numbers meet here and are never mixed silently (invariant 4):
 - measured: the provider's usage of the call (uncached input + cache writes + cache reads);
 - estimated: our tiktoken counts of the messages the call could see (tokens.py, curve.py).
 
-Calibration (docs/window.md "The gauge"): the gap between them has two parts. One is constant over
+Calibration (README "The gauge"): the gap between them has two parts. One is constant over
 a segment: what the harness sends besides the messages (system prompt, tool definitions, hooks),
 the harness overhead, measured once per segment as the residual at the segment's first measured
 call (after the start or a fold). The other grows with the window: o200k counts differently from
