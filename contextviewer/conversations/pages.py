@@ -1020,6 +1020,8 @@ def _tool_views(calls: list[BlockView]) -> None:
             r.is_error if r is not None else False,
             extras.get(r.message_id) if r is not None else None,
         )
+        if c.tool is not None and c.tool.kind == "bash" and r is not None and r.clip is not None and r.clip.clipped:
+            c.tool.shows_result = False  # a long output stays in the result block, with "Load the rest"
 
 
 def full_block(message: Message, index: int) -> BlockView | None:
