@@ -69,7 +69,8 @@ def _curve(window: int, baseline: policylab.PolicyResult, results: list[policyla
 
     lines = [Line(baseline.name, "recorded (as logged)", "line-recorded", path(baseline.totals))]
     for k, r in enumerate(results):
-        fires = [(x(c), y(t), c, t) for c, t in r.fire_points if 0 <= c < n]
+        # A dot sits on the policy's line where it acts: the level of the call before the action.
+        fires = [(x(c), y(r.totals[max(c - 1, 0)]), c, t) for c, t in r.fire_points if 0 <= c < n]
         lines.append(Line(r.name, r.label, f"line-policy pl-{k % 8}", path(r.totals), fires))
     step = 10 ** max(0, int(math.log10(ymax)))
     while ymax / step > 6:
