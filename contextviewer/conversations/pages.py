@@ -322,10 +322,15 @@ class GaugeView:
 
 def gauge_upto(latest: ModelCall | None, loaded: windows.LoadedInput) -> int | None:
     """The gauge shows what the latest call saw (the messages before it, not its own output), or,
-    when a fold came after that call (a handoff made here, a fold at the end of the log), the
-    loaded view as it is now: None."""
-    if latest is None or (loaded.fold is not None and latest.position <= loaded.fold.position):
+    when the latest fold came after that call (a handoff made here, a fold at the end of the log)
+    or that call wrote the fold's summary (opencode's compaction), the loaded view as it is now:
+    None."""
+    if latest is None:
         return None
+    if loaded.fold is not None:
+        summary_at = loaded.segment.summary_position if loaded.segment is not None else None
+        if latest.position <= max(loaded.fold.position, summary_at if summary_at is not None else loaded.fold.position):
+            return None
     return latest.position
 
 
