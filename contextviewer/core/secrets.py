@@ -26,9 +26,10 @@ _LINE_END = r"""(?![^\r\n\\"'….])"""
 _CHUNK_END = r"""(?![^\r\n\\"'…. \t])"""
 # A PEM block with no END line (cut off, pasted in part): its header lines ("Proc-Type: ...") and
 # base64 lines, up to the first line that is neither. Base64 joined by spaces (a block flattened
-# onto one line) counts only in long runs, so the words after it stay.
+# onto one line) counts only in long runs, so the words after it stay. A block quoted line by line
+# (`> `, as a summary carries an earlier one) is one block.
 _PEM_BODY = (
-    rf"(?:{_NL}+[ \t]*(?:[A-Za-z][A-Za-z-]*: [^\r\n\\]{{0,200}}|[A-Za-z0-9+/=]{{16,200}}{_CHUNK_END}|[A-Za-z0-9+/=]{{1,200}}{_LINE_END})"
+    rf"(?:{_NL}+[ \t]*(?:>[ \t]*)*(?:[A-Za-z][A-Za-z-]*: [^\r\n\\]{{0,200}}|[A-Za-z0-9+/=]{{16,200}}{_CHUNK_END}|[A-Za-z0-9+/=]{{1,200}}{_LINE_END})"
     rf"|[ \t]+[A-Za-z0-9+/=]{{16,200}}{_CHUNK_END})*"
 )
 # An AWS secret access key: 40 characters of base64 with both cases (so never a git SHA or other

@@ -119,6 +119,16 @@ def test_a_complete_pem_block_is_masked_whole_and_the_text_after_it_stays():
     assert masked == "[masked private_key]\nand a second line with words" and kinds == ["private_key"]
 
 
+def test_a_pem_block_quoted_line_by_line_is_masked_whole():
+    """A summary carries an earlier one as quoted lines (`  > `): the key's lines stay one block."""
+    quoted = "\n".join("  > " + line for line in PEM_NO_END.splitlines())
+    masked, kinds = mask(f"Earlier summary:\n{quoted}\n  > and the words after it")
+    assert kinds == ["private_key"]
+    body = [line for line in PEM_NO_END.splitlines()[1:] if line.strip()]
+    assert body and not any(line.strip() in masked for line in body), masked
+    assert masked.endswith("  > and the words after it")
+
+
 SHA = hashlib.sha1(b"x").hexdigest()  # 40 hex characters, like an AWS secret key's length
 PNG = base64.b64encode(bytes(range(256)) * 40 + b"eyJ.eyJ AKIA").decode()
 FALSE_POSITIVES = [
