@@ -1,9 +1,10 @@
 from django.urls import path
 
-from . import views
+from . import join, views
 
 urlpatterns = [
     path("projects/", views.projects, name="projects"),
+    path("join/<str:token>/", join.invitation_join, name="invitation_join"),
     path("invitations/<int:invitation_id>/<slug:answer>/", views.invitation_answer, name="invitation_answer"),
     path("projects/<slug:project>/members/", views.members, name="project_members"),
     path("projects/<slug:project>/members/invite/", views.member_invite, name="member_invite"),

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from contextviewer.accounts.models import Membership
 from contextviewer.core import build as core_build
+from contextviewer.refusals import refuse
 
 from . import builds, idempotency
 from .models import Conversation
@@ -29,8 +30,8 @@ def _get_conversation_for_user(request: HttpRequest, pk: int, permission: str = 
     return conv
 
 
-def _forbidden(exc: PermissionError) -> HttpResponse:
-    return HttpResponse(str(exc), status=403, content_type="text/plain; charset=utf-8")
+def _forbidden(request: HttpRequest, exc: PermissionError) -> HttpResponse:
+    return refuse(request, str(exc))
 
 
 def _selection(data) -> tuple[list[str], list[str]]:
@@ -133,7 +134,7 @@ def build_create(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         conv = _get_conversation_for_user(request, pk, "edit")
     except PermissionError as exc:
-        return _forbidden(exc)
+        return _forbidden(request, exc)
     turns, folds = _selection(request.POST)
     after = request.POST.get("after_fold", "").strip()
     try:
@@ -178,7 +179,7 @@ def handoff_start(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         conv = _get_conversation_for_user(request, pk, "edit")
     except PermissionError:
-        return _forbidden(PermissionError("Your role in this project may not fold conversations."))
+        return _forbidden(request, PermissionError("Your role in this project may not fold conversations."))
     provider = request.POST.get("provider") or None
     try:
         job, _ = handoff.start_handoff(conv, user=request.user, provider=provider)

@@ -9,6 +9,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from contextviewer.accounts.models import Project
+from contextviewer.refusals import refuse
 
 from . import jobs, services
 from .models import Job
@@ -34,10 +35,10 @@ def _get_job_for_user(request: HttpRequest, job_id: int) -> Job:
 def upload(request: HttpRequest) -> HttpResponse:
     projects = _projects_for(request, "import")
     context = {"projects": projects, "max_upload_mb": settings.MAX_UPLOAD_BYTES // 1_000_000}
+    if not projects:
+        return refuse(request, "Import is not offered: your role in your projects may view conversations but not import them.")
     if request.method == "GET":
         return render(request, "jobs/upload.html", context)
-    if not projects:
-        return HttpResponse("You have no project you may import into.", status=403)
     wanted = request.POST.get("project")
     project = next((p for p in projects if p.slug == wanted), None) if wanted else projects[0]
     if project is None:
@@ -78,7 +79,7 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
 def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
     job = _get_job_for_user(request, job_id)
     if not any(m.can("import") for m in request.user.memberships.filter(project=job.project)):
-        return HttpResponse(status=403)
+        return refuse(request, f"Your role in {job.project.name} may not cancel jobs.")
     if not jobs.cancel(job):
         return HttpResponseBadRequest("This job has already ended.")
     return redirect("job_detail", job_id=job.pk)
@@ -89,6 +90,6 @@ def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
 def job_retry(request: HttpRequest, job_id: int) -> HttpResponse:
     job = _get_job_for_user(request, job_id)
     if not any(m.can("import") for m in request.user.memberships.filter(project=job.project)):
-        return HttpResponse(status=403)
+        return refuse(request, f"Your role in {job.project.name} may not retry jobs.")
     jobs.retry(job)
     return redirect("job_detail", job_id=job.pk)

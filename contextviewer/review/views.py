@@ -287,6 +287,12 @@ def comment_add(request: HttpRequest, fold_id: int) -> HttpResponse:
 @require_POST
 def judge_start(request: HttpRequest, fold_id: int) -> HttpResponse:
     fold, _ = _get_fold_for_user(request, fold_id, "edit")
+    try:
+        services._project_provider(fold.conversation.project)  # no job that can only fail
+    except services.ReviewError as exc:
+        from contextviewer.refusals import refuse
+
+        return refuse(request, f"The judge cannot run: {exc}", status=409)
     job = services.start_judge(fold, user=request.user)
     messages.info(request, "The judge is running.")
     return redirect("job_detail", job.pk)

@@ -51,7 +51,7 @@ A_MARKERS = ["Aardvark Alpha", "alpha-zq", "zq-secret-title", "zq-secret-marker"
 LOGIN_URL = "/login/"
 OUTSIDE = ("anonymous", "b_token", "outsider")
 # Pages reachable by everyone by design (they show no project data).
-PUBLIC = {"login", "logout"}
+PUBLIC = {"login", "logout", "invitation_join"}  # invitation_join: a signed link (test_accounts.py)
 
 
 # --- the world: two projects, A's objects, one caller of each kind ------------------------------
@@ -213,7 +213,7 @@ PAGE_WRITES: dict[str, Write] = {
     "conversation_delete": Write("delete", lambda w: {"confirm": "yes"}),  # issue 10: owners and admins
 }
 # Pages whose reading needs more than "view".
-PAGE_READS: dict[str, str] = {"project_audit": "manage_members", "review_queue_next": "score", "conversation_delete": "delete"}
+PAGE_READS: dict[str, str] = {"upload": "import", "project_audit": "manage_members", "review_queue_next": "score", "conversation_delete": "delete"}
 SCORE_FIELDS = [
     {"key": "fidelity", "label": "Fidelity", "type": "scale", "min": 1, "max": 5},
     {"key": "lost_detail", "label": "Lost a load-bearing detail", "type": "bool"},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -352,3 +353,72 @@ def test_api_members_invite_and_role_change(client, owner, project):
     assert {m["username"]: m["role"] for m in r.json()} == {"mia": "viewer", "olga": "owner"}
     assert client.delete(f"/api/projects/{project.slug}/members/{mid}", headers=_bearer(secret)).status_code == 204
     assert not Membership.objects.filter(user=mia).exists()
+
+
+# --- invitation links: an invited email address sets a password and is signed in -----------------
+
+
+def _email_invitation(role="annotator"):
+    from contextviewer.accounts import services as account_services
+    from contextviewer.accounts.models import Project, Role
+    from django.contrib.auth import get_user_model
+
+    project = Project.objects.create(slug="joinme", name="Join Me")
+    owner = get_user_model().objects.create_user("olga", password="pw-olga-123")
+    project.memberships.create(user=owner, role=Role.OWNER)
+    invitation = account_services.invite(project, "New.Person@Example.com", role, by=owner)
+    return project, owner, invitation
+
+
+def test_an_invitation_link_lets_the_invited_person_set_a_password_and_be_signed_in(client):
+    from contextviewer.accounts.models import Invitation, Membership
+    from django.contrib.auth import get_user_model
+
+    project, owner, invitation = _email_invitation()
+    client.force_login(owner)
+    members = client.get(reverse("project_members", args=[project.slug])).content.decode()
+    link = re.search(r'class="join-link" value="(http://testserver(/join/[^"]+/))"', members)
+    assert link, "the members page shows the link to send"
+    client.logout()
+
+    path = link.group(2)
+    page = client.get(path)
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Join Me" in html and "new.person@example.com" in html and 'id="join-form"' in html
+    # mismatched passwords: said so, nothing created
+    bad = client.post(path, {"username": "newbie", "password1": "long-enough-pw-1", "password2": "other-pw-22"})
+    assert bad.status_code == 400 and "The two passwords differ." in bad.content.decode()
+    assert not get_user_model().objects.filter(username="newbie").exists()
+    taken = client.post(path, {"username": "OLGA", "password1": "long-enough-pw-1", "password2": "long-enough-pw-1"})
+    assert taken.status_code == 400 and "is taken" in taken.content.decode()
+
+    done = client.post(path, {"username": "newbie", "password1": "long-enough-pw-1", "password2": "long-enough-pw-1"})
+    assert done.status_code == 302
+    user = get_user_model().objects.get(username="newbie")
+    assert user.email == "new.person@example.com" and user.check_password("long-enough-pw-1")
+    assert Membership.objects.get(project=project, user=user).role == "annotator"
+    assert Invitation.objects.get(pk=invitation.pk).status == Invitation.Status.ACCEPTED
+    # signed in: the index opens, showing the project
+    assert client.get(reverse("index")).status_code == 200
+    assert client.get(reverse("index")).wsgi_request.user == user
+    client.logout()
+    # the link works once
+    again = client.get(path)
+    assert again.status_code == 410 and "the link works once" in again.content.decode()
+    # and the password signs in
+    assert client.login(username="newbie", password="long-enough-pw-1")
+
+
+def test_a_forged_or_altered_invitation_link_is_refused_with_the_reason(client):
+    from contextviewer.accounts.join import token_for
+
+    _project, _owner, invitation = _email_invitation()
+    token = token_for(invitation)
+    for bad in (token[:-2] + ("AA" if not token.endswith("AA") else "BB"), "not-a-token"):
+        r = client.get(reverse("invitation_join", args=[bad]))
+        assert r.status_code == 410 and "not valid" in r.content.decode()
+    invitation.status = "cancelled"
+    invitation.save()
+    r = client.get(reverse("invitation_join", args=[token]))
+    assert r.status_code == 410 and "has been cancelled" in r.content.decode()
