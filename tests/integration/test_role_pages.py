@@ -71,3 +71,21 @@ def test_the_judge_is_offered_only_with_a_provider_and_says_why_not(client):
     assert not Job.objects.filter(kind="judge").exists()  # no job that could only fail
     fields = {f.name for f in ProviderConfig._meta.get_fields()}
     assert "provider" in fields
+
+
+def test_compaction_runs_are_labelled_as_compaction_not_as_sub_agents(client):
+    from contextviewer.conversations.models import Conversation, ConversationKind
+
+    project = make_project()
+    user = make_user("cc", project=project)
+    main = build_conversation(project, turns=2, subagent_turn=None).conversation
+    Conversation.objects.create(project=project, agent="claude-code", external_id="agent-acompact-1", parent=main,
+                                kind=ConversationKind.COMPACTION, agent_type="", title="Summarize the conversation")
+    Conversation.objects.create(project=project, agent="claude-code", external_id="agent-x", parent=main,
+                                kind=ConversationKind.SUBAGENT, agent_type="Explore", title="Find the tests")
+    client.force_login(user)
+    page = client.get(reverse("conversation", args=[main.pk])).content.decode()
+    assert '<span class="badge compaction">compaction</span>: Summarize the conversation' in page
+    assert "Explore: Find the tests" in page
+    index = client.get(reverse("index")).content.decode()
+    assert index.count('class="badge compaction"') == 1
