@@ -55,7 +55,9 @@ ALLOWED_HOSTS = [h for h in env("CONTEXTVIEWER_ALLOWED_HOSTS", "127.0.0.1,localh
 CSRF_TRUSTED_ORIGINS = [o for o in env("CONTEXTVIEWER_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # The admin without its start-up autodiscovery (every app's admin module, auth's forms): urls.py
+    # runs it when the site's URLs load, so a command's start does not pay for it (bench startup).
+    "django.contrib.admin.apps.SimpleAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -63,7 +65,6 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "template_partials",
-    "django_celery_results",
     "contextviewer.accounts",
     "contextviewer.conversations",
     "contextviewer.providers",
@@ -192,7 +193,9 @@ else:
 
 # Celery: a real worker in every run mode. Filesystem broker by default.
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", "filesystem://")
-CELERY_RESULT_BACKEND = "django-db"
+# No result backend: a job's outcome is its Job row (conversations/jobs.py); nothing reads task
+# results, and a result store's models would load Celery at every start (`manage.py bench startup`).
+CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

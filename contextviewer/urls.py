@@ -7,6 +7,8 @@ from django.urls import include, path
 from contextviewer.accounts.throttle import ThrottledLoginView
 from contextviewer.api import api
 
+admin.autodiscover()  # SimpleAdminConfig (settings.py): the admin modules load with the URLs, not at start-up
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("login/", ThrottledLoginView.as_view(), name="login"),

@@ -15,6 +15,8 @@ import threading
 from celery import shared_task
 from celery.signals import worker_ready, worker_shutdown
 
+import contextviewer.celery  # noqa: F401 - the app these tasks bind to (not loaded at start-up: contextviewer/__init__.py)
+
 from . import jobs
 
 log = logging.getLogger(__name__)

@@ -6,11 +6,15 @@ import base64
 import hashlib
 from urllib.parse import urlsplit, urlunsplit
 
-from cryptography.fernet import Fernet, InvalidToken
+from typing import TYPE_CHECKING
+
 from django.conf import settings
 from django.db import models
 
 from contextviewer.accounts.models import Project
+
+if TYPE_CHECKING:
+    from cryptography.fernet import Fernet
 
 PROVIDER_NAMES = ("builtin", "openai", "anthropic")
 
@@ -28,6 +32,8 @@ class SpendRole(models.TextChoices):
 
 
 def _fernet() -> Fernet:
+    from cryptography.fernet import Fernet  # loaded on first use, not at every start (bench startup)
+
     # A key derived from SECRET_KEY: rotating SECRET_KEY means entering the provider keys again.
     digest = hashlib.sha256(b"contextviewer/provider-api-keys:" + settings.SECRET_KEY.encode()).digest()
     return Fernet(base64.urlsafe_b64encode(digest))
@@ -40,6 +46,8 @@ def encrypt(plain: str) -> str:
 def decrypt(token: str) -> str:
     if not token:
         return ""
+    from cryptography.fernet import InvalidToken
+
     try:
         return _fernet().decrypt(token.encode()).decode()
     except InvalidToken:

@@ -1,5 +1,6 @@
 """python manage.py bench import [--mb 200] | bench pages [--sizes 1000,10000,50000]
-| bench load [--clients 20] [--seconds 30] [--messages 41000]
+| bench load [--clients 20] [--seconds 30] [--messages 41000] | bench startup
+| bench vs-claude-code-log [--file SESSION.jsonl]
 
 Benchmarks print figures; they are not timed tests. `bench import` runs in a throw-away SQLite
 database (or the configured PostgreSQL) under a temporary data folder, never in your own data.
@@ -27,7 +28,7 @@ class Command(BaseCommand):
             "`bench load` (concurrent readers against the web server).")
 
     def add_arguments(self, parser):
-        parser.add_argument("what", choices=["import", "pages", "load"])
+        parser.add_argument("what", choices=["import", "pages", "load", "startup", "vs-claude-code-log"])
         parser.add_argument("--mb", type=float, default=200.0, help="bench import: size of the synthetic session "
                             "(a Claude Code session, then a Codex rollout of the same size)")
         parser.add_argument("--no-codex", action="store_true", help="bench import: only the Claude Code session")
@@ -57,6 +58,17 @@ class Command(BaseCommand):
         if opts["what"] == "import":
             opts["repeat"] = 3 if opts["repeat"] is None else opts["repeat"]
             self.bench_import(opts)
+        elif opts["what"] == "startup":
+            from contextviewer.conversations import bench_startup
+
+            bench_startup.run(self.stdout, repeat=opts["repeat"] or 5)
+        elif opts["what"] == "vs-claude-code-log":
+            from contextviewer.conversations import bench_ccl
+
+            try:
+                bench_ccl.run(self.stdout, path=opts["file"], repeat=opts["repeat"] or 3, keep=opts["keep"])
+            except RuntimeError as e:
+                raise CommandError(str(e)) from e
         elif opts["what"] == "load":
             from contextviewer.conversations import bench_load
 

@@ -9,10 +9,6 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
-from contextviewer.accounts.services import get_or_create_project
-from contextviewer.conversations import jobs, services
-from contextviewer.conversations.models import JobStatus
-
 
 class Command(BaseCommand):
     help = (
@@ -27,6 +23,11 @@ class Command(BaseCommand):
         parser.add_argument("--queue", action="store_true", help="hand the job to the running worker")
 
     def handle(self, *args, **opts):
+        # Imported here: `import --help` loads none of the import machinery (bench startup).
+        from contextviewer.accounts.services import get_or_create_project
+        from contextviewer.conversations import jobs, services
+        from contextviewer.conversations.models import JobStatus
+
         project = get_or_create_project(opts["project"])
         paths = [str(Path(p).expanduser().resolve()) for p in opts["paths"]]
         job, _ = services.start_import(project, paths=paths, enqueue=opts["queue"])
