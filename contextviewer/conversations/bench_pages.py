@@ -5,6 +5,8 @@ through Django's test client (middleware, view, queries, template; no network):
 - the conversation page's first response: server time (median of 10), HTML bytes, SQL queries;
 - expanding one turn (the htmx fragment): server time (median of 10).
 Targets: 50,000 messages in at most 200 ms and 300 KB, queries independent of length, a turn < 50 ms.
+Then a synthetic Claude Code session of 55 MB with 16 folds (importers/synthetic.py), imported for
+real: its first page at most 100 KB however many folds (--folds-mb 0 skips it).
 """
 
 from __future__ import annotations
@@ -26,7 +28,49 @@ def _median_ms(fn, repeat: int = REPEAT) -> float:
     return statistics.median(times)
 
 
-def run(stdout: TextIO | None = None, sizes: tuple[int, ...] = (1000, 10000, 50000)) -> list[dict]:
+def _many_folds(out: TextIO, client, project, mb: float, folds: int) -> dict:
+    """A synthetic Claude Code session of `mb` MB with `folds` compactions, imported for real: the
+    first page's size (target: at most 100 KB however many folds), time and queries."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from django.urls import reverse
+
+    from contextviewer.conversations import ingest
+    from contextviewer.conversations.models import Conversation
+    from contextviewer.importers import synthetic
+
+    folder = Path(tempfile.mkdtemp(prefix="contextviewer-bench-folds-"))
+    try:
+        start = time.perf_counter()
+        path = synthetic.write_session(folder, target_bytes=int(mb * 1e6), seed=16, folds=folds)
+        size = sum(p.stat().st_size for p in folder.rglob("*.jsonl"))
+        ingest.import_path(project, path)
+        build_s = time.perf_counter() - start
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    conv = Conversation.objects.filter(project=project, external_id=path.stem).first()
+    url = reverse("conversation", args=[conv.id])
+    start = time.perf_counter()
+    first = client.get(url)
+    first_ms = (time.perf_counter() - start) * 1000
+    assert first.status_code == 200, first.status_code
+    page_ms = _median_ms(lambda: client.get(url), repeat=5)
+    row = {"mb": size / 1e6, "messages": conv.message_count, "folds": conv.fold_count, "build_s": build_s,
+           "first_ms": first_ms, "page_ms": page_ms, "html_bytes": len(first.content)}
+    out.write(
+        f"\nClaude Code session of {row['mb']:.0f} MB, {row['messages']} messages, {row['folds']} folds "
+        f"(generated and imported in {build_s:.1f} s):\n"
+        f"  first page {row['html_bytes'] / 1024:.1f} KB (target <= 100 KB), first request {first_ms:.0f} ms, "
+        f"then {page_ms:.0f} ms (median of 5)\n"
+    )
+    out.flush()
+    return row
+
+
+def run(stdout: TextIO | None = None, sizes: tuple[int, ...] = (1000, 10000, 50000), folds_mb: float = 55.0,
+        folds: int = 16) -> list[dict]:
     from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext, setup_test_environment, teardown_test_environment
@@ -85,6 +129,8 @@ def run(stdout: TextIO | None = None, sizes: tuple[int, ...] = (1000, 10000, 500
                 f" {row['queries']:>8} {turn_ms:>8.1f}\n"
             )
             out.flush()
+        if folds_mb:
+            results.append(_many_folds(out, client, project, folds_mb, folds))
     finally:
         connection.creation.destroy_test_db(old_name, verbosity=0)
         teardown_test_environment()

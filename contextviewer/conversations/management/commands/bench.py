@@ -34,6 +34,9 @@ class Command(BaseCommand):
         parser.add_argument("--no-codex", action="store_true", help="bench import: only the Claude Code session")
         parser.add_argument("--file", help="bench import: an existing session file instead of a synthetic one")
         parser.add_argument("--sizes", default="1000,10000,50000", help="bench pages: conversation sizes")
+        parser.add_argument("--folds-mb", type=float, default=55.0, help="bench pages: size of the synthetic "
+                            "Claude Code session with --folds compactions whose first page is measured (0: none)")
+        parser.add_argument("--folds", type=int, default=16, help="bench pages: compactions of that session")
         parser.add_argument("--keep", action="store_true", help="keep the generated files")
         parser.add_argument("--repeat", type=int, default=None, help="bench import: runs of the floor and the import, "
                             "interleaved; the figures are the fastest of each (a noisy machine slows runs, never speeds them) "
@@ -86,7 +89,7 @@ class Command(BaseCommand):
             from contextviewer.conversations import bench_pages
 
             sizes = tuple(int(s) for s in opts["sizes"].split(",") if s)
-            bench_pages.run(self.stdout, sizes=sizes)
+            bench_pages.run(self.stdout, sizes=sizes, folds_mb=opts["folds_mb"], folds=opts["folds"])
 
     def bench_import(self, opts):
         # The floor and the import run in separate child processes so that each peak RSS is its own.
