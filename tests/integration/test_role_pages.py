@@ -89,3 +89,16 @@ def test_compaction_runs_are_labelled_as_compaction_not_as_sub_agents(client):
     assert "Explore: Find the tests" in page
     index = client.get(reverse("index")).content.decode()
     assert index.count('class="badge compaction"') == 1
+
+
+def test_times_show_their_date_and_zone(client):
+    project = make_project()
+    user = make_user("owner-times", project=project)
+    conv = build_conversation(project, turns=2, subagent_turn=None).conversation
+    client.force_login(user)
+    started = conv.started_at
+    assert started is not None
+    shown = started.strftime("%Y-%m-%d %H:%M UTC")
+    for url in (reverse("index"), reverse("conversation", args=[conv.pk])):
+        html = client.get(url).content.decode()
+        assert f'<time datetime="{started.isoformat()}" title="{started.strftime("%Y-%m-%d %H:%M:%S UTC")}">{shown}</time>' in html, url
