@@ -81,9 +81,14 @@ def synthetic_lines() -> tuple[list[str], dict]:
 
 def assert_one_window(conv: Conversation) -> dict:
     """Every surface names the same positions for every fold of `conv`; returns what the page showed."""
-    page = pages.conversation_page(conv, show_all_archived=True)
-    archived = [s for s in page.segments if s.kind == "archived"]
-    loaded = next(s for s in page.segments if s.kind == "loaded")
+    page = pages.conversation_page(conv)
+    # Every segment, also those the first page lists one line each (each opens into the same segment).
+    segments = pages.conversation_segments(conv, windows.load(conv))
+    archived = [s for s in segments if s.kind == "archived"]
+    loaded = next(s for s in segments if s.kind == "loaded")
+    shown = [s for s in page.segments if s.kind == "archived"]
+    assert [s.fold.pk for s in shown] == [s.fold.pk for s in archived[-len(shown):]] if shown else True
+    assert len(shown) + len(page.listed) + page.hidden_archived == len(archived)
     folds = list(page.folds)
     assert [s.fold.pk for s in archived] == [f.pk for f in folds]
     tokens = dict(Message.objects.filter(conversation=conv).values_list("position", "token_total"))
@@ -193,8 +198,10 @@ def test_synthetic_session_one_answer_everywhere(project, tmp_path):
     client = Client()
     client.force_login(user)
     html = client.get(reverse("conversation", args=[conv.pk])).content.decode()
-    assert html.count('class="segment archived"') == 2
-    assert f"positions 0–{b1}" in html and f"positions {b1 + 1}–{b2}" in html
+    assert html.count('class="segment archived') == 2  # the older one listed on one line
+    assert f"positions {b1 + 1}–{b2}" in html
+    older = client.get(reverse("segment_body", args=[conv.pk, 0])).content.decode()  # opened from its line
+    assert "Summary one" in older and "Summary two" not in older
     assert "5 preserved messages" in html
     # The curve draws Claude Code's own auto-compact line (harness rules, by the agent).
     assert "Claude Code auto-compact at 167k" in html
