@@ -228,6 +228,7 @@ API_WRITES: dict[tuple[str, str], Write] = {
     ("DELETE", "/api/projects/{project}/members/{membership_id}"): Write("manage_members"),
     ("POST", "/api/review/items/{item_id}/reviews"): Write("score", lambda w: {"json": {"scores": {"fidelity": 3, "lost_detail": "yes", "comment": ""}}}),
     ("POST", "/api/review/folds/{fold_id}/comments"): Write("score", lambda w: {"json": {"text": "zq comment"}}),
+    ("POST", "/api/review/folds/{fold_id}/summarize-again"): Write("edit", lambda w: {"json": {"provider": "builtin"}}),
     ("PUT", "/api/review/projects/{slug}/score-config"): Write("settings", lambda w: {"json": {"fields": SCORE_FIELDS}}),
     ("POST", "/api/conversations/{conversation_id}/builds"): Write("edit", lambda w: {"json": {"turns": [1]}}),
     ("POST", "/api/conversations/{conversation_id}/handoff"): Write("edit", lambda w: {"json": {"provider": "builtin"}}),
