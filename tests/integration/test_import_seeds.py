@@ -77,7 +77,10 @@ def test_efferent_current_line_store(project, user, tmp_path):
     clipped = c1.messages.get(uuid="c1:4")
     assert clipped.blocks[0]["text"] == eff.CLIPPED and clipped.flags["clipped"] is True
 
-    _page_shows(user, c1, "off-by-one fixed")
+    _page_shows(user, c1, "1 failure in test_cli.py")  # the latest fold's summary, whole
+    # The older fold is one line on the first page; opened, its summary is there whole.
+    older = _client(user).get(reverse("segment_body", args=[c1.pk, 0]))
+    assert older.status_code == 200 and "off-by-one fixed" in older.content.decode()
     _exports_keep_every_tool_call(c1)
 
     before = (Message.objects.count(), ModelCall.objects.count(), Fold.objects.count())
