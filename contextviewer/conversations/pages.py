@@ -19,7 +19,7 @@ from django.db.models import Case, Count, F, IntegerField, Max, Min, Q, QuerySet
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
-from contextviewer.core import budget, harness, registry, tokens
+from contextviewer.core import branches, budget, harness, registry, tokens
 from contextviewer.core.headline import summary_headline
 from contextviewer.core.severity import severity
 from contextviewer.importers import formats
@@ -626,6 +626,7 @@ class TurnHeader:
     first_line: str
     role: str
     is_summary: bool
+    branch_of: int | None = None  # the turn opens an abandoned branch: the turn the log went on with
 
 
 @dataclass
@@ -752,6 +753,7 @@ def turn_window(
                 first_line=_first_line(m) if m else "",
                 role=m.role if m else "",
                 is_summary=bool(m and m.is_compact_summary),
+                branch_of=branch_marks(conv).turns.get(g["turn"]),
             )
         )
     earlier_from = None
@@ -760,6 +762,51 @@ def turn_window(
         if seg_first is not None and seg_first < headers[0].turn:
             earlier_from = max(seg_first, headers[0].turn - TURN_PAGE)
     return TurnWindow(segment, start, end, headers, earlier_from, later_from, to_turn)
+
+
+@dataclass
+class BranchMarks:
+    """Messages on abandoned branches (core.branches), each with the turn of the message the log
+    went on with at that fork; and the turns made only of such messages."""
+
+    positions: dict[int, int] = field(default_factory=dict)
+    turns: dict[int, int] = field(default_factory=dict)
+
+
+def branch_marks(conv: Conversation) -> BranchMarks:
+    """The conversation's branch marks: one query when no two user or assistant messages share a
+    parent (nearly every conversation), two otherwise; kept on the instance for the request."""
+    cached = getattr(conv, "_branch_marks", None)
+    if cached is not None:
+        return cached
+    marks = BranchMarks()
+    forks = (
+        Message.objects.filter(conversation=conv, role__in=sorted(branches.HEAD_ROLES), parent_uuid__isnull=False)
+        .values("parent_uuid")
+        .annotate(n=Count("id"))
+        .filter(n__gt=1)
+    )
+    if forks.exists():
+        rows = list(
+            Message.objects.filter(conversation=conv)
+            .order_by("position")
+            .values_list("position", "turn", "uuid", "parent_uuid", "role", "api_message_id")
+        )
+        nodes = [branches.Node(uuid, parent, role, call or "") for _, _, uuid, parent, role, call in rows]
+        abandoned = branches.abandoned(nodes)
+        marks.positions = {rows[i][0]: rows[kept][1] for i, kept in abandoned.items()}
+        # A turn is marked only when all of it was abandoned (a turn may hold both, in file order).
+        whole: dict[int, int | None] = {}
+        for i, row in enumerate(rows):
+            turn = row[1]
+            kept_turn = rows[abandoned[i]][1] if i in abandoned else None
+            if turn not in whole:
+                whole[turn] = kept_turn
+            elif whole[turn] is not None and kept_turn is None:
+                whole[turn] = None
+        marks.turns = {t: k for t, k in whole.items() if k is not None}
+    conv._branch_marks = marks
+    return marks
 
 
 def _first_line(m: Message) -> str:
@@ -917,6 +964,7 @@ class MessageView:
     message: Message
     blocks: list[BlockView]
     tokens: list[tuple[str, int]]
+    branch_of: int | None = None  # on an abandoned branch: the turn the log went on with
 
 
 @dataclass
@@ -992,6 +1040,7 @@ def turn_view(conv: Conversation, turn: int, from_position: int | None = None) -
     if calls:
         children = {c.parent_tool_use_id: c for c in conv.children.filter(parent_tool_use_id__in=list(calls)).only("id", "title", "external_id", "agent_type", "message_count", "parent_tool_use_id")}
     out = []
+    marks = branch_marks(conv).positions if rows else {}
     for m, blocks in per_message:
         kept = []
         for b in blocks:
@@ -1003,7 +1052,8 @@ def turn_view(conv: Conversation, turn: int, from_position: int | None = None) -
                 b.subagent = children.get(b.tool_id)
             kept.append(b)
         if kept or not blocks:
-            out.append(MessageView(m, kept, sorted(((k, v) for k, v in (m.tokens or {}).items() if v), key=lambda kv: -kv[1])))
+            tokens_by_kind = sorted(((k, v) for k, v in (m.tokens or {}).items() if v), key=lambda kv: -kv[1])
+            out.append(MessageView(m, kept, tokens_by_kind, marks.get(m.position)))
     _tool_views(list(calls.values()))
     return TurnView(turn, out, more_from)
 
