@@ -965,6 +965,7 @@ class MessageView:
     blocks: list[BlockView]
     tokens: list[tuple[str, int]]
     branch_of: int | None = None  # on an abandoned branch: the turn the log went on with
+    branch_starts: bool = False  # the first message shown of a run on an abandoned branch (badged)
 
 
 @dataclass
@@ -1053,7 +1054,9 @@ def turn_view(conv: Conversation, turn: int, from_position: int | None = None) -
             kept.append(b)
         if kept or not blocks:
             tokens_by_kind = sorted(((k, v) for k, v in (m.tokens or {}).items() if v), key=lambda kv: -kv[1])
-            out.append(MessageView(m, kept, tokens_by_kind, marks.get(m.position)))
+            branch_of = marks.get(m.position)
+            starts = branch_of is not None and (not out or out[-1].branch_of != branch_of)
+            out.append(MessageView(m, kept, tokens_by_kind, branch_of, starts))
     _tool_views(list(calls.values()))
     return TurnView(turn, out, more_from)
 
