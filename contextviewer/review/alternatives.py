@@ -10,6 +10,8 @@ compares the two. The fold's key is the job's idempotency key: a job run twice m
 
 from __future__ import annotations
 
+import hashlib
+
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -43,6 +45,13 @@ def summaries(fold: Fold) -> list[Fold]:
     fold = original(fold)
     others = Fold.objects.filter(conversation_id=fold.conversation_id, position=fold.position, kind=windows.ALTERNATIVE)
     return [fold, *others.order_by("pk")]
+
+
+def blind_order(folds: list[Fold], user) -> list[Fold]:
+    """The summaries in an order that does not tell the original (always first otherwise), the
+    same for one user on every page and answer."""
+    uid = getattr(user, "pk", 0)
+    return sorted(folds, key=lambda f: hashlib.sha256(f"{uid}:{f.pk}".encode()).hexdigest())
 
 
 def origin_label(fold: Fold) -> str:

@@ -30,6 +30,7 @@ class ProbeOut(Schema):
     folded_tokens: int
     summary_tokens: int
     facts: list[dict]
+    hidden: bool = False  # blind review: retention and which facts were kept show once the score is in
 
 
 class ReviewIn(Schema):
@@ -94,7 +95,16 @@ def _fold(request, fold_id: int, permission: str = "view"):
     return fold, _check(request, fold.conversation.project_id, permission)
 
 
-def _probe_out(probe) -> dict:
+BLIND_KEYS = ("kept", "how")
+
+
+def _probe_out(probe, hidden: bool = False) -> dict:
+    if hidden:  # the facts of the segment stay readable; what the summary kept does not
+        return {
+            "fold_id": probe.fold_id, "retention": None, "per_kind": {}, "compression_ratio": probe.compression_ratio,
+            "folded_tokens": probe.folded_tokens, "summary_tokens": probe.summary_tokens,
+            "facts": [{k: v for k, v in f.items() if k not in BLIND_KEYS} for f in probe.facts], "hidden": True,
+        }
     return {
         "fold_id": probe.fold_id, "retention": probe.retention, "per_kind": probe.per_kind,
         "compression_ratio": probe.compression_ratio, "folded_tokens": probe.folded_tokens,
@@ -108,7 +118,7 @@ def fold_probe(request, fold_id: int):
     fold, refused = _fold(request, fold_id)
     if refused:
         return refused
-    return Status(200, _probe_out(services.probe_for(fold)))
+    return Status(200, _probe_out(services.probe_for(fold), services.hides_fold(request.user, fold)))
 
 
 @router.get("/review/conversations/{conversation_id}/probes", response={200: list[dict], 404: ErrorOut})
@@ -117,7 +127,12 @@ def conversation_probes(request, conversation_id: int):
     conv = Conversation.objects.filter(pk=conversation_id, project__in=allowed_projects(request, "view")).first()
     if conv is None:
         return Status(404, {"detail": "Not found."})
-    return Status(200, services.probe_report(conv))
+    blind = services.blind_fold_ids(request.user, conv.pk)
+    rows = services.probe_report(conv)
+    for row in rows:
+        if row["fold_id"] in blind:  # a blind item of this fold waits for the user's score
+            row.update(origin=None, retention=None, per_kind={}, lost=[], hidden=True)
+    return Status(200, rows)
 
 
 @router.get("/review/projects/{slug}/dashboard", response={200: dict, 404: ErrorOut})
@@ -192,6 +207,7 @@ class SummaryOut(Schema):
     position: int
     summary: str
     retention: float | None
+    hidden: bool = False  # blind review: kind, origin and retention show once the score is in
 
 
 @router.post(
@@ -227,10 +243,18 @@ def fold_summaries(request, fold_id: int):
     fold, refused = _fold(request, fold_id)
     if refused:
         return refused
+    found = alternatives.summaries(fold)
+    blind = services.blind_fold_ids(request.user, fold.conversation_id) & {f.pk for f in found}
+    if blind:  # a blind item of this segment waits for the user's score: nothing tells the original
+        return Status(200, [
+            {"fold_id": f.pk, "kind": "", "origin": "", "position": f.position, "summary": f.summary_text,
+             "retention": None, "hidden": True}
+            for f in alternatives.blind_order(found, request.user)
+        ])
     return Status(200, [
         {"fold_id": f.pk, "kind": f.kind, "origin": alternatives.origin_label(f), "position": f.position,
          "summary": f.summary_text, "retention": services.probe_for(f).retention}
-        for f in alternatives.summaries(fold)
+        for f in found
     ])
 
 

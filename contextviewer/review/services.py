@@ -573,6 +573,38 @@ def hides_origin(item: ReviewItem, user) -> bool:
     return item.queue.blind and not Review.objects.filter(item=item, reviewer=user).exists()
 
 
+def blind_fold_ids(user, conversation_id: int | None = None) -> set[int]:
+    """The summaries `user` may not see the origin or retention of: every summary of a segment
+    (the original and those written again) for which the user holds an unscored item of a blind
+    queue (one they may score in: assigned, or the queue is open to all who may score). The rule
+    holds on every page and API answer, not only the queue's own item page."""
+    if user is None or not user.is_authenticated:
+        return set()
+    from contextviewer.accounts.models import Membership
+
+    scoring = [m.project_id for m in Membership.objects.filter(user=user) if m.can("score")]
+    items = (
+        ReviewItem.objects.filter(queue__blind=True, queue__project_id__in=scoring)
+        .filter(Q(queue__reviewers=user) | Q(queue__reviewers__isnull=True))
+        .exclude(reviews__reviewer=user)
+    )
+    if conversation_id is not None:
+        items = items.filter(fold__conversation_id=conversation_id)
+    ids = set(items.values_list("fold_id", flat=True)) | set(items.exclude(fold_b=None).values_list("fold_b_id", flat=True))
+    if not ids:
+        return set()
+    segments = set(Fold.objects.filter(pk__in=ids).values_list("conversation_id", "position"))
+    q = Q()
+    for conv_id, position in segments:
+        q |= Q(conversation_id=conv_id, position=position)
+    return set(Fold.objects.filter(q).values_list("pk", flat=True))
+
+
+def hides_fold(user, fold: Fold) -> bool:
+    """Whether `user` is blind to this summary's origin and retention (see blind_fold_ids)."""
+    return fold.pk in blind_fold_ids(user, fold.conversation_id)
+
+
 def visible_reviews(item: ReviewItem, user) -> list[Review]:
     """Blind until submitted: a reviewer sees the others' scores only after submitting their own."""
     if not Review.objects.filter(item=item, reviewer=user).exists():

@@ -92,7 +92,8 @@ def review_index(request: HttpRequest, project: str) -> HttpResponse:
     recent = list(
         Fold.objects.filter(conversation__project=proj).select_related("conversation").order_by("-created_at", "-pk")[:50]
     )
-    fold_rows = [{"fold": f, "probe": services.probe_for(f)} for f in recent]
+    blind = services.blind_fold_ids(request.user)
+    fold_rows = [{"fold": f, "probe": services.probe_for(f), "hidden": f.pk in blind} for f in recent]
     agents = sorted(set(Fold.objects.filter(conversation__project=proj).values_list("conversation__agent", flat=True)))
     members = proj.memberships.select_related("user").order_by("user__username")
     return render(request, "review/index.html", {
@@ -140,8 +141,9 @@ def queue_detail(request: HttpRequest, queue_id: int) -> HttpResponse:
         probes[i.fold_id] = services.probe_for(i.fold)
     # A blind queue shows an item's retention only to those who have scored it.
     scored = set(services.Review.objects.filter(item__queue=queue, reviewer=request.user).values_list("item_id", flat=True))
+    blind = services.blind_fold_ids(request.user)  # another blind queue may hold the same fold
     rows = [
-        {"item": i, "probe": probes.get(i.fold_id), "hidden": queue.blind and i.pk not in scored}
+        {"item": i, "probe": probes.get(i.fold_id), "hidden": (queue.blind and i.pk not in scored) or i.fold_id in blind}
         for i in items
     ]
     return render(request, "review/queue.html", {
@@ -220,6 +222,7 @@ def fold_review(request: HttpRequest, fold_id: int) -> HttpResponse:
     fold, member = _get_fold_for_user(request, fold_id)
     context = _fold_context(request, fold, member)
     context["origin"] = alternatives.origin_label(fold)
+    context["hide"] = services.hides_fold(request.user, fold)  # a blind item of this fold awaits the user's score
     return render(request, "review/item.html", context)
 
 
@@ -256,7 +259,7 @@ def review_item(request: HttpRequest, item_id: int) -> HttpResponse:
         "item": item, "queue": queue, "prev": prev, "next": nxt, "mine": mine, "error": error,
         "score_fields": score_fields, "others": services.visible_reviews(item, request.user),
         "locked_by_other": locked_by_other, "may_submit": may_score and mine is None and not locked_by_other,
-        "hide": queue.blind and mine is None,
+        "hide": (queue.blind and mine is None) or services.hides_fold(request.user, item.fold),
     })
     if item.is_pair:
         context.update({
@@ -343,11 +346,13 @@ def pairwise(request: HttpRequest, fold_id: int, other_id: int) -> HttpResponse:
             return redirect("review_pairwise", fold_id=fold_a.pk, other_id=fold_b.pk)
     mine = PairwiseComparison.objects.filter(fold_a=fold_a, fold_b=fold_b, reviewer=request.user).first()
     votes = list(PairwiseComparison.objects.filter(fold_a=fold_a, fold_b=fold_b)) if mine else []
+    blind = services.blind_fold_ids(request.user, fold_a.conversation_id)
     return render(request, "review/pairwise.html", {
         "a": fold_a, "b": fold_b, "probe_a": services.probe_for(fold_a), "probe_b": services.probe_for(fold_b),
         "origin_a": alternatives.origin_label(fold_a), "origin_b": alternatives.origin_label(fold_b),
         "conv": fold_a.conversation, "member": member, "mine": mine, "votes": votes, "error": error,
         "turns": _segment_view(fold_a), "can_score": member.can("score"),
+        "hide": fold_a.pk in blind or fold_b.pk in blind,
     }, status=400 if error else 200)
 
 

@@ -85,6 +85,9 @@ def test_a_blind_single_item_hides_origin_and_retention_until_the_score_is_in(pr
         assert text not in before, text
     r = client.post(f"/review/items/{item.pk}/", {"fidelity": "4", "lost_detail": "no"})
     assert r.status_code == 302
+    # The queue's item of the original is still to score: naming this summary would name that one.
+    assert "summarized again" not in client.get(f"/review/items/{item.pk}/").content.decode()
+    client.post(f"/review/items/{queue.items.get(fold=original).pk}/", {"fidelity": "3", "lost_detail": "no"})
     after = client.get(f"/review/items/{item.pk}/").content.decode()
     assert "summarized again · builtin summarizer" in after and 'id="retention"' in after
     assert f"{services.probe_for(alt).retention * 100:.1f} %" in after

@@ -49,7 +49,14 @@ def fold_summaries(context, fold, hide_origin=False):
 
     request = context["request"]
     original = alternatives.original(fold)
-    rows = [{"fold": f, "origin": alternatives.origin_label(f), "is_this": f.pk == fold.pk} for f in alternatives.summaries(original)]
+    from contextviewer.review.services import blind_fold_ids
+
+    found = alternatives.summaries(original)
+    # A blind item of this segment waits for the user's score: no origins, and not the original first.
+    hide_origin = hide_origin or bool(blind_fold_ids(request.user, original.conversation_id) & {f.pk for f in found})
+    if hide_origin:
+        found = alternatives.blind_order(found, request.user)
+    rows = [{"fold": f, "origin": alternatives.origin_label(f), "is_this": f.pk == fold.pk} for f in found]
     member = Membership.objects.filter(project_id=original.conversation.project_id, user=request.user).first()
     configs = list(ProviderConfig.objects.filter(project_id=original.conversation.project_id).exclude(provider="builtin"))
     return {
