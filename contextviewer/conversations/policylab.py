@@ -12,7 +12,8 @@ What comes from where:
 - calls: the recorded model calls with their measured usage; windows from the harness rules
   (window.call_window, the same as the conversation page);
 - summary sizes: the session's own compaction summaries (imported folds that make a segment);
-- harness overhead: the first measured call's input minus the estimate of what it carried;
+- calibration: scale (provider tokens per lab token) and harness overhead fitted on the
+  session's measured calls (core/policylab/common.calibrate);
 - originals of clipped tool results where the log holds them (Claude Code's `toolUseResult`
   beside a truncated or persisted result); efferent's clip markers say how much was omitted but
   not what.
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field, replace
 
 from contextviewer.core import facts as core_facts, registry, tokens
 from contextviewer.core.policylab import Call, Msg, Replay, Session, get as get_policy, names as policy_names
+from contextviewer.core.policylab.common import calibrate
 from contextviewer.core.policylab.model import CLIPPED, FULL
 from contextviewer.core.severity import CRITICAL_AT
 
@@ -88,6 +90,7 @@ class LabSession:
     summaries_measured: int  # compaction summaries of the session itself
     cwd: str = ""
     fact_cache: dict[str, list] = field(default_factory=dict)  # Msg id -> its facts (core/facts.py)
+    prepared_cache: dict = field(default_factory=dict)  # a held text -> core_facts.prepare of it
 
     @property
     def clipped_tokens(self) -> int:
@@ -222,18 +225,16 @@ def load_session(conv: Conversation) -> LabSession:
 
     folds = [f for f in windows.segment_folds(conv) if f.origin == FoldOrigin.IMPORTED]
     summary_sizes = tuple(tokens.count_text(f.summary_text) for f in folds if f.summary_text)
-    overhead = 0
-    if call_rows:
-        first_measured = next((r for r in call_rows if (r[3] + r[4] + r[7])), None)
-        if first_measured is not None:
-            overhead = max(0, first_measured[3] + first_measured[4] + first_measured[7] - first_measured[9])
-    session = Session(
-        agent=conv.agent,
-        messages=tuple(msgs),
-        calls=tuple(calls),
-        window=windows.call_window(conv, None),
-        real_summary_tokens=summary_sizes,
-        overhead_tokens=overhead,
+    # Calibrated per session (docs/policy-lab.md §0): scale and harness overhead fitted on the
+    # session's own measured calls, so a policy that does nothing draws the recorded curve.
+    session = calibrate(
+        Session(
+            agent=conv.agent,
+            messages=tuple(msgs),
+            calls=tuple(calls),
+            window=windows.call_window(conv, None),
+            real_summary_tokens=summary_sizes,
+        )
     )
     return LabSession(session, by_id, clips, usage, len(summary_sizes), conv.cwd or "")
 
@@ -298,7 +299,7 @@ class PolicyResult:
     name: str
     label: str
     totals: list[int]  # per call: the replayed window's tokens
-    fires: int
+    fires: int  # every action
     actions: list[Action]
     peak: int
     saved_tokens: int
@@ -306,6 +307,17 @@ class PolicyResult:
     calls: int
     params: dict
     cost: float | None  # USD at list price, modelled (see cost_of)
+    by_kind: dict = field(default_factory=dict)  # folds, clips, clears, offloads, drops
+
+    @property
+    def folds(self) -> int:
+        return self.by_kind.get("folds", 0)
+
+    @property
+    def actions_text(self) -> str:
+        """"3 folds, 9 clips" (the kinds this policy took), or "no action"."""
+        parts = [f"{n} {kind[:-1] if n == 1 else kind}" for kind, n in self.by_kind.items() if n]
+        return ", ".join(parts) or "no action"
 
     @property
     def facts_at_risk(self) -> int:
@@ -317,7 +329,7 @@ class PolicyResult:
 
     @property
     def folds_per_100_calls(self) -> float | None:
-        return 100.0 * self.fires / self.calls if self.calls else None
+        return 100.0 * self.folds / self.calls if self.calls else None
 
     def as_dict(self) -> dict:
         return {
@@ -326,6 +338,7 @@ class PolicyResult:
             "open_loop": True,
             "calls": self.calls,
             "fires": self.fires,
+            "actions_by_kind": dict(self.by_kind),
             "fire_points": [{"call_index": c, "tokens": t} for c, t in self.fire_points],
             "tokens_saved": self.saved_tokens,
             "peak": self.peak,
@@ -409,26 +422,6 @@ def _digest(key: str) -> int:
     return zlib.crc32(key.encode("utf-8", "surrogatepass"))
 
 
-LINE_CAP = 240  # characters of one tool-result line handed to the fact probes (see _wrap_long_lines)
-
-
-def _wrap_long_lines(text: str) -> str:
-    """Long lines of a tool result broken at a space (else hard) every LINE_CAP characters: the
-    probes' error pattern rescans a line from every character (`.*\\b...`), so its cost grows with
-    the square of a line's length; error facts keep 200 characters and paths are shorter anyway."""
-    if len(text) <= LINE_CAP or all(len(line) <= LINE_CAP for line in text.split("\n")):
-        return text
-    out = []
-    for line in text.split("\n"):
-        while len(line) > LINE_CAP:
-            cut = line.rfind(" ", LINE_CAP // 2, LINE_CAP)
-            cut = cut if cut > 0 else LINE_CAP
-            out.append(line[:cut])
-            line = line[cut:]
-        out.append(line)
-    return "\n".join(out)
-
-
 def _probe_input(lab: LabSession, mid: str, msg_by_id: dict[str, Msg]) -> dict:
     """The message as the fact probes read it; a clipped tool result with its whole original."""
     d = dict(lab.by_id[mid])
@@ -436,10 +429,7 @@ def _probe_input(lab: LabSession, mid: str, msg_by_id: dict[str, Msg]) -> dict:
     blocks = d.get("blocks") or []
     if m is not None and m.original_text:
         blocks = [{"kind": "tool_result", "text": m.original_text}]
-    d["blocks"] = [
-        {**b, "text": _wrap_long_lines(b["text"])} if b.get("kind") == "tool_result" and isinstance(b.get("text"), str) else b
-        for b in blocks
-    ]
+    d["blocks"] = blocks
     return d
 
 
@@ -486,7 +476,7 @@ def summarize(lab: LabSession, replay: Replay) -> PolicyResult:
             touched += [i for i in (*e.dropped_msg_ids, *e.clipped_msg_ids) if i in lab.by_id]
         at_risk_by_pos: dict[int, list[FactAtRisk]] = {}
         if touched:
-            remaining = _remaining_text(windows_by_call.get(call_index), msg_by_id)
+            remaining = _remaining(lab, windows_by_call.get(call_index), msg_by_id)
             for f in _facts_not_kept(lab, list(dict.fromkeys(touched)), remaining, msg_by_id):
                 at_risk_by_pos.setdefault(f.position, []).append(FactAtRisk(f.kind, f.text, f.position, f.turn, _digest(f.key)))
         seen: set[int] = set()
@@ -519,6 +509,7 @@ def summarize(lab: LabSession, replay: Replay) -> PolicyResult:
         calls=len(session.calls),
         params=dict(replay.params),
         cost=cost_of(lab, totals),
+        by_kind=dict(replay.actions),
     )
 
 
@@ -530,36 +521,39 @@ def _message_facts(lab: LabSession, mid: str, msg_by_id: dict[str, Msg]) -> list
     return found
 
 
-def _facts_not_kept(lab: LabSession, mids: list[str], remaining: str, msg_by_id: dict[str, Msg]) -> list:
+def _facts_not_kept(lab: LabSession, mids: list[str], remaining, msg_by_id: dict[str, Msg]) -> list:
     """The facts of the messages an action touched (each once, first appearance) that the text
-    left in the window does not state: the probes' own test of "kept" (core/facts.py)."""
+    left in the window (`remaining`, prepared by core/facts.py) does not state: the probes' own
+    test of "kept"."""
     facts: dict[tuple[str, str], object] = {}
     for mid in mids:
         for f in _message_facts(lab, mid, msg_by_id):
             facts.setdefault((f.kind, f.key), f)
     if not facts:
         return []
-    prepared = _prepare_summary(remaining)
     tails = core_facts.suffix_counts(f.key for f in facts.values() if f.kind == "path")
-    return [f for f in facts.values() if not core_facts.is_kept(f, prepared, lab.cwd, tails)]
+    return [f for f in facts.values() if not core_facts.is_kept(f, remaining, lab.cwd, tails)]
 
 
-def _prepare_summary(text: str):
-    prepare = getattr(core_facts, "prepare", None) or core_facts._prepare  # noqa: SLF001 (no public name yet)
-    return prepare(text or "")
-
-
-def _remaining_text(window, msg_by_id: dict[str, Msg]) -> str:
+def _remaining(lab: LabSession, window, msg_by_id: dict[str, Msg]):
+    """The text left in a replayed window, prepared for the probes: each message whole while it
+    is held in full, else the item's marker or preview. Each text is read once per session (every
+    call and every policy share it) and the window's parts are merged, not read again."""
     if window is None:
-        return ""
+        return core_facts.prepare("")
     parts = []
+    cache = lab.prepared_cache
     for item in window.items:
         m = msg_by_id.get(item.msg_id or "")
         if item.state == FULL and m is not None:
-            parts.append(m.text)
+            key, text = ("msg", m.id), m.text
         else:
-            parts.append(item.text_or_marker or "")
-    return "\n".join(parts)
+            key = text = item.text_or_marker or ""
+        prepared = cache.get(key)
+        if prepared is None:
+            prepared = cache[key] = core_facts.prepare(text)
+        parts.append(prepared)
+    return core_facts.merge(parts)
 
 
 def cost_of(lab: LabSession, totals: Sequence[int]) -> float | None:
@@ -626,7 +620,7 @@ def project_table(convs: Sequence[Conversation], names: Iterable[str] | None = N
                 label=label,
                 conversations=len(rs),
                 median_peak=statistics.median([r.peak for r in rs]) if rs else None,
-                folds_per_100_calls=(100.0 * sum(r.fires for r in rs) / calls) if calls else None,
+                folds_per_100_calls=(100.0 * sum(r.folds for r in rs) / calls) if calls else None,
                 facts_at_risk=sum(r.facts_at_risk for r in rs),
             )
         )

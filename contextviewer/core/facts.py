@@ -124,9 +124,11 @@ IDENT_RE = re.compile(
     r")(?![\w/-]|\.\w)"
 )
 BACKTICK_RE = re.compile(r"`([^`\n]{2,80})`")
+# Searched for the keyword only (the whole line is the fact): a leading `.*` would rescan the line
+# from every character, quadratic in a line's length.
 ERROR_RE = re.compile(
-    r"(?:\b[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b(?::.*)?"
-    r"|.*\b(?:command not found|No such file or directory|Permission denied|not found|failed|FAILED|fatal:|error:|ERROR|panic:|Traceback|Segmentation fault|undefined|cannot|Cannot|could not|Could not|refused)\b.*)"
+    r"\b[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b"
+    r"|\b(?:command not found|No such file or directory|Permission denied|not found|failed|FAILED|fatal:|error:|ERROR|panic:|Traceback|Segmentation fault|undefined|cannot|Cannot|could not|Could not|refused)\b"
 )
 _SHELL_PREFIX_RE = re.compile(r"^(?:/(?:usr/)?bin/)?(?:ba|z)?sh: (?:line \d+: )?")
 SENTENCE_RE = re.compile(r"[^.!?\n]+(?:[.!?]+(?=\s|$)|(?=\n)|$)")
@@ -456,7 +458,9 @@ class _Summary:
     path_tokens: set[str] = field(default_factory=set)
 
 
-def _prepare(summary: str) -> _Summary:
+def prepare(summary: str) -> _Summary:
+    """A summary (or any text a fact is looked for in) read once: its paths, numbers, URLs and
+    sentences, for `is_kept`. Texts prepared apart can be joined with `merge`."""
     without_urls = URL_RE.sub(" ", summary)
     paths = set()
     for m in PATH_RE.finditer(without_urls):
@@ -467,6 +471,23 @@ def _prepare(summary: str) -> _Summary:
     urls = {_norm_url(m.group(0).rstrip(".,;:")) for m in URL_RE.finditer(summary)}
     sentences = [set(_key_terms(s)) for s in re.split(r"(?<=[.!?])\s+|\n+", summary) if s.strip()]
     return _Summary(summary, _norm(summary), paths, numbers, urls, sentences, {t for t in tokens if t})
+
+
+def merge(parts: Sequence[_Summary]) -> _Summary:
+    """The texts of `parts` joined by newlines, as `prepare` would read them: nothing a fact is
+    matched on crosses a line break, so the parts' findings are unioned (each part prepared once)."""
+    parts = [p for p in parts if p.text]
+    if len(parts) == 1:
+        return parts[0]
+    return _Summary(
+        "\n".join(p.text for p in parts),
+        " ".join(p.norm for p in parts if p.norm),
+        set().union(*(p.paths for p in parts)),
+        set().union(*(p.numbers for p in parts)),
+        set().union(*(p.urls for p in parts)),
+        [sentence for p in parts for sentence in p.sentences],
+        set().union(*(p.path_tokens for p in parts)),
+    )
 
 
 def _suffixes(rel: str) -> list[str]:
@@ -557,7 +578,7 @@ def is_kept(fact: Fact, s: _Summary, cwd: str = "", tails: Mapping[str, int] | N
 def probe(messages: Sequence[Mapping], summary: str, *, cwd: str = "", folded_tokens: int = 0, summary_tokens: int = 0) -> FactReport:
     """Extract the segment's facts and mark which the summary keeps."""
     facts = extract(messages, cwd)
-    prepared = _prepare(summary or "")
+    prepared = prepare(summary or "")
     tails = suffix_counts(f.key for f in facts if f.kind == "path")
     for fact in facts:
         fact.how = is_kept(fact, prepared, cwd, tails)

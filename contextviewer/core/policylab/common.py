@@ -6,14 +6,23 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from .model import CLIPPED, FULL, SUMMARY, Call, CallWindow, Event, Item, Msg, Replay, Session
 
 PREVIEW_CHARS = 160
-FOLD_KINDS = frozenset({"fold", "handoff", "summarize", "drop", "condense", "compress", "evict"})
+FOLD_KINDS = frozenset({"fold", "handoff", "summarize", "condense"})
+# Every event kind, by the action it is (Replay.actions; the page and `policies --json` show them).
+ACTION_OF = {
+    "fold": "folds", "handoff": "folds", "summarize": "folds", "condense": "folds",
+    "clip": "clips", "compress": "clips", "args_truncate": "clips",
+    "clear": "clears", "microcompact": "clears", "mask": "clears",
+    "offload": "offloads",
+    "drop": "drops", "evict": "drops",
+}
+ACTIONS = ("folds", "clips", "clears", "offloads", "drops")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -60,6 +69,7 @@ class Slot:
     tokens: int  # lab tokens of `text`
     msg: Msg | None = None
     marker: str = ""  # the marker or note shown instead of the text
+    cached: Item | None = field(default=None, init=False, compare=False, repr=False)  # item(), made once
 
     @property
     def role(self) -> str | None:
@@ -73,8 +83,10 @@ class Slot:
         return replace(self, state=state, text=text, tokens=lab_tokens(text, self.msg), marker=marker)
 
     def item(self) -> Item:
+        if self.cached is not None:
+            return self.cached
         shown = self.marker or self.text[:PREVIEW_CHARS]
-        return Item(
+        item = Item(
             key=self.key,
             state=self.state,
             text_or_marker=shown,
@@ -82,6 +94,8 @@ class Slot:
             msg_id=self.msg.id if self.msg else None,
             role=self.role,
         )
+        object.__setattr__(self, "cached", item)  # a window holds the same slot call after call
+        return item
 
 
 def slot(msg: Msg) -> Slot:
@@ -277,16 +291,80 @@ def freeze(
 
 def baseline_totals(session: Session) -> dict[int, int]:
     """The recorded curve per call: measured input where there is one, else overhead + every
-    message the call saw (with the session's own fold artifacts as recorded)."""
+    message the call saw (with the session's own fold artifacts as recorded), calibrated."""
     from .recorded import recorded_totals
 
     return recorded_totals(session)
 
 
-def finish(name: str, label: str, session: Session, windows: list[CallWindow], params: dict[str, Any]) -> Replay:
+def calibrated(session: Session, raw_total: int) -> int:
+    """A replayed total (overhead + lab tokens) in provider tokens: overhead + scale x lab tokens."""
+    oh = session.overhead_tokens
+    if session.scale == 1.0:
+        return raw_total
+    return oh + round(session.scale * (raw_total - oh))
+
+
+def unmodified_totals(session: Session) -> dict[int, int]:
+    """Per call, the whole history it saw (no fold, no clip: a policy that never acts), calibrated.
+    Tokens saved are counted against it, so a policy that only removes things never saves less than 0."""
+    out, running = {}, 0
+    for call, new in steps(session):
+        running += sum(slot(m).tokens for m in new)
+        out[call.index] = calibrated(session, session.overhead_tokens + running)
+    return out
+
+
+def calibrate(session: Session) -> Session:
+    """The session with its scale and harness overhead fitted on its own measured calls (§0,
+    "scale = recorded prompt tokens ÷ estimated tokens" on the unmodified history): a least-squares
+    line of measured input against the lab tokens of each call's window, over the calls before the
+    session's own first fold; scale = its slope (provider tokens per lab token), overhead = its
+    intercept (what every call carries besides the messages). With fewer than three measured calls,
+    or a slope outside budget.FACTOR_RANGE (the gap is then not a tokenizer's), scale = 1 and the
+    overhead is the first measured call's input minus its messages (§0, "Harness overhead")."""
+    from ..budget import FACTOR_RANGE, MIN_FIT_CALLS
+    from .recorded import recorded_estimates
+
+    rows, folds = recorded_estimates(session)
+    points = [(m, e) for seq, m, e in rows if m and (not folds or seq <= folds[0])]
+    if not points:
+        return session
+    scale, overhead = 1.0, points[0][0] - points[0][1]
+    n = len(points)
+    if n >= MIN_FIT_CALLS:
+        mean_m, mean_e = sum(m for m, _ in points) / n, sum(e for _, e in points) / n
+        den = sum((e - mean_e) ** 2 for _, e in points)
+        k = sum((e - mean_e) * (m - mean_m) for m, e in points) / den if den else 0.0
+        if FACTOR_RANGE[0] <= k <= FACTOR_RANGE[1]:
+            scale, overhead = k, round(mean_m - k * mean_e)
+    return replace(session, scale=scale, overhead_tokens=max(0, round(overhead)))
+
+
+def finish(
+    name: str, label: str, session: Session, windows: list[CallWindow], params: dict[str, Any], *, raw: bool = True
+) -> Replay:
+    """The replay's figures. `raw`: the windows' totals are overhead + lab tokens, brought to
+    provider tokens here (the session's scale); the events' figures with them."""
+    if raw and session.scale != 1.0:
+        windows = [
+            replace(
+                w,
+                total_tokens=calibrated(session, w.total_tokens),
+                events=tuple(
+                    replace(e, tokens_before=calibrated(session, e.tokens_before), tokens_after=calibrated(session, e.tokens_after))
+                    for e in w.events
+                ),
+            )
+            for w in windows
+        ]
     events = [e for w in windows for e in w.events]
-    base = baseline_totals(session)
+    base = unmodified_totals(session)
     saved = sum(base.get(w.call_index, w.total_tokens) - w.total_tokens for w in windows)
+    actions = dict.fromkeys(ACTIONS, 0)
+    for e in events:
+        group = ACTION_OF.get(e.kind, "folds" if e.kind in FOLD_KINDS else "clips")
+        actions[group] += 1
     return Replay(
         policy=name,
         label=label,
@@ -294,9 +372,10 @@ def finish(name: str, label: str, session: Session, windows: list[CallWindow], p
         events=events,
         peak=max((w.total_tokens for w in windows), default=0),
         saved_tokens=saved,
-        fires=sum(1 for e in events if e.kind in FOLD_KINDS),
+        fires=len(events),
         red_zone_calls=sum(1 for w in windows if w.zone == "red"),
         params=dict(params),
+        actions=actions,
     )
 
 

@@ -96,7 +96,8 @@ class Session:
     calls: tuple[Call, ...]
     window: int
     real_summary_tokens: tuple[int, ...] = ()  # sizes of the session's own compaction summaries
-    overhead_tokens: int = 0  # system prompt + tool schemas, not in the message log
+    overhead_tokens: int = 0  # system prompt + tool schemas, not in the message log (provider tokens)
+    scale: float = 1.0  # provider tokens per lab token, fitted per session (common.calibrate, §0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,11 +143,16 @@ class Replay:
     windows: list[CallWindow]
     events: list[Event]
     peak: int
-    saved_tokens: int  # sum over calls of (recorded-as-is total - this policy's total)
-    fires: int
+    saved_tokens: int  # sum over calls of (the unmodified history's total - this policy's total)
+    fires: int  # every action (the fire points); by kind in `actions`
     red_zone_calls: int
     open_loop: bool = True
     params: Mapping[str, Any] = field(default_factory=dict)
+    actions: Mapping[str, int] = field(default_factory=dict)  # folds, clips, clears, offloads, drops
+
+    @property
+    def folds(self) -> int:
+        return self.actions.get("folds", 0)
 
 
 @runtime_checkable

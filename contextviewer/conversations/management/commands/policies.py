@@ -73,7 +73,7 @@ class Command(BaseCommand):
                 points += f", and {len(r.fire_points) - 10} more (--json lists all)"
             cost = f", ${r.cost:,.2f} at list price (modelled)" if r.cost is not None else ""
             self.stdout.write(
-                f"\n{r.name} ({r.label}): {r.fires} fire{'s' if r.fires != 1 else ''}, "
+                f"\n{r.name} ({r.label}): {r.fires} action{'s' if r.fires != 1 else ''} ({r.actions_text}), "
                 f"{r.saved_tokens:,} tokens saved, peak {r.peak:,}, {r.red_zone_calls} call"
                 f"{'s' if r.red_zone_calls != 1 else ''} in the red zone, {r.facts_at_risk} fact"
                 f"{'s' if r.facts_at_risk != 1 else ''} at risk{cost}"
