@@ -53,3 +53,23 @@ def test_lab_on_a_fixture_session_with_folds(client, path):
     html = r.content.decode()
     assert "replayed unchanged" in html
     assert html.count('class="line-policy') == 2
+
+
+def test_a_policy_that_never_fires_draws_the_recorded_curve_on_a_fixture():
+    """ae4a77f8 never reaches Claude Code's threshold: calibrated, its replay saves nothing and
+    follows the measured curve up to the session's own fold."""
+    root = shared_fixtures_dir()
+    path = root / "claude-code" / "marot__spotter__ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl" if root else None
+    if path is None or not path.exists():
+        pytest.skip("../shared/fixtures is absent")
+    project = make_project()
+    ingest.import_path(project, path)
+    conv = Conversation.objects.get(project=project, parent__isnull=True, external_id__startswith="ae4a77f8")
+    lab = policylab.load_session(conv)
+    assert lab.session.scale > 1.0  # the provider's tokens outnumber the lab tokenizer's
+    claude, recorded = policylab.replay_all(conv, ["claude_code", "recorded"], lab)
+    assert claude.fires == 0 and claude.saved_tokens == 0
+    first_fold = min(m.seq for m in lab.session.messages if m.kind == "boundary")
+    pairs = [(r, c) for call, r, c in zip(lab.session.calls, recorded.totals, claude.totals, strict=True) if call.seq < first_fold]
+    deviation = sum(abs(c - r) / r for r, c in pairs) / len(pairs)
+    assert deviation < 0.05

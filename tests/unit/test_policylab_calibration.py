@@ -1,0 +1,63 @@
+"""Policy lab: calibration per session (policy-lab.md §0), tokens saved, actions by kind, and the
+probes' prepared texts (core/facts.py prepare/merge), on synthetic sessions."""
+
+from __future__ import annotations
+
+from contextviewer.core import facts
+from contextviewer.core.policylab import get
+from contextviewer.core.policylab.common import calibrate
+from tests.policylab_sessions import LabBuilder, text_of
+
+OVERHEAD, SCALE = 12_000, 1.3
+
+
+def measured_session(turns: int = 8, result_tokens: int = 4_000, tool: str = "Read"):
+    """Every call measured as a provider whose tokens are 1.3 lab tokens, plus 12,000 overhead."""
+    b = LabBuilder()
+    b.user(text_of(500))
+    seen = 500
+    for _ in range(turns):
+        b.call(usage=round(OVERHEAD + SCALE * seen), tools=(tool,))
+        seen += round(len("ok") / 4)
+        b.result(text_of(result_tokens))
+        seen += result_tokens
+    b.final_call(usage=round(OVERHEAD + SCALE * seen))
+    return b.session()
+
+
+def test_calibration_fits_scale_and_overhead():
+    s = calibrate(measured_session())
+    assert abs(s.scale - SCALE) < 0.01
+    assert abs(s.overhead_tokens - OVERHEAD) < 50
+
+
+def test_a_policy_that_never_acts_draws_the_recorded_curve_and_saves_nothing():
+    s = calibrate(measured_session())
+    recorded = get("recorded").replay(s)
+    for name in ("claude_code", "codex", "cwm"):
+        r = get(name).replay(s)
+        assert r.fires == 0 and r.saved_tokens == 0, name
+        for w, rec in zip(r.windows, recorded.windows, strict=True):
+            assert abs(w.total_tokens - rec.total_tokens) <= 0.01 * rec.total_tokens, (name, w.call_index)
+
+
+def test_clips_are_counted_as_clips_and_only_save():
+    s = calibrate(measured_session(turns=3, result_tokens=9_000, tool="Bash"))  # 36,000 chars > 30,000
+    r = get("claude_code").replay(s)
+    assert r.actions["clips"] == 3 and r.actions["folds"] == 0 and r.fires == 3
+    assert r.saved_tokens > 0
+    assert all(e.tokens_after < e.tokens_before for e in r.events)
+
+
+def test_merged_prepared_texts_keep_what_the_joined_text_keeps():
+    parts = [
+        "Edited src/app/models.py and ran `make test` in 2.5 s.",
+        "See https://example.com/docs. We must never touch vendor/ again.",
+        "TypeError: cannot read property of undefined",
+    ]
+    msgs = [{"position": i, "turn": i, "role": "assistant", "blocks": [{"kind": "text", "text": t}]} for i, t in enumerate(parts)]
+    found = facts.extract(msgs)
+    assert found
+    whole, merged = facts.prepare("\n".join(parts)), facts.merge([facts.prepare(p) for p in parts])
+    assert [facts.is_kept(f, merged) for f in found] == [facts.is_kept(f, whole) for f in found]
+    assert all(facts.is_kept(f, merged) for f in found)
