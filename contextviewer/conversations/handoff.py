@@ -161,7 +161,7 @@ def run_handoff(job: Job, progress) -> dict:
                     "timestamp": timezone.now(),
                 },
             )
-            Conversation.objects.filter(pk=conv.pk).update(fold_count=conv.folds.count())
+            Conversation.objects.filter(pk=conv.pk).update(fold_count=conv.folds.exclude(kind=windows.ALTERNATIVE).count())
     except IntegrityError:  # the same job, run twice at once: the other run wrote it
         fold = Fold.objects.get(conversation=conv, key=job.idempotency_key[:255])
     from contextviewer.review.services import enqueue_probes

@@ -866,7 +866,8 @@ def _refresh_figures(conversation: Conversation, token_totals: list[tuple[int, i
                 )
     conversation.message_count = conversation.messages.count()
     conversation.model_call_count = len(calls)
-    conversation.fold_count = conversation.folds.count()
+    # Real folds only: a summary written again (kind "alternative") stands beside one, not in the count.
+    conversation.fold_count = conversation.folds.exclude(kind=windows.ALTERNATIVE).count()
     conversation.peak_context = max((uncached + write + read for *_, uncached, write, read, _out in calls), default=0)
     if conversation.window is None and conversation.model_names:
         conversation.window = harness.harness_window(

@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from contextviewer.accounts.models import Membership, Project
 from contextviewer.conversations.models import Fold
+from contextviewer.conversations.window import ALTERNATIVE
 
 from . import alternatives, services
 from .models import Comment, JudgeRun, PairwiseComparison, ReviewItem, ReviewQueue
@@ -88,7 +89,7 @@ def review_index(request: HttpRequest, project: str) -> HttpResponse:
         assigned = {r.pk for r in queue.reviewers.all()}
         can_review = member.can("score") and (not assigned or request.user.pk in assigned)
         queues.append({"queue": queue, "items": len(items), "done": done, "can_review": can_review})
-    folds = Fold.objects.filter(conversation__project=proj).count()
+    folds = Fold.objects.filter(conversation__project=proj).exclude(kind=ALTERNATIVE).count()  # real folds
     recent = list(
         Fold.objects.filter(conversation__project=proj).select_related("conversation").order_by("-created_at", "-pk")[:50]
     )
