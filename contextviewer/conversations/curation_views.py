@@ -104,9 +104,18 @@ def build_page(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_GET
 def build_options(request: HttpRequest, pk: int) -> JsonResponse:
-    """For the page's script: the turns each fold's summary stands for, as [first, last] ranges."""
+    """For the page's script: the turns each fold's summary stands for, as [first, last] ranges,
+    and the turn that holds each fold's summary as a message (a turn it opens), if one does: that
+    turn excludes the turns the fold put away, as a chosen summary does (core.build.validate)."""
     conv = _get_conversation_for_user(request, pk)
-    excl = core_build.exclusions(builds.turn_spans(conv), builds.fold_infos(conv))
+    spans, infos = builds.turn_spans(conv), builds.fold_infos(conv)
+    excl = core_build.exclusions(spans, infos)
+    holders = {}
+    for f in infos:
+        if f.number in excl and f.summary_position is not None:
+            turn = next((t.turn for t in spans if t.first <= f.summary_position <= t.last), None)
+            if turn is not None:
+                holders[str(f.number)] = turn
     out = {}
     for number, turns in excl.items():
         ranges: list[list[int]] = []
@@ -116,7 +125,7 @@ def build_options(request: HttpRequest, pk: int) -> JsonResponse:
             else:
                 ranges.append([t, t])
         out[str(number)] = ranges
-    return JsonResponse({"folds": out})
+    return JsonResponse({"folds": out, "holders": holders})
 
 
 @login_required

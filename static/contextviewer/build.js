@@ -1,7 +1,10 @@
 /* contextviewer build.js (no build step, no dependencies; loaded with defer; CSP: script-src 'self').
  * The build selection on the conversation page: turn boxes (or space on the current turn) and
  * "use summary" boxes. A fold's summary and the turns it stands for exclude each other: checking
- * one clears the other, and turns behind a chosen summary are marked. The server checks again.
+ * one clears the other, and turns behind a chosen summary are marked. A turn that holds a fold's
+ * summary (the message opening it) excludes the turns that fold put away, as the server's rule
+ * says: while one side is selected the other's boxes are disabled, with the reason beside them.
+ * The server checks again.
  * The preview is server-rendered HTML (escaped there); nothing from transcripts is built here. */
 (function () {
   "use strict";
@@ -11,6 +14,7 @@
   var status = document.getElementById("build-selection");
   var button = document.getElementById("build-button");
   var exclusions = {}; // fold number -> [[first turn, last turn], ...]
+  var holders = {}; // fold number -> the turn holding its summary as a message (it opens that turn)
   var state = { turns: {}, folds: {} };
   var previewTimer = null;
 
@@ -43,6 +47,26 @@
 
   function say(text) {
     if (status) status.textContent = text;
+  }
+
+  // Why a turn may not be selected now (a turn holding a fold's summary and a turn that fold put
+  // away exclude each other), or "" when it may.
+  function blocked(turn) {
+    var folds = keys(holders);
+    for (var i = 0; i < folds.length; i++) {
+      var f = folds[i];
+      var holder = holders[f];
+      if (holder !== turn && state.turns[holder] && covers(f, turn)) {
+        return "Turn " + holder + " (selected) holds the summary of fold " + f + ", which put turn " + turn + " away: select either.";
+      }
+      if (holder === turn) {
+        var away = keys(state.turns).filter(function (t) { return t !== turn && covers(f, t); });
+        if (away.length) {
+          return "Turn " + turn + " holds the summary of fold " + f + ", which put away turn" + (away.length > 1 ? "s " : " ") + ranges(away) + " (selected): select either.";
+        }
+      }
+    }
+    return "";
   }
 
   function selectTurn(turn, on) {
@@ -82,6 +106,22 @@
     all("input.pick-turn").forEach(function (box) {
       var turn = Number(box.value);
       box.checked = !!state.turns[turn];
+      // A checked box stays enabled (it can always be cleared); an unchecked one that would break
+      // the rule is disabled and says why (title and the note beside it).
+      var why = box.checked ? "" : blocked(turn);
+      box.disabled = !!why;
+      if (why) box.setAttribute("title", why);
+      else box.removeAttribute("title");
+      var note = box.parentNode && box.parentNode.querySelector(".pick-blocked");
+      if (why && !note && box.parentNode) {
+        note = document.createElement("span");
+        note.className = "pick-blocked muted small";
+        box.insertAdjacentElement("afterend", note);
+      }
+      if (note) {
+        note.textContent = why;
+        note.hidden = !why;
+      }
       var behind = keys(state.folds).filter(function (f) { return covers(f, turn); });
       var head = box.closest("details.turn");
       if (head) {
@@ -163,6 +203,10 @@
     if (!box) return;
     event.preventDefault();
     if (event.repeat) return;
+    if (box.disabled) {
+      say(describe() + " " + (box.getAttribute("title") || ""));
+      return;
+    }
     box.checked = !box.checked;
     box.dispatchEvent(new Event("change", { bubbles: true }));
   });
@@ -186,6 +230,8 @@
       .then(function (r) { return r.ok ? r.json() : { folds: {} }; })
       .then(function (data) {
         exclusions = data.folds || {};
+        holders = {};
+        Object.keys(data.holders || {}).forEach(function (f) { holders[Number(f)] = Number(data.holders[f]); });
         form.setAttribute("data-ready", "1");
         sync();
       });

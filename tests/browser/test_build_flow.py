@@ -119,3 +119,57 @@ def test_select_turns_and_a_summary_build_open_and_export(page, live_server, see
     expect(page.locator(".build-preview .error")).to_contain_text(f"fold 1 put turn {behind[0]} away")
     page.screenshot(path=str(SCREENSHOTS / "build-page.png"))
     assert watch.csp() == [] and watch.dialogs == []  # (the console notes the 400 answer itself)
+
+
+def test_a_turn_holding_a_summary_and_the_turns_its_fold_put_away_exclude_each_other(page, live_server, seeded):
+    """The server's rule in the page: the turn opening with the latest fold's summary and a turn
+    that fold put away cannot both be selected; the other's box is disabled and says why, both ways."""
+    watch = Watch(page)
+    login(page.context, live_server, seeded["user"])
+    conv = seeded["conv"]
+    spans, infos = builds.turn_spans(conv), builds.fold_infos(conv)
+    n = infos[-1].number  # the latest fold: its summary opens a turn of the loaded view
+    holder = next(t.turn for t in spans if t.first <= infos[-1].summary_position <= t.last)
+    away = [t for t in core_build.exclusions(spans, infos)[n] if t != holder]
+    assert away, f"fold {n} must have put turns away"
+    # The server refuses the pair (the rule the page follows).
+    with pytest.raises(core_build.BuildError, match=f"turn {holder} holds fold {n}'s summary"):
+        core_build.validate([holder, away[0]], [], spans, infos)
+
+    page.goto(f"{live_server.url}/c/{conv.id}/")
+    page.wait_for_selector("#build-form[data-ready]")
+    archived = page.locator("details.segment.archived", has=page.locator(f'input.pick-fold[value="{n}"]'))
+    archived.locator("summary.fold-head .seg-range").click()
+    archived.locator(f"#turn-{away[0]}").wait_for()
+    wait_for_htmx(page)
+    holder_box = page.locator(f"#turn-{holder} input.pick-turn")
+    away_box = page.locator(f"#turn-{away[0]} input.pick-turn")
+    expect(away_box).to_be_enabled()
+
+    holder_box.check()
+    expect(away_box).to_be_disabled()
+    note = page.locator(f"#turn-{away[0]} .pick-blocked")
+    expect(note).to_be_visible()
+    expect(note).to_contain_text(f"Turn {holder} (selected) holds the summary of fold {n}, which put turn {away[0]} away")
+    expect(away_box).to_have_attribute("title", re.compile(f"holds the summary of fold {n}, which put turn {away[0]} away"))
+    expect(page.locator("#build-selection")).to_contain_text(f"1 turn ({holder})")
+
+    holder_box.uncheck()
+    expect(away_box).to_be_enabled()
+    expect(note).to_be_hidden()
+    away_box.check()
+    expect(holder_box).to_be_disabled()
+    expect(page.locator(f"#turn-{holder} .pick-blocked")).to_contain_text(
+        f"Turn {holder} holds the summary of fold {n}, which put away turn {away[0]} (selected)"
+    )
+    # Space on the holder turn (the keyboard path) does not select it either.
+    page.locator(f"#turn-{holder} .turn-no").click()
+    page.keyboard.press(" ")
+    expect(holder_box).not_to_be_checked()
+    expect(page.locator("#build-selection")).to_contain_text("select either")
+    away_box.uncheck()
+    expect(holder_box).to_be_enabled()
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    holder_box.check()
+    page.screenshot(path=str(SCREENSHOTS / "build-holder-rule.png"), full_page=False)
+    watch.assert_clean()
