@@ -103,17 +103,12 @@ def fold_result(fold: Fold) -> dict:
     }
 
 
-def run_handoff(job: Job, progress) -> dict:
-    conv = Conversation.objects.select_related("project").get(pk=job.params["conversation_id"], project=job.project)
-    existing = Fold.objects.filter(conversation=conv, key=job.idempotency_key).first()
-    if existing is not None:  # a retried job whose fold was already written
-        return fold_result(existing)
-    progress(0.05, "reading the loaded view")
-    view = loaded_input(conv)
-    if view.latest_fold is not None and view.latest_fold.position >= view.end:
-        raise NothingToFold("nothing to fold: no message after the latest fold")
-    if not view.entries:
-        raise NothingToFold("nothing to fold: the loaded view has no text, tool call or summary")
+def summarize_view(job: Job, conv: Conversation, view: LoadedInput, progress, *, storing: str):
+    """Ask the job's provider for the four sections of the loaded view: (provider, summary, cost).
+
+    The summary is validated and stored masked whatever answered (the provider masks too); the cost
+    is the fold's cost record. `storing` is the progress line shown once the answer is in.
+    """
     system, prompt = core.build_prompt(core.render_transcript(view.entries))
     provider = providers.get_provider(job.project, job.params.get("provider") or None)
     progress(0.2, f"asking {provider.name} for the summary")
@@ -128,12 +123,12 @@ def run_handoff(job: Job, progress) -> dict:
         conversation=conv,
         progress=progress,
     )
-    progress(0.9, "storing the fold")
+    progress(0.9, storing)
     try:
         sections = core.validate_sections(completion.text)
     except core.SummaryInvalid as exc:
         raise ProviderError(f"{provider.name}: {exc}") from exc
-    summary = mask_text(core.format_sections(sections))  # the provider masks too; the fold is stored masked whatever answered
+    summary = mask_text(core.format_sections(sections))
     cost = {
         "provider": provider.name,
         "model": completion.model,
@@ -144,6 +139,21 @@ def run_handoff(job: Job, progress) -> dict:
         "output": completion.output_tokens,
         "cost_usd": completion.cost_usd,
     }
+    return provider, summary, cost
+
+
+def run_handoff(job: Job, progress) -> dict:
+    conv = Conversation.objects.select_related("project").get(pk=job.params["conversation_id"], project=job.project)
+    existing = Fold.objects.filter(conversation=conv, key=job.idempotency_key).first()
+    if existing is not None:  # a retried job whose fold was already written
+        return fold_result(existing)
+    progress(0.05, "reading the loaded view")
+    view = loaded_input(conv)
+    if view.latest_fold is not None and view.latest_fold.position >= view.end:
+        raise NothingToFold("nothing to fold: no message after the latest fold")
+    if not view.entries:
+        raise NothingToFold("nothing to fold: the loaded view has no text, tool call or summary")
+    provider, summary, cost = summarize_view(job, conv, view, progress, storing="storing the fold")
     try:
         with transaction.atomic():
             fold, _ = Fold.objects.get_or_create(

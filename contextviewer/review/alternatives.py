@@ -17,8 +17,6 @@ from django.utils import timezone
 
 from contextviewer.conversations import handoff, jobs, window as windows
 from contextviewer.conversations.models import Fold, FoldOrigin, Job
-from contextviewer.core import handoff as core
-from contextviewer.core.secrets import mask_text
 from contextviewer.core.tokens import count_text
 from contextviewer.providers import services as providers
 from contextviewer.providers.base import ProviderError
@@ -111,29 +109,7 @@ def run(job: Job, progress) -> dict:
     view = handoff.loaded_input(conv, windows.loaded_input_at(fold))
     if not view.entries:
         raise CannotSummarize("the fold's segment has no text, tool call or summary to summarize")
-    system, prompt = core.build_prompt(core.render_transcript(view.entries))
-    provider = providers.get_provider(job.project, job.params.get("provider") or None)
-    progress(0.2, f"asking {provider.name} for the summary")
-    completion = providers.complete(
-        provider, project=job.project, role="handoff", system=system, prompt=prompt,
-        max_tokens=handoff.MAX_SUMMARY_TOKENS, job=job, conversation=conv, progress=progress,
-    )
-    progress(0.9, "storing the summary beside the original")
-    try:
-        sections = core.validate_sections(completion.text)
-    except core.SummaryInvalid as exc:
-        raise ProviderError(f"{provider.name}: {exc}") from exc
-    summary = mask_text(core.format_sections(sections))
-    cost = {
-        "provider": provider.name,
-        "model": completion.model,
-        "calls": 1,
-        "input_uncached": max(0, completion.input_tokens - completion.cache_read_tokens - completion.cache_write_tokens),
-        "cache_read": completion.cache_read_tokens,
-        "cache_write": completion.cache_write_tokens,
-        "output": completion.output_tokens,
-        "cost_usd": completion.cost_usd,
-    }
+    provider, summary, cost = handoff.summarize_view(job, conv, view, progress, storing="storing the summary beside the original")
     try:
         with transaction.atomic():
             alt, _ = Fold.objects.get_or_create(
