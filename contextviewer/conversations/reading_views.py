@@ -8,13 +8,12 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.db.models import Max, Min
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from . import pages
 from .models import Fold, Message
-from .views import _get_conversation_for_user
+from .views import _get_conversation_for_user, fragment_or_page
 
 
 @login_required
@@ -27,9 +26,7 @@ def fold_summary(request: HttpRequest, pk: int, fold_id: int) -> HttpResponse:
     if fold is None or not fold.summary_text:
         raise Http404("No such fold summary")
     context = {"conv": conv, "fold": fold}
-    if request.htmx:
-        return render(request, "conversations/_summary.html#summary-full", context)
-    return render(request, "conversations/fold_summary.html", context)
+    return fragment_or_page(request, "conversations/_summary.html#summary-full", "conversations/fold_summary.html", context)
 
 
 @login_required
@@ -43,6 +40,4 @@ def subagent_turns(request: HttpRequest, pk: int) -> HttpResponse:
     if span["first"] is not None:
         window = pages.turn_window(conv, 0, span["first"], span["last"])
     context = {"conv": conv, "window": window}
-    if request.htmx:
-        return render(request, "conversations/_subagent_turns.html", context)
-    return render(request, "conversations/subagent_turns.html", context)
+    return fragment_or_page(request, "conversations/_subagent_turns.html", "conversations/subagent_turns.html", context)

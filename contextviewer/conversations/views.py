@@ -35,6 +35,11 @@ def _get_message(conv: Conversation, message_id: int, *, with_raw: bool = False)
     return message
 
 
+def fragment_or_page(request: HttpRequest, fragment: str, page: str, context: dict) -> HttpResponse:
+    """The fragment for an htmx request, the full page for a plain one (every URL works without JavaScript)."""
+    return render(request, fragment if request.htmx else page, context)
+
+
 def _query_without(request: HttpRequest, *names: str) -> str:
     """The request's query string without `names`, ending in "&" when not empty (for paging links)."""
     query = request.GET.copy()
@@ -86,9 +91,7 @@ def fold_list(request: HttpRequest, pk: int) -> HttpResponse:
     older = pages.fold_list(conv, before=_int(request.GET.get("before")))
     context = {"conv": conv, "rows": older.rows, "hidden": older.hidden, "before": older.before,
                "folds": pages.segment_folds(conv)}
-    if request.htmx:
-        return render(request, "conversations/_fold_list.html", context)
-    return render(request, "conversations/fold_list.html", context)
+    return fragment_or_page(request, "conversations/_fold_list.html", "conversations/fold_list.html", context)
 
 
 @login_required
@@ -102,9 +105,7 @@ def segment_body(request: HttpRequest, pk: int, index: int) -> HttpResponse:
         raise Http404("No such archived segment")
     window = pages.turn_window(conv, index, segment.start, segment.end)
     context = {"conv": conv, "window": window, "segment": segment, "folds": pages.segment_folds(conv)}
-    if request.htmx:
-        return render(request, "conversations/_fold_list.html#segment-body", context)
-    return render(request, "conversations/segment.html", context)
+    return fragment_or_page(request, "conversations/_fold_list.html#segment-body", "conversations/segment.html", context)
 
 
 @login_required
@@ -120,9 +121,7 @@ def segment_turns(request: HttpRequest, pk: int, index: int) -> HttpResponse:
         conv, index, segment.start, segment.end, _int(request.GET.get("from")), _int(request.GET.get("to"))
     )
     context = {"conv": conv, "window": window, "segment": segment}
-    if request.htmx:
-        return render(request, "conversations/conversation.html#turn-window", context)
-    return render(request, "conversations/segment.html", context)
+    return fragment_or_page(request, "conversations/conversation.html#turn-window", "conversations/segment.html", context)
 
 
 @login_required
@@ -135,9 +134,7 @@ def turn(request: HttpRequest, pk: int, turn: int) -> HttpResponse:
     if not view.messages and request.GET.get("from") is None:
         raise Http404("No such turn")
     context = {"conv": conv, "turn": view}
-    if request.htmx:
-        return render(request, "conversations/conversation.html#turn-body", context)
-    return render(request, "conversations/turn.html", context)
+    return fragment_or_page(request, "conversations/conversation.html#turn-body", "conversations/turn.html", context)
 
 
 @login_required
@@ -151,9 +148,7 @@ def block(request: HttpRequest, pk: int, message_id: int, index: int) -> HttpRes
     if view is None:
         raise Http404("No such block")
     context = {"conv": conv, "b": view, "message": message}
-    if request.htmx:
-        return render(request, "conversations/conversation.html#block-content", context)
-    return render(request, "conversations/block.html", context)
+    return fragment_or_page(request, "conversations/conversation.html#block-content", "conversations/block.html", context)
 
 
 @login_required
