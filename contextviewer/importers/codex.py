@@ -75,16 +75,16 @@ from contextviewer.core.records import (
 )
 from contextviewer.core.secrets import mask_text
 from contextviewer.importers.common import (
+    TimeSpan,
     collect_images,
     compact_json as _compact,
     content_blocks as _content_blocks,
     data_url,
     head_text,
-    image_data,
     json_lines,
     parse_timestamp,
     pos_int as _int,
-    TimeSpan,
+    put_back_images,
     raw_json,
     str_or_none as _str,
     strip_suffixes,
@@ -877,12 +877,7 @@ def images(raw: str) -> list[dict]:
 
 def enrich(d: dict) -> dict:
     """Image blocks get their data back from the raw line (blocks and data: URLs in the same order)."""
-    blocks = d.get("blocks") or []
-    if not any(b.get("kind") == "image" for b in blocks):
-        return d
-    found = iter(images(d.get("raw") or ""))
-    return {**d, "blocks": [image_data(b, next(found, None)) if b.get("kind") == "image" and b.get("data_size") else b
-                            for b in blocks]}
+    return put_back_images(d, images, lambda b: b.get("kind") == "image" and b.get("data_size"))
 
 
 FORMAT = Format(

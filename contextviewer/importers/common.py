@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from contextviewer.core import images as image_headers
@@ -40,6 +41,12 @@ def strip_suffixes(name: str, suffixes: tuple[str, ...] = (".gz", ".jsonl", ".js
     for suffix in suffixes:
         name = name.removesuffix(suffix)
     return name
+
+
+def file_stem(path: Path) -> str:
+    """A session's fallback id from its file name: the name without its suffixes (the whole name
+    when nothing is left)."""
+    return strip_suffixes(path.name) or path.name
 
 
 def parse_timestamp(value: Any) -> datetime | None:
@@ -301,6 +308,19 @@ def part_blocks(content: Any, part: Callable[[dict], Block]) -> list[Block]:
     return blocks
 
 
+def langchain_usage(meta: dict) -> tuple[int, int, int, int, int | None, int | None]:
+    """(input_uncached, cache_write, cache_read, output, 5m, 1h) of a LangChain ``usage_metadata``:
+    its ``input_tokens`` include the cached and cache-written ones (``input_token_details``)."""
+    details = meta.get("input_token_details")
+    details = details if details.__class__ is dict else {}
+    read = pos_int(details.get("cache_read"))
+    write = pos_int(details.get("cache_creation"))
+    five = details.get("ephemeral_5m_input_tokens")
+    one = details.get("ephemeral_1h_input_tokens")
+    return (max(pos_int(meta.get("input_tokens")) - read - write, 0), write, read, pos_int(meta.get("output_tokens")),
+            pos_int(five) if five is not None else None, pos_int(one) if one is not None else None)
+
+
 def text_of(blocks: list[Block]) -> str:
     return "\n".join(b.text for b in blocks if b.kind == "text" and b.text)
 
@@ -356,6 +376,17 @@ def image_data(block: dict, source: dict | None) -> dict:
     if source is None:
         return block
     return {**block, "data": source["data"], "media_type": source.get("media_type") or block.get("media_type")}
+
+
+def put_back_images(d: dict, images: Callable[[str], list[dict]],
+                    takes: Callable[[dict], bool] = lambda b: b.get("kind") == "image") -> dict:
+    """An exporter message dict whose image blocks (those ``takes``) get their base64 data back,
+    in order, from ``images(raw)`` (a format's ``images``); the dict as it is without images."""
+    blocks = d.get("blocks") or []
+    if not d.get("raw") or not any(b.get("kind") == "image" for b in blocks):
+        return d
+    sources = iter(images(d["raw"]))
+    return {**d, "blocks": [image_data(b, next(sources, None)) if takes(b) else b for b in blocks]}
 
 
 # -- sniffing a head ---------------------------------------------------------------------------

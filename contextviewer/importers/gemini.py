@@ -76,6 +76,7 @@ from contextviewer.importers.common import (
     OpenCalls,
     collect_images,
     compact_json,
+    file_stem,
     first_lines,
     image_data,
     json_kind,
@@ -83,7 +84,6 @@ from contextviewer.importers.common import (
     pos_int,
     raw_json,
     str_or_none,
-    strip_suffixes,
     text_of,
     timestamp,
     tool_call,
@@ -244,7 +244,7 @@ class _Marker:
 class _Chat:
     def __init__(self, path: Path, agent_id: str | None = None):
         self.path = path
-        self.stem = _stem(path)
+        self.stem = file_stem(path)
         self.meta: dict[str, Any] = {}
         self.entries: dict[str, _Entry] = {}
         self.sequence: list[_Entry | _Marker] = []  # output order: first appearance
@@ -545,10 +545,6 @@ class _Chat:
             bytes_consumed=self.size,
             duplicate_uuids=self.duplicates,
         )
-
-
-def _stem(path: Path) -> str:
-    return strip_suffixes(path.name) or path.name
 
 
 # -- parse ---------------------------------------------------------------------------------------

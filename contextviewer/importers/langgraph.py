@@ -61,8 +61,8 @@ from contextviewer.importers.common import (
     anthropic_block,
     compact_json,
     json_kind,
+    langchain_usage,
     parse_timestamp,
-    pos_int,
     result_content,
     str_or_none,
     text_of,
@@ -492,19 +492,12 @@ class _Namespace(TimeSpan):
         meta = msg.get("usage_metadata")
         if not isinstance(meta, dict):
             return
-        details = meta.get("input_token_details") if isinstance(meta.get("input_token_details"), dict) else {}
-        cache_read = pos_int(details.get("cache_read"))
-        cache_write = pos_int(details.get("cache_creation"))
-        rec = UsageRecord(
+        uncached, write, read, output, five, one = langchain_usage(meta)
+        usage.append(UsageRecord(
             api_message_id=api_id, request_id=None, message_uuid=seen.uuid, line_no=seen.line_no, model=model,
-            input_uncached=max(0, pos_int(meta.get("input_tokens")) - cache_read - cache_write),
-            cache_write=cache_write, cache_read=cache_read, output=pos_int(meta.get("output_tokens")),
-            agent_id=self.agent_id, timestamp=seen.ts,
-        )
-        for key, attr in (("ephemeral_5m_input_tokens", "cache_write_5m"), ("ephemeral_1h_input_tokens", "cache_write_1h")):
-            if isinstance(details.get(key), int):
-                setattr(rec, attr, details[key])
-        usage.append(rec)
+            input_uncached=uncached, cache_write=write, cache_read=read, output=output, cache_write_5m=five,
+            cache_write_1h=one, agent_id=self.agent_id, timestamp=seen.ts,
+        ))
 
 
 def _event_key(event: Any) -> Any:

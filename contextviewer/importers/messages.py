@@ -50,14 +50,15 @@ from contextviewer.importers.common import (
     collect_images,
     compact_json,
     data_url,
-    image_data,
+    file_stem,
     json_kind,
+    langchain_usage,
     part_blocks,
     pos_int,
+    put_back_images,
     raw_json,
     result_content,
     str_or_none,
-    strip_suffixes,
     timestamp,
     tool_call,
 )
@@ -228,20 +229,9 @@ def _usage(usage: dict) -> tuple[int, int, int, int, int | None, int | None] | N
     return None
 
 
-def _lc_usage(meta: dict) -> tuple[int, int, int, int, int | None, int | None]:
-    details = meta.get("input_token_details")
-    details = details if details.__class__ is dict else {}
-    read = pos_int(details.get("cache_read"))
-    write = pos_int(details.get("cache_creation"))
-    five = details.get("ephemeral_5m_input_tokens")
-    one = details.get("ephemeral_1h_input_tokens")
-    return (max(pos_int(meta.get("input_tokens")) - read - write, 0), write, read, pos_int(meta.get("output_tokens")),
-            pos_int(five) if five is not None else None, pos_int(one) if one is not None else None)
-
-
 class _Conversation:
     def __init__(self, path: Path):
-        self.stem = _stem(path)
+        self.stem = file_stem(path)
         self.records: list[Record] = []
         self.usage: list[UsageRecord] = []
         self.seen: set[str] = set()
@@ -433,7 +423,7 @@ class _Conversation:
             model = str_or_none(meta.get("model_name")) or str_or_none(meta.get("model"))
             usage = fields.get("usage_metadata")
             if usage.__class__ is dict:
-                figures = _lc_usage(usage)
+                figures = langchain_usage(usage)
                 api_id = str_or_none(meta.get("id"))
         uuid = self._emit(number, obj, raw, role, kind, blocks, uuid=fields.get("id"), model=model, api_id=api_id)
         self._call_usage(uuid, number, api_id, model, figures, None)
@@ -473,10 +463,6 @@ class _Conversation:
             bytes_consumed=size,
             duplicate_uuids=self.duplicates,
         )
-
-
-def _stem(path: Path) -> str:
-    return strip_suffixes(path.name) or path.name
 
 
 def _message_list(doc: Any) -> tuple[list | None, str | None]:
@@ -579,11 +565,7 @@ def images(raw: str) -> list[dict]:
 
 def enrich(d: dict) -> dict:
     """Image data put back on image blocks (in order)."""
-    blocks = d.get("blocks") or []
-    if not d.get("raw") or not any(b.get("kind") == "image" for b in blocks):
-        return d
-    sources = iter(images(d["raw"]))
-    return {**d, "blocks": [image_data(b, next(sources, None)) if b.get("kind") == "image" else b for b in blocks]}
+    return put_back_images(d, images)
 
 
 FORMAT = Format(
