@@ -4,15 +4,13 @@ Builds a new conversation from selected turns and folds' summaries of CONVERSATI
 session's external id): the same job the page and the API start, run in this process."""
 
 import json
-import sys
 
-from django.core.management.base import BaseCommand
-
-from contextviewer.conversations import builds, jobs
-from contextviewer.conversations.models import JobStatus
+from contextviewer.conversations import builds
+from contextviewer.conversations.management.base import ConversationCommand
 
 
-class Command(BaseCommand):
+class Command(ConversationCommand):
+    command_name = "build"
     help = "Build a new conversation from selected turns and folds' summaries (the source is not changed)."
 
     def add_arguments(self, parser):
@@ -25,23 +23,13 @@ class Command(BaseCommand):
         )
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
-    def _fail(self, message: str, as_json: bool) -> None:
-        if as_json:
-            self.stdout.write(json.dumps({"status": "failed", "error": message}))
-        self.stderr.write(f"build failed: {message}")
-        sys.exit(2)
-
     def handle(self, *args, **opts):
-        conv = builds.find_conversation(opts["conversation"])
-        if conv is None:
-            self._fail(f"no conversation with id or session id {opts['conversation']!r}", opts["json"])
+        conv = self.conversation(opts["conversation"], as_json=opts["json"])
         try:
             job = builds.start_build(conv, opts["turns"], opts["folds"], after_fold=opts["after_fold"], enqueue=False)
         except builds.BuildError as exc:
-            self._fail(str(exc), opts["json"])
-        done = jobs.run(job.pk, on_progress=None if opts["json"] else lambda f, t: self.stderr.write(f"{int(f * 100):3d}% {t}"))
-        if done is None or done.status != JobStatus.SUCCEEDED:
-            self._fail(done.error if done else "the job was taken by another process", opts["json"])
+            self.fail(str(exc), as_json=opts["json"])
+        done = self.run_job(job, as_json=opts["json"])
         r = done.result
         if opts["json"]:
             self.stdout.write(json.dumps({"status": done.status, "job_id": done.pk, "result": r}, default=str))

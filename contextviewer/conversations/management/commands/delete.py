@@ -4,34 +4,20 @@ Deletes a conversation (its id or its session's external id) with its sub-agents
 review items, search entries and unused upload; builds made from it keep their copy. Asks for
 confirmation unless --yes. The deletion is recorded in the project's audit log."""
 
-import sys
-
-from django.core.management.base import BaseCommand
-
 from contextviewer.conversations import deletion
-from contextviewer.conversations.models import Conversation
+from contextviewer.conversations.management.base import ConversationCommand
 
 
-class Command(BaseCommand):
+class Command(ConversationCommand):
+    command_name = "delete"
     help = "Delete a conversation with its sub-agents, folds, probes, search entries and unused upload."
 
     def add_arguments(self, parser):
         parser.add_argument("conversation", help="conversation id or session (external) id")
         parser.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
 
-    def _fail(self, message: str, code: int = 2) -> None:
-        self.stderr.write(f"delete failed: {message}")
-        sys.exit(code)
-
     def handle(self, *args, **opts):
-        ref = opts["conversation"]
-        matches = list(Conversation.objects.by_reference(ref).select_related("project").order_by("pk"))
-        if not matches:
-            self._fail(f"no conversation with id or session id {ref!r}")
-        if len(matches) > 1:
-            listed = "; ".join(f"{c.pk} in {c.project.name} ({c.agent})" for c in matches)
-            self._fail(f"{ref!r} names {len(matches)} conversations ({listed}): give the id of the one to delete")
-        conv = matches[0]
+        conv = self.only_conversation(opts["conversation"], verb="delete")
         plan = deletion.plan(conv)
         what = f"{plan.messages} message{'s' if plan.messages != 1 else ''}"
         if plan.subagents:
@@ -49,7 +35,7 @@ class Command(BaseCommand):
             except EOFError:
                 answer = ""
             if answer.strip().lower() not in ("yes", "y"):
-                self._fail("not confirmed; nothing was deleted (use --yes to skip the question)", 1)
+                self.fail("not confirmed; nothing was deleted (use --yes to skip the question)", code=1)
         done = deletion.delete_conversation(conv, actor=None, via="command")
         self.stdout.write(
             f"deleted conversation {done.id} ({done.external_id}): {done.messages} message{'s' if done.messages != 1 else ''}, "

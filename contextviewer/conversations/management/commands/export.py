@@ -2,15 +2,14 @@
 
 Writes the conversation (its id or its session's external id) to PATH, or to stdout."""
 
-import sys
 from pathlib import Path
 
-from django.core.management.base import BaseCommand
-
 from contextviewer.conversations import builds
+from contextviewer.conversations.management.base import ConversationCommand
 
 
-class Command(BaseCommand):
+class Command(ConversationCommand):
+    command_name = "export"
     help = "Export a conversation as Claude Code JSONL, OpenAI or Anthropic messages JSON, or Markdown."
 
     def add_arguments(self, parser):
@@ -19,22 +18,17 @@ class Command(BaseCommand):
         parser.add_argument("--output", "-o", default="", help="file to write (default: stdout)")
 
     def handle(self, *args, **opts):
-        conv = builds.find_conversation(opts["conversation"])
-        if conv is None:
-            self.stderr.write(f"export failed: no conversation with id or session id {opts['conversation']!r}")
-            sys.exit(2)
+        conv = self.conversation(opts["conversation"])
         try:
             f = builds.export(conv, opts["format"])
         except builds.ExportRefused as exc:
-            self.stderr.write(f"export failed: {exc}")
-            sys.exit(2)
+            self.fail(str(exc))
         if opts["output"]:
             path = Path(opts["output"]).expanduser()
             try:
                 path.write_text(f.content, encoding="utf-8")
             except OSError as exc:
-                self.stderr.write(f"export failed: cannot write {path}: {exc.strerror or exc}")
-                sys.exit(2)
+                self.fail(f"cannot write {path}: {exc.strerror or exc}")
             self.stderr.write(f"wrote {path}")
         else:
             self.stdout.write(f.content, ending="")

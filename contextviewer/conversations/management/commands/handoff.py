@@ -4,26 +4,14 @@ Folds the loaded view of a conversation (its id or its session's external id) in
 summary: the same job the page and the API start, run in this process."""
 
 import json
-import sys
 
-from django.core.management.base import BaseCommand
-
-from contextviewer.conversations import handoff, jobs
-from contextviewer.conversations.models import Conversation, JobStatus
+from contextviewer.conversations import handoff
+from contextviewer.conversations.management.base import ConversationCommand
 from contextviewer.providers.base import ProviderError
 
 
-def find_conversation(ref: str) -> Conversation | None:
-    """By id, else by external id (the newest, when several projects hold the same session)."""
-    ref = (ref or "").strip()
-    if ref.isdigit():
-        conv = Conversation.objects.filter(pk=int(ref)).first()
-        if conv is not None:
-            return conv
-    return Conversation.objects.filter(external_id=ref).order_by("-pk").first()
-
-
-class Command(BaseCommand):
+class Command(ConversationCommand):
+    command_name = "handoff"
     help = "Fold a conversation's loaded view into a handoff summary (a new fold at its end)."
 
     def add_arguments(self, parser):
@@ -31,23 +19,13 @@ class Command(BaseCommand):
         parser.add_argument("--provider", default="", help="builtin, openai or anthropic (default: the project's)")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
-    def _fail(self, message: str, as_json: bool) -> None:
-        if as_json:
-            self.stdout.write(json.dumps({"status": "failed", "error": message}))
-        self.stderr.write(f"handoff failed: {message}")
-        sys.exit(2)
-
     def handle(self, *args, **opts):
-        conv = find_conversation(opts["conversation"])
-        if conv is None:
-            self._fail(f"no conversation with id or session id {opts['conversation']!r}", opts["json"])
+        conv = self.conversation(opts["conversation"], as_json=opts["json"])
         try:
             job, _ = handoff.start_handoff(conv, provider=opts["provider"] or None, enqueue=False)
         except ProviderError as exc:
-            self._fail(str(exc), opts["json"])
-        done = jobs.run(job.pk, on_progress=None if opts["json"] else lambda f, t: self.stderr.write(f"{int(f * 100):3d}% {t}"))
-        if done is None or done.status != JobStatus.SUCCEEDED:
-            self._fail(done.error if done else "the job was taken by another process", opts["json"])
+            self.fail(str(exc), as_json=opts["json"])
+        done = self.run_job(job, as_json=opts["json"])
         if opts["json"]:
             self.stdout.write(json.dumps({"status": done.status, "job_id": done.pk, "result": done.result}, default=str))
         else:

@@ -6,15 +6,13 @@ saved, peak, calls in the red zone and facts at risk. Open loop: the recorded ac
 replayed unchanged; after the first fold the real agent would have behaved differently."""
 
 import json
-import sys
-
-from django.core.management.base import BaseCommand
 
 from contextviewer.conversations import policylab
-from contextviewer.conversations.models import Conversation
+from contextviewer.conversations.management.base import ConversationCommand
 
 
-class Command(BaseCommand):
+class Command(ConversationCommand):
+    command_name = "policies"
     help = "Replay context policies over a recorded conversation (open loop) and print what each would have done."
 
     def add_arguments(self, parser):
@@ -24,23 +22,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
-    def _fail(self, message: str, code: int = 2) -> None:
-        self.stderr.write(f"policies failed: {message}")
-        sys.exit(code)
-
     def handle(self, *args, **opts):
-        ref = opts["conversation"]
-        matches = list(Conversation.objects.by_reference(ref).select_related("project").order_by("pk"))
-        if not matches:
-            self._fail(f"no conversation with id or session id {ref!r}")
-        if len(matches) > 1:
-            listed = "; ".join(f"{c.pk} in {c.project.name} ({c.agent})" for c in matches)
-            self._fail(f"{ref!r} names {len(matches)} conversations ({listed}): give the id of the one to replay")
-        conv = matches[0]
+        conv = self.only_conversation(opts["conversation"], verb="replay")
         try:
             names = policylab.resolve_names(opts["policy"])
         except policylab.UnknownPolicy as exc:
-            self._fail(str(exc))
+            self.fail(str(exc))
         lab = policylab.load_session(conv)
         results = policylab.replay_all(conv, names, lab)
         if opts["json"]:
