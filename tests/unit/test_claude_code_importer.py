@@ -31,6 +31,7 @@ from contextviewer.importers.claude_code_layout import discover
 from contextviewer.importers.lines import open_stream
 from contextviewer.importers.synthetic import write_session
 from tests.conftest import claude_code_fixture_files, shared_fixtures_dir
+from tests.importers import of
 
 
 def run(data: bytes, **kwargs) -> list:
@@ -40,10 +41,6 @@ def run(data: bytes, **kwargs) -> list:
 def run_file(path: Path, **kwargs) -> list:
     with open(path, "rb") as fh:
         return list(parse(fh, **kwargs))
-
-
-def of(records, kind):
-    return [r for r in records if isinstance(r, kind)]
 
 
 def info_of(records) -> SessionInfo:

@@ -14,7 +14,7 @@ import pytest
 
 from contextviewer.core.records import BadLine, FoldRecord, MessageRecord, SessionInfo, UsageRecord
 from contextviewer.importers import codex, formats
-from tests.conftest import shared_fixtures_dir
+from tests.importers import fixture_files, of
 
 SID = "019c0000-aaaa-7bbb-8ccc-000000000001"
 
@@ -80,10 +80,6 @@ def parse_file(path: Path, start_offset: int = 0, start_line: int = 0) -> list:
     with open(path, "rb") as fh:
         fh.seek(start_offset)
         return list(codex.parse(fh, path=path, start_offset=start_offset, start_line=start_line))
-
-
-def of(records, cls):
-    return [r for r in records if isinstance(r, cls)]
 
 
 def blocks(records, kind: str):
@@ -455,16 +451,11 @@ def independent_counts(path: Path) -> tuple[int, int, int, int, int]:
     return messages, calls, tool_calls, results, folds
 
 
-def _codex_fixtures() -> list[Path]:
-    root = shared_fixtures_dir()
-    return sorted((root / "codex").iterdir()) if root is not None and (root / "codex").is_dir() else []
-
-
 def test_the_stated_counts_cover_every_fixture_file(fixtures_dir):
     assert sorted(p.name for p in (fixtures_dir / "codex").iterdir()) == sorted(FIXTURE_COUNTS)
 
 
-@pytest.mark.parametrize("path", _codex_fixtures(), ids=lambda p: p.name[:60])
+@pytest.mark.parametrize("path", fixture_files("codex"), ids=lambda p: p.name[:60] if p else "absent")
 def test_every_fixture_rollout_imports_with_its_counts(path):
     stated = FIXTURE_COUNTS[path.name]
     assert independent_counts(path) == stated

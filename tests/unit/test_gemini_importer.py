@@ -11,17 +11,13 @@ import pytest
 from contextviewer.core.records import AgentLink, BadLine, FoldRecord, MessageRecord, SessionInfo, UsageRecord
 from contextviewer.importers import formats, gemini
 from contextviewer.importers.formats import ParseInput
-from tests.conftest import shared_fixtures_dir
+from tests.importers import fixture_files, of
 
 
 def run(path: Path, data: bytes | None = None, **kwargs) -> list:
     if data is None:
         data = path.read_bytes()
     return list(gemini.parse(ParseInput(path=path, stream=io.BytesIO(data), **kwargs)))
-
-
-def of(records, kind):
-    return [r for r in records if isinstance(r, kind)]
 
 
 def jsonl(*objs) -> bytes:
@@ -265,11 +261,6 @@ def test_sniff_claims_gemini_chats_only(tmp_path):
 # -- the real fixtures, counted independently ------------------------------------------------------
 
 
-def _fixture_files() -> list[Path]:
-    root = shared_fixtures_dir()
-    return sorted((root / "gemini-cli").iterdir()) if root is not None and (root / "gemini-cli").is_dir() else []
-
-
 # (file, messages, model calls, tool calls) as a person counts them by reading each file.
 FIXTURE_COUNTS = {
     "Mai0313__VibeCodingTracker__test_conversation_gemini.json": (4 + 7, 3, 7),
@@ -302,7 +293,7 @@ def count_independently(path: Path) -> tuple[int, int, int]:
 
 
 @pytest.mark.fixtures
-@pytest.mark.parametrize("path", _fixture_files() or [None], ids=lambda p: p.name[:50] if p else "absent")
+@pytest.mark.parametrize("path", fixture_files("gemini-cli") or [None], ids=lambda p: p.name[:50] if p else "absent")
 def test_every_fixture_parses_with_the_counts_a_person_would_count(path):
     if path is None:
         pytest.skip("../shared/fixtures is absent")

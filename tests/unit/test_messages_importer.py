@@ -11,16 +11,12 @@ import pytest
 from contextviewer.core.records import BadLine, MessageRecord, SessionInfo, UsageRecord
 from contextviewer.importers import formats, messages
 from contextviewer.importers.formats import ParseInput
-from tests.conftest import shared_fixtures_dir
+from tests.importers import fixture_files, of
 
 
 def run(path: Path, value=None) -> list:
     data = path.read_bytes() if value is None else (value if isinstance(value, bytes) else json.dumps(value).encode())
     return list(messages.parse(ParseInput(path=path, stream=io.BytesIO(data))))
-
-
-def of(records, kind):
-    return [r for r in records if isinstance(r, kind)]
 
 
 def kinds(m: MessageRecord) -> list[str]:
@@ -215,12 +211,6 @@ def test_a_large_array_is_sniffed_from_its_first_elements(tmp_path):
 # -- the real fixture, counted independently --------------------------------------------------------
 
 
-def _fixture_files() -> list[Path]:
-    root = shared_fixtures_dir()
-    folder = root / "langchain-messages" if root is not None else None
-    return sorted(folder.iterdir()) if folder is not None and folder.is_dir() else []
-
-
 # (messages, model calls, tool calls) as a person counts them reading the file.
 FIXTURE_COUNTS = {"langchain-ai__deepagents__summarization_seed_messages.json": (6, 3, 2)}
 
@@ -233,7 +223,7 @@ def count_independently(path: Path) -> tuple[int, int, int]:
 
 
 @pytest.mark.fixtures
-@pytest.mark.parametrize("path", _fixture_files() or [None], ids=lambda p: p.name[:50] if p else "absent")
+@pytest.mark.parametrize("path", fixture_files("langchain-messages") or [None], ids=lambda p: p.name[:50] if p else "absent")
 def test_the_langchain_fixture_parses_with_the_counts_a_person_would_count(path):
     if path is None:
         pytest.skip("../shared/fixtures is absent")

@@ -13,20 +13,7 @@ from hypothesis import strategies as st
 from contextviewer.core.records import BadLine, FoldRecord, MessageRecord, SessionInfo, UsageRecord
 from contextviewer.importers import formats, openhands
 from contextviewer.importers.formats import ParseInput, head_of
-from tests.conftest import shared_fixtures_dir
-
-
-def parse_file(path: Path) -> list:
-    with open(path, "rb") as fh:
-        return list(openhands.parse(ParseInput(path=path, stream=fh)))
-
-
-def parse_folder(path: Path) -> list:
-    return list(openhands.parse(ParseInput(path=path, stream=None)))
-
-
-def of(records, kind):
-    return [r for r in records if isinstance(r, kind)]
+from tests.importers import fixture_files, of, parse_path
 
 
 def tcm(call_id, name, response_id, usage=None, calls=None, text=None):
@@ -88,7 +75,7 @@ def test_v0_events_map_to_messages_tool_pairs_calls_and_a_fold(tmp_path):
     path = tmp_path / "trajectory.json"
     path.write_text(json.dumps(v0_events(), indent=1))
     assert openhands.sniff(path, head_of(path)) > 0.5
-    records = parse_file(path)
+    records = parse_path(openhands.parse, path)
     messages = {m.uuid: m for m in of(records, MessageRecord)}
     # 11 events + the tool list of the system event + the fold's summary.
     assert len(messages) == 11 + 1 + 1
@@ -140,7 +127,7 @@ def test_an_old_condense_observation_is_a_fold_of_everything_before_it(tmp_path)
     ]
     path = tmp_path / "t.json"
     path.write_text(json.dumps(events))
-    records = parse_file(path)
+    records = parse_path(openhands.parse, path)
     [fold] = of(records, FoldRecord)
     assert fold.boundary_uuid == "2" and fold.preserved_uuids == []
     assert fold.summary_text == "The user asked for a task."
@@ -151,9 +138,9 @@ def test_a_v0_uuid_is_the_event_id_and_stays_the_same_when_the_trajectory_grows(
     path = tmp_path / "t.json"
     events = v0_events()
     path.write_text(json.dumps(events[:3]))
-    first = parse_file(path)
+    first = parse_path(openhands.parse, path)
     path.write_text(json.dumps(events))
-    again = parse_file(path)
+    again = parse_path(openhands.parse, path)
     assert [m.uuid for m in of(first, MessageRecord)] == [m.uuid for m in of(again, MessageRecord)][:4]
     assert first[-1].external_id == again[-1].external_id
 
@@ -208,7 +195,7 @@ def test_a_v1_folder_is_one_session(tmp_path):
     event_file = next((folder / "events").iterdir())
     assert openhands.sniff(event_file, head_of(event_file)) == 0.0  # an event alone is no session
     assert openhands.sniff(folder / "base_state.json", head_of(folder / "base_state.json")) == 0.0
-    records = parse_folder(folder)
+    records = parse_path(openhands.parse, folder)
     messages = {m.uuid: m for m in of(records, MessageRecord)}
     assert list(messages) == ["e-sys", "e-sys:tools", "e-user", "e-act", "e-obs", "e-cond", "e-cond:summary", "e-agent", "e-state"]
     assert messages["e-user"].role == "user"
@@ -242,7 +229,7 @@ def test_a_v1_folder_is_one_session(tmp_path):
 def test_a_broken_trajectory_is_a_bad_line_never_an_exception(tmp_path, content, reason):
     path = tmp_path / "broken.json"
     path.write_bytes(content)
-    records = parse_file(path)
+    records = parse_path(openhands.parse, path)
     assert isinstance(records[0], BadLine) and reason in records[0].reason
     assert isinstance(records[-1], SessionInfo)
 
@@ -280,13 +267,6 @@ FIXTURE_COUNTS = {
 }
 
 
-def _fixture_files() -> list:
-    root = shared_fixtures_dir()
-    if root is None:
-        return [pytest.param(None, marks=pytest.mark.skip(reason="../shared/fixtures is absent"))]
-    return sorted((root / "openhands").glob("*.json"))
-
-
 def count_independently(path: Path) -> tuple[int, int, int, int]:
     events = json.loads(path.read_text())
     calls = sum(1 for e in events if "action" in e and e["action"] != "finish" and e.get("tool_call_metadata"))
@@ -296,12 +276,12 @@ def count_independently(path: Path) -> tuple[int, int, int, int]:
     return len(events), calls, results, len(responses)
 
 
-@pytest.mark.parametrize("path", _fixture_files(), ids=lambda p: p.name if p else "absent")
+@pytest.mark.parametrize("path", fixture_files("openhands", "*.json"), ids=lambda p: p.name if p else "absent")
 def test_every_fixture_imports_with_the_counts_a_person_would_count(path):
     expected = FIXTURE_COUNTS[path.name]
     assert count_independently(path) == expected
     assert formats.claim(path).name == "openhands"
-    records = parse_file(path)
+    records = parse_path(openhands.parse, path)
     messages = of(records, MessageRecord)
     tool_calls = [b for m in messages for b in m.blocks if b.kind == "tool_call"]
     results = [b for m in messages for b in m.blocks if b.kind == "tool_result"]

@@ -14,16 +14,7 @@ from hypothesis import strategies as st
 from contextviewer.core.records import BadLine, MessageRecord, SessionInfo, UsageRecord
 from contextviewer.importers import formats, swe_agent
 from contextviewer.importers.formats import ParseInput, head_of
-from tests.conftest import shared_fixtures_dir
-
-
-def parse_file(path: Path) -> list:
-    with open(path, "rb") as fh:
-        return list(swe_agent.parse(ParseInput(path=path, stream=fh)))
-
-
-def of(records, kind):
-    return [r for r in records if isinstance(r, kind)]
+from tests.importers import fixture_files, of, parse_path
 
 
 def fc_traj() -> dict:
@@ -57,7 +48,7 @@ def test_history_messages_tool_pairs_and_one_unmeasured_call_per_step(tmp_path):
     path.parent.mkdir()
     path.write_text(json.dumps(fc_traj(), indent=2))
     assert swe_agent.sniff(path, head_of(path)) == 0.9
-    records = parse_file(path)
+    records = parse_path(swe_agent.parse, path)
     messages = of(records, MessageRecord)
     # 8 history messages + the info message at the end.
     assert [m.role for m in messages] == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant", "tool", "other"]
@@ -98,7 +89,7 @@ def test_text_actions_become_calls_named_by_their_first_word(tmp_path):
     ]
     path = tmp_path / "plain.traj"
     path.write_text(json.dumps({"history": history, "trajectory": []}))
-    records = parse_file(path)
+    records = parse_path(swe_agent.parse, path)
     messages = of(records, MessageRecord)
     assert [m.role for m in messages] == ["system", "user", "user", "assistant", "tool", "assistant"]
     assert messages[1].is_meta and not messages[2].is_meta  # the demonstration opens no turn
@@ -118,7 +109,7 @@ def test_without_history_the_trajectory_gives_the_messages(tmp_path):
     ]
     path = tmp_path / "old.traj"
     path.write_text(json.dumps({"trajectory": steps, "info": {"model_stats": {"api_calls": 2}}}))
-    records = parse_file(path)
+    records = parse_path(swe_agent.parse, path)
     messages = of(records, MessageRecord)
     assert [(m.uuid, m.role) for m in messages] == [
         ("prompt:1", "system"), ("prompt:2", "user"), ("step:1", "assistant"), ("step:1:observation", "tool"),
@@ -136,7 +127,7 @@ def test_without_history_the_trajectory_gives_the_messages(tmp_path):
 def test_a_broken_trajectory_is_a_bad_line_never_an_exception(tmp_path, content, reason):
     path = tmp_path / "broken.traj"
     path.write_bytes(content)
-    records = parse_file(path)
+    records = parse_path(swe_agent.parse, path)
     assert any(isinstance(r, BadLine) and reason in r.reason for r in records)
     assert isinstance(records[-1], SessionInfo)
 
@@ -161,13 +152,6 @@ FIXTURE_COUNTS = {
 }
 
 
-def _fixture_files() -> list:
-    root = shared_fixtures_dir()
-    if root is None:
-        return [pytest.param(None, marks=pytest.mark.skip(reason="../shared/fixtures is absent"))]
-    return sorted((root / "swe-agent").glob("*.traj"))
-
-
 def count_independently(path: Path) -> tuple[int, int, int, int]:
     doc = json.loads(path.read_text())
     history = doc.get("history", [])
@@ -178,12 +162,12 @@ def count_independently(path: Path) -> tuple[int, int, int, int]:
     return len(history) + info, calls, results, steps
 
 
-@pytest.mark.parametrize("path", _fixture_files(), ids=lambda p: p.name if p else "absent")
+@pytest.mark.parametrize("path", fixture_files("swe-agent", "*.traj"), ids=lambda p: p.name if p else "absent")
 def test_every_fixture_imports_with_the_counts_a_person_would_count(path):
     expected = FIXTURE_COUNTS[path.name]
     assert count_independently(path) == expected
     assert formats.claim(path).name == "swe-agent"
-    records = parse_file(path)
+    records = parse_path(swe_agent.parse, path)
     messages = of(records, MessageRecord)
     calls = [b for m in messages for b in m.blocks if b.kind == "tool_call"]
     results = [b for m in messages for b in m.blocks if b.kind == "tool_result"]
