@@ -64,7 +64,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
-from contextviewer.core import images as image_headers
 from contextviewer.core.records import (
     Block,
     FoldRecord,
@@ -81,6 +80,7 @@ from contextviewer.importers.common import (
     content_blocks as _content_blocks,
     data_url,
     head_text,
+    image_block,
     json_lines,
     parse_timestamp,
     pos_int as _int,
@@ -733,9 +733,7 @@ def content_part(part: Any) -> Block:
         text = part.get("refusal")
         return Block("text", text=text if text.__class__ is str else "", raw_type="refusal")
     if kind in ("input_image", "image"):
-        media, data = _data_url(part.get("image_url"))
-        width, height = image_headers.dimensions_b64(data) or (None, None)
-        return Block("image", media_type=media, data_size=len(data) if data else 0, width=width, height=height)
+        return image_block(*_data_url(part.get("image_url")))
     text = part.get("text")
     return Block("other", text=text if text.__class__ is str else "",
                  raw_type=kind if kind.__class__ is str and kind else "(none)")

@@ -208,6 +208,13 @@ def result_image_sizes(content: Any) -> list[list[int]]:
     return out
 
 
+def image_block(media_type: str | None, data: str | None) -> Block:
+    """An ``image`` block for base64 ``data`` (None: none readable): its size, and its width and
+    height read from its header. The data itself stays in the raw record, never in blocks."""
+    width, height = image_headers.dimensions_b64(data) or (None, None)
+    return Block("image", media_type=media_type, data_size=len(data) if data else 0, width=width, height=height)
+
+
 def left_out_data(image: Any) -> str:
     """The marker that stands for an image's base64 data left out of an over-cap line, or ""."""
     source = image.get("source") if image.__class__ is dict else None
@@ -244,19 +251,14 @@ def anthropic_block(item: dict) -> Block:
         )
     if kind == "image":
         source = item.get("source")
-        media_type = None
-        size = 0
+        media_type = data = None
         if source.__class__ is dict:
             media_type = str_or_none(source.get("media_type"))
             data = source.get("data")
-            if data.__class__ is str:
-                size = len(data)
         cut = left_out_data(item)
         if cut:  # its data was left out of an over-cap line: the block says so
             return Block("image", text=cut, media_type=media_type)
-        # The base64 data stays in the raw line, never in blocks; its header gives the size.
-        width, height = image_size(item)
-        return Block("image", media_type=media_type, data_size=size, width=width, height=height)
+        return image_block(media_type, data if data.__class__ is str else None)
     text = item.get("text")
     return Block(
         "other",

@@ -42,7 +42,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from contextviewer.core import images as image_headers
 from contextviewer.core.records import BadLine, Block, MessageRecord, Record, SessionInfo, UsageRecord
 from contextviewer.importers.common import (
     OpenCalls,
@@ -51,6 +50,7 @@ from contextviewer.importers.common import (
     compact_json,
     data_url,
     file_stem,
+    image_block,
     json_kind,
     langchain_usage,
     part_blocks,
@@ -104,8 +104,7 @@ def _part(part: dict) -> Block:
         if url.__class__ is str:
             found = data_url(url)
             if found is not None:
-                width, height = image_headers.dimensions_b64(found[1]) or (None, None)
-                return Block("image", media_type=found[0], data_size=len(found[1]), width=width, height=height)
+                return image_block(found[0], found[1])
             return Block("other", text=url, raw_type=kind)
         return Block("other", text=compact_json(part), raw_type=kind)
     if kind == "reasoning":  # LangChain standard block
@@ -116,8 +115,7 @@ def _part(part: dict) -> Block:
     if kind == "image" and part.get("source").__class__ is not dict:  # LangChain standard image
         data = part.get("base64") or part.get("data")
         if data.__class__ is str:
-            width, height = image_headers.dimensions_b64(data) or (None, None)
-            return Block("image", media_type=str_or_none(part.get("mime_type")), data_size=len(data), width=width, height=height)
+            return image_block(str_or_none(part.get("mime_type")), data)
         url = part.get("url")
         return Block("other", text=url if url.__class__ is str else compact_json(part), raw_type="image")
     if kind in (None, "") and part.get("text").__class__ is str:
