@@ -45,6 +45,7 @@ from typing import Any
 from contextviewer.core.records import BadLine, Block, MessageRecord, Record, SessionInfo, UsageRecord
 from contextviewer.importers.common import (
     OpenCalls,
+    TimeSpan,
     anthropic_block,
     collect_images,
     compact_json,
@@ -227,7 +228,7 @@ def _usage(usage: dict) -> tuple[int, int, int, int, int | None, int | None] | N
     return None
 
 
-class _Conversation:
+class _Conversation(TimeSpan):
     def __init__(self, path: Path):
         self.stem = file_stem(path)
         self.records: list[Record] = []
@@ -235,7 +236,6 @@ class _Conversation:
         self.seen: set[str] = set()
         self.duplicates = 0
         self.models: dict[str, None] = {}
-        self.stamps: list = []
         self.body_model: str | None = None
         self.open_calls = OpenCalls()  # tool calls without ids
 
@@ -279,8 +279,7 @@ class _Conversation:
             role = "tool"
         if model:
             self.models[model] = None
-        if ts is not None:
-            self.stamps.append(ts)
+        self.saw(ts)
         self.records.append(
             MessageRecord(
                 line_no=number,
@@ -456,8 +455,8 @@ class _Conversation:
         return SessionInfo(
             external_id=self.stem,
             models=list(self.models),
-            started_at=min(self.stamps) if self.stamps else None,
-            ended_at=max(self.stamps) if self.stamps else None,
+            started_at=self.started_at,
+            ended_at=self.ended_at,
             bytes_consumed=size,
             duplicate_uuids=self.duplicates,
         )
