@@ -74,7 +74,6 @@ from contextviewer.core.records import (
 )
 from contextviewer.core.secrets import mask_text
 from contextviewer.importers.common import (
-    TimeSpan,
     collect_images,
     compact_json as _compact,
     content_blocks as _content_blocks,
@@ -84,6 +83,7 @@ from contextviewer.importers.common import (
     json_lines,
     parse_timestamp,
     pos_int as _int,
+    TimeSpan,
     put_back_images,
     raw_json,
     str_or_none as _str,
