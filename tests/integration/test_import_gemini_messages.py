@@ -13,28 +13,9 @@ from django.urls import reverse
 
 from contextviewer.conversations import builds, ingest
 from contextviewer.conversations.models import Conversation, Message, ModelCall
+from tests.importers import gemini_counts
 
 pytestmark = pytest.mark.django_db
-
-
-def _gemini_counts(path: Path) -> tuple[int, int, int]:
-    """(messages, model calls, tool calls): distinct message ids plus one tool message per call with a
-    result; gemini messages with tokens; toolCalls entries."""
-    text = path.read_text(encoding="utf-8")
-    try:
-        doc = json.loads(text)
-        items = (doc.get("messages") or doc.get("history")) if isinstance(doc, dict) else doc
-    except ValueError:
-        latest: dict = {}
-        for line in text.splitlines():
-            obj = json.loads(line)
-            if isinstance(obj.get("id"), str):
-                latest[obj["id"]] = obj
-        items = list(latest.values())
-    calls = [c for m in items for c in (m.get("toolCalls") or [])]
-    results = sum(1 for c in calls if c.get("result") or c.get("resultDisplay"))
-    usage = sum(1 for m in items if m.get("type") == "gemini" and isinstance(m.get("tokens"), dict))
-    return len(items) + results, usage, len(calls)
 
 
 def _messages_counts(path: Path) -> tuple[int, int, int]:
@@ -44,7 +25,7 @@ def _messages_counts(path: Path) -> tuple[int, int, int]:
     return len(items), usage, len(calls)
 
 
-FOLDERS = [("gemini-cli", "gemini", _gemini_counts), ("langchain-messages", "messages", _messages_counts)]
+FOLDERS = [("gemini-cli", "gemini", gemini_counts), ("langchain-messages", "messages", _messages_counts)]
 
 
 def _tool_calls_in_exports(conv: Conversation) -> dict[str, list[str]]:

@@ -11,7 +11,7 @@ import pytest
 from contextviewer.core.records import AgentLink, BadLine, FoldRecord, MessageRecord, SessionInfo, UsageRecord
 from contextviewer.importers import formats, gemini
 from contextviewer.importers.formats import ParseInput
-from tests.importers import fixture_files, of
+from tests.importers import fixture_files, gemini_counts, of
 
 
 def run(path: Path, data: bytes | None = None, **kwargs) -> list:
@@ -271,27 +271,6 @@ FIXTURE_COUNTS = {
 }
 
 
-def count_independently(path: Path) -> tuple[int, int, int]:
-    """Messages (distinct ids + one result per tool call that has one), calls (gemini messages
-    with tokens), tool calls, with plain json."""
-    text = path.read_text(encoding="utf-8")
-    try:
-        doc = json.loads(text)
-        items = doc.get("messages") or doc.get("history") if isinstance(doc, dict) else doc
-    except ValueError:
-        latest: dict = {}
-        for line in text.splitlines():
-            obj = json.loads(line)
-            if isinstance(obj.get("id"), str):
-                latest[obj["id"]] = obj
-        items = list(latest.values())
-    messages = len(items)
-    calls = sum(1 for m in items if m.get("type") == "gemini" and isinstance(m.get("tokens"), dict))
-    tool_calls = [c for m in items for c in (m.get("toolCalls") or [])]
-    results = sum(1 for c in tool_calls if c.get("result") or c.get("resultDisplay"))
-    return messages + results, calls, len(tool_calls)
-
-
 @pytest.mark.fixtures
 @pytest.mark.parametrize("path", fixture_files("gemini-cli") or [None], ids=lambda p: p.name[:50] if p else "absent")
 def test_every_fixture_parses_with_the_counts_a_person_would_count(path):
@@ -301,7 +280,7 @@ def test_every_fixture_parses_with_the_counts_a_person_would_count(path):
     records = run(path)
     messages = of(records, MessageRecord)
     tool_calls = sum(1 for m in messages for b in m.blocks if b.kind == "tool_call")
-    counted = count_independently(path)
+    counted = gemini_counts(path)
     assert counted == FIXTURE_COUNTS[path.name]
     assert (len(messages), len(of(records, UsageRecord)), tool_calls) == counted
     assert of(records, BadLine) == []
