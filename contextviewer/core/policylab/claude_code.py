@@ -11,15 +11,15 @@ from typing import Any
 from .common import (
     api_round_start,
     chars4,
+    clip_event,
     finish,
+    fold_event,
+    folded_summary,
     freeze,
-    ids,
     merged,
     parse_ts,
     slot,
     steps,
-    summary_size,
-    summary_slot,
     synthetic,
     total,
     usage_then_estimate,
@@ -138,9 +138,7 @@ class ClaudeCode:
                 if m.role == "tool":
                     s2 = limit_result(s)
                     if s2.state != FULL:
-                        events.append(
-                            Event(call.index, "clip", s.tokens, s2.tokens, clipped_msg_ids=(m.id,), detail=s2.marker[:120])
-                        )
+                        events.append(clip_event(call.index, "clip", m, s2, s2.marker[:120]))
                     s = s2
                 hist.append(s)
             count = usage_then_estimate(
@@ -161,19 +159,10 @@ class ClaudeCode:
             if count >= thr and hist:
                 cut = api_round_start(hist, len(hist))
                 folded = hist[:cut] or hist
-                size = summary_size(session, "claude_code", sum(s.tokens for s in folded), folds, MAX_OUTPUT_TOKENS_FOR_SUMMARY)
-                restored = restore_files(folded)
-                after = [summary_slot(f"summary:{folds}", size, SUMMARY_INTRO), *restored]
-                events.append(
-                    Event(
-                        call.index,
-                        "fold",
-                        total(hist, oh),
-                        total(after, oh),
-                        dropped_msg_ids=ids(folded),
-                        detail=f"auto-compact at {count:,} ≥ {thr:,} tokens",
-                    )
-                )
+                summary = folded_summary(session, "claude_code", folded, folds, MAX_OUTPUT_TOKENS_FOR_SUMMARY, SUMMARY_INTRO)
+                after = [summary, *restore_files(folded)]
+                detail = f"auto-compact at {count:,} ≥ {thr:,} tokens"
+                events.append(fold_event(call.index, "fold", hist, after, oh, folded, detail))
                 hist, folds = after, folds + 1
             w = freeze(call, hist, oh, window, events)
             windows.append(w)

@@ -11,20 +11,19 @@ from typing import Any
 
 from .common import (
     bytes4,
+    clip_event,
     finish,
+    fold_event,
+    folded_summary,
     freeze,
-    ids,
     lab_tokens,
     merged,
     slot,
     steps,
-    summary_size,
-    summary_slot,
-    total,
     usage_then_estimate,
     window_of,
 )
-from .model import CLIPPED, Event, Replay, Session
+from .model import CLIPPED, Replay, Session
 
 COMPACT_USER_MESSAGE_MAX_TOKENS = 20_000
 SUMMARY_PREFIX = (
@@ -74,23 +73,15 @@ class Codex:
                 s = slot(m)
                 if m.role == "tool" and (done := middle_truncate(m.text, p["trunc_mode"], p["trunc_limit"])):
                     s = s.rewrite(CLIPPED, *done)
-                    events.append(Event(call.index, "clip", slot(m).tokens, s.tokens, clipped_msg_ids=(m.id,), detail=done[1]))
+                    events.append(clip_event(call.index, "clip", m, s, done[1]))
                 hist.append(s)
             active = usage_then_estimate(
                 prev_total, prev_call, new, lambda m: bytes4(m.text), oh + sum(bytes4(s.text) for s in hist)
             )
             if active >= limit and hist:
                 after = self._compact(session, hist, folds)
-                events.append(
-                    Event(
-                        call.index,
-                        "fold",
-                        total(hist, oh),
-                        total(after, oh),
-                        dropped_msg_ids=ids(s for s in hist if s not in after),
-                        detail=f"active {active:,} ≥ {limit:,}",
-                    )
-                )
+                dropped = [s for s in hist if s not in after]
+                events.append(fold_event(call.index, "fold", hist, after, oh, dropped, f"active {active:,} ≥ {limit:,}"))
                 hist, folds = after, folds + 1
             w = freeze(call, hist, oh, window, events)
             windows.append(w)
@@ -112,8 +103,7 @@ class Codex:
                 t = budget
             users.append(s)
             budget -= t
-        size = summary_size(session, "codex", sum(s.tokens for s in hist), folds, None)
-        return [*reversed(users), summary_slot(f"summary:{folds}", size, SUMMARY_PREFIX)]
+        return [*reversed(users), folded_summary(session, "codex", hist, folds, None, SUMMARY_PREFIX)]
 
 
 POLICY = Codex()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -265,6 +265,25 @@ def summary_slot(key: str, size: SummarySize, text: str) -> Slot:
     return synthetic(key, SUMMARY, size.tokens, text + badge)
 
 
+def folded_summary(session: Session, harness: str, folded: Sequence[Slot], fold_no: int, cap: int | None, text: str) -> Slot:
+    """The summary of fold `fold_no` (counted from 0) standing for the `folded` slots, sized by summary_size."""
+    size = summary_size(session, harness, sum(s.tokens for s in folded), fold_no, cap)
+    return summary_slot(f"summary:{fold_no}", size, text)
+
+
+def fold_event(
+    call_index: int, kind: str, before: Sequence[Slot], after: Sequence[Slot], overhead: int,
+    dropped: Iterable[Slot], detail: str,
+) -> Event:
+    """A fold, handoff, summary or condensation: the window's tokens before and after, the messages it put away."""
+    return Event(call_index, kind, total(before, overhead), total(after, overhead), dropped_msg_ids=ids(dropped), detail=detail)
+
+
+def clip_event(call_index: int, kind: str, msg: Msg, now: Slot, detail: str = "") -> Event:
+    """A message rewritten in place (clipped, truncated, offloaded): its tokens as recorded and as rewritten."""
+    return Event(call_index, kind, slot(msg).tokens, now.tokens, clipped_msg_ids=(msg.id,), detail=detail)
+
+
 # ---------------------------------------------------------------------------------------------
 # Freezing windows and the replay
 
@@ -386,7 +405,7 @@ def merged(defaults: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
     return {**defaults, **params}
 
 
-def ids(slots: Sequence[Slot]) -> tuple[str, ...]:
+def ids(slots: Iterable[Slot]) -> tuple[str, ...]:
     return tuple(s.msg.id for s in slots if s.msg is not None)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import finish, freeze, ids, merged, slot, steps, summary_size, summary_slot, total, window_of
+from .common import finish, folded_summary, freeze, ids, merged, slot, steps, total, window_of
 from .model import CLIPPED, Event, Replay, Session
 
 ZONES = ((0.90, "red"), (0.75, "orange"), (0.50, "yellow"), (0.0, "green"))
@@ -86,9 +86,8 @@ class CWM:
                     cut = starts[-p["keep_turns"]] if len(starts) >= p["keep_turns"] else 0
                     if cut > 0:
                         before = fill()
-                        size = summary_size(session, "cwm", sum(s.tokens for s in hist[:cut]), folds, None)
                         dropped, hist = hist[:cut], hist[cut:]
-                        summary = summary_slot(f"summary:{folds}", size, "L3 rolling summary")
+                        summary = folded_summary(session, "cwm", dropped, folds, None, "L3 rolling summary")
                         events.append(
                             Event(
                                 call.index, "summarize", before, fill(), dropped_msg_ids=ids(dropped), detail="L3 rolling summary"

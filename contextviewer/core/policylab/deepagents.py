@@ -11,16 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 from .common import (
+    clip_event,
     finish,
+    fold_event,
+    folded_summary,
     freeze,
-    ids,
     lc_approx,
     merged,
     slot,
     snap_back_to_ai,
     steps,
-    summary_size,
-    summary_slot,
     total,
     window_of,
 )
@@ -124,7 +124,7 @@ class DeepAgents:
                 if m.role == "tool" and should_evict(m.tool_name, m.text):
                     stub, head = evict_stub((m.tool_call_ids or (m.id,))[0], m.text)
                     s = s.rewrite(EVICTED_TO_FILE, stub, head)
-                    events.append(Event(call.index, "offload", slot(m).tokens, s.tokens, clipped_msg_ids=(m.id,), detail=head))
+                    events.append(clip_event(call.index, "offload", m, s, head))
                 state.append(s)
             if p["profile"]:
                 trigger, keep_tokens, keep_messages = int(0.85 * max_in), int(0.10 * max_in), None
@@ -143,19 +143,12 @@ class DeepAgents:
             if count >= trigger or (p["profile"] and count > int(0.95 * max_in) - p["max_output"]):
                 cut = keep_cut(eff, keep_tokens, keep_messages)
                 if cut > 0:
-                    size = summary_size(session, "deepagents", sum(s.tokens for s in eff[:cut]), folds, p["max_output"] or None)
                     path = f"/conversation_history/{session.agent or 'session'}.md"
-                    new_summary = summary_slot(f"summary:{folds}", size, SUMMARY_WRAPPER.format(path=path))
-                    events.append(
-                        Event(
-                            call.index,
-                            "summarize",
-                            total(eff, oh),
-                            total([new_summary, *eff[cut:]], oh),
-                            dropped_msg_ids=ids(eff[:cut]),
-                            detail=f"{count:,} ≥ {trigger:,} (LC approx)",
-                        )
-                    )
+                    wrapper = SUMMARY_WRAPPER.format(path=path)
+                    new_summary = folded_summary(session, "deepagents", eff[:cut], folds, p["max_output"] or None, wrapper)
+                    after = [new_summary, *eff[cut:]]
+                    detail = f"{count:,} ≥ {trigger:,} (LC approx)"
+                    events.append(fold_event(call.index, "summarize", eff, after, oh, eff[:cut], detail))
                     cut_at = (cut_at + cut - 1) if summary else cut
                     summary, folds = new_summary, folds + 1
                     eff = [summary, *eff[cut:]]

@@ -13,19 +13,18 @@ from dataclasses import replace
 from typing import Any
 
 from .common import (
+    clip_event,
     finish,
+    fold_event,
+    folded_summary,
     freeze,
-    ids,
     keep_last_assistant_turns,
     merged,
     slot,
     steps,
-    summary_size,
-    summary_slot,
-    total,
     window_of,
 )
-from .model import CLIPPED, Event, Replay, Session
+from .model import CLIPPED, Replay, Session
 
 DEFAULT_TOOL_RESULT_MAX_CHARS = 16_000
 DEFAULT_AUTO_HANDOFF_PCT = 85
@@ -221,18 +220,9 @@ class Efferent:
                     and last_input / window >= p["pct"] / 100
                 ):
                     view = ([summary] if summary else []) + loaded
-                    size = summary_size(session, "efferent", sum(s.tokens for s in view), folds, None)
-                    after = summary_slot(f"summary:{folds}", size, HANDOFF_NOTE)
-                    events.append(
-                        Event(
-                            call.index,
-                            "handoff",
-                            total(view, oh),
-                            total([after], oh),
-                            dropped_msg_ids=ids(loaded),
-                            detail=f"auto-handoff: last input {last_input:,} ≥ {p['pct']} % of {window:,}",
-                        )
-                    )
+                    after = folded_summary(session, "efferent", view, folds, None, HANDOFF_NOTE)
+                    detail = f"auto-handoff: last input {last_input:,} ≥ {p['pct']} % of {window:,}"
+                    events.append(fold_event(call.index, "handoff", view, [after], oh, loaded, detail))
                     summary, loaded, folds = after, [], folds + 1
                 s = slot(m)
                 if m.role == "tool":
@@ -241,9 +231,7 @@ class Efferent:
                         s = s.rewrite(CLIPPED, done[0], done[1])
                         if DIGEST in done[1]:
                             s = replace(s, tokens=s.tokens + DIGEST_TOKENS)
-                        events.append(
-                            Event(call.index, "clip", slot(m).tokens, s.tokens, clipped_msg_ids=(m.id,), detail=done[1][:160])
-                        )
+                        events.append(clip_event(call.index, "clip", m, s, done[1][:160]))
                 loaded.append(s)
             w = freeze(call, ([summary] if summary else []) + loaded, oh, window, events)
             windows.append(w)
@@ -272,18 +260,9 @@ class EfferentEngine:
                 cut = keep_last_assistant_turns(buf, p["keep_turns"])
                 if cut > 0:
                     view = ([summary] if summary else []) + buf[:cut]
-                    size = summary_size(session, "efferent", sum(s.tokens for s in view), folds, None)
-                    after = summary_slot(f"summary:{folds}", size, HANDOFF_NOTE)
-                    events.append(
-                        Event(
-                            call.index,
-                            "fold",
-                            total(view, oh),
-                            total([after], oh),
-                            dropped_msg_ids=ids(buf[:cut]),
-                            detail=f"engine fold: last input {last_input:,} > {p['threshold_tokens']:,}",
-                        )
-                    )
+                    after = folded_summary(session, "efferent", view, folds, None, HANDOFF_NOTE)
+                    detail = f"engine fold: last input {last_input:,} > {p['threshold_tokens']:,}"
+                    events.append(fold_event(call.index, "fold", view, [after], oh, buf[:cut], detail))
                     summary, buf, folds, cooldown = after, buf[cut:], folds + 1, p["cooldown_turns"]
             w = freeze(call, ([summary] if summary else []) + buf, oh, window, events)
             windows.append(w)

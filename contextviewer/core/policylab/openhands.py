@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import finish, freeze, ids, merged, slot, steps, summary_size, summary_slot, total, window_of
-from .model import CLIPPED, Event, Replay, Session
+from .common import clip_event, finish, fold_event, folded_summary, freeze, merged, slot, steps, window_of
+from .model import CLIPPED, Replay, Session
 
 MAX_MESSAGE_CHARS = 30_000
+CONDENSATION_SUMMARY = "condensation summary (USER_CONTEXT, TASK_TRACKING, …)"
 TRUNCATED = "\n[... Observation truncated due to length ...]\n"
 
 
@@ -37,26 +38,16 @@ class OpenHands:
                 s = slot(m)
                 if m.role == "tool" and (cut := truncate_observation(m.text)):
                     s = s.rewrite(CLIPPED, cut, TRUNCATED.strip())
-                    events.append(Event(call.index, "clip", slot(m).tokens, s.tokens, clipped_msg_ids=(m.id,)))
+                    events.append(clip_event(call.index, "clip", m, s))
                 view.append(s)
             v = view[:k] + ([summ] if summ else []) + view[k:]
             if len(v) > p["max_size"]:
                 tail = p["max_size"] // 2 - k - 1
                 forgotten = view[k : len(view) - tail]
-                size = summary_size(session, "openhands", sum(s.tokens for s in forgotten), folds, None)
-                summ = summary_slot(f"summary:{folds}", size, "condensation summary (USER_CONTEXT, TASK_TRACKING, …)")
+                summ = folded_summary(session, "openhands", forgotten, folds, None, CONDENSATION_SUMMARY)
                 view = view[:k] + view[len(view) - tail :]
                 after = view[:k] + [summ] + view[k:]
-                events.append(
-                    Event(
-                        call.index,
-                        "condense",
-                        total(v, oh),
-                        total(after, oh),
-                        dropped_msg_ids=ids(forgotten),
-                        detail=f"{len(v)} events > {p['max_size']}",
-                    )
-                )
+                events.append(fold_event(call.index, "condense", v, after, oh, forgotten, f"{len(v)} events > {p['max_size']}"))
                 v, folds = after, folds + 1
             windows.append(freeze(call, v, oh, window_of(session, call), events))
         return finish(self.name, self.label, session, windows, p)

@@ -12,14 +12,14 @@ from typing import Any
 from .common import (
     find_safe_boundary,
     finish,
+    fold_event,
+    folded_summary,
     freeze,
     ids,
     merged,
     picoclaw_est,
     slot,
     steps,
-    summary_size,
-    summary_slot,
     synthetic,
     total,
     window_of,
@@ -79,18 +79,9 @@ class Picoclaw:
                     cut = find_safe_boundary(hist, len(hist) - KEEP_LAST)
                     if cut > 0:
                         folded = [s for s in hist[:cut] if s.msg and s.msg.role in ("user", "assistant")]
-                        size = summary_size(session, "picoclaw", sum(s.tokens for s in folded), folds, p["max_tokens"])
-                        summary = summary_slot(f"summary:{folds}", size, CONTEXT_SUMMARY)
-                        events.append(
-                            Event(
-                                call.index,
-                                "summarize",
-                                total(hist, oh),
-                                total([summary, *hist[cut:]], oh),
-                                dropped_msg_ids=ids(hist[:cut]),
-                                detail=f"{len(hist)} messages, est {est(hist):,} tokens",
-                            )
-                        )
+                        summary = folded_summary(session, "picoclaw", folded, folds, p["max_tokens"], CONTEXT_SUMMARY)
+                        detail = f"{len(hist)} messages, est {est(hist):,} tokens"
+                        events.append(fold_event(call.index, "summarize", hist, [summary, *hist[cut:]], oh, hist[:cut], detail))
                         hist, folds, note = hist[cut:], folds + 1, ""
                 hist.append(slot(m))
             if any(m.role == "user" for m in new):  # the first call of a turn: proactive budget check
