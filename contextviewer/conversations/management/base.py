@@ -44,3 +44,7 @@ class ConversationCommand(BaseCommand):
         if done is None or done.status != JobStatus.SUCCEEDED:
             self.fail(done.error if done else "the job was taken by another process", as_json=as_json)
         return done
+
+    def write_job_json(self, done: Job) -> None:
+        """With --json: the finished job as one JSON object (status, job id, result)."""
+        self.stdout.write(json.dumps({"status": done.status, "job_id": done.pk, "result": done.result}, default=str))

@@ -3,7 +3,6 @@
 Builds a new conversation from selected turns and folds' summaries of CONVERSATION (its id or its
 session's external id): the same job the page and the API start, run in this process."""
 
-import json
 
 from contextviewer.conversations import builds
 from contextviewer.conversations.management.base import ConversationCommand
@@ -32,7 +31,7 @@ class Command(ConversationCommand):
         done = self.run_job(job, as_json=opts["json"])
         r = done.result
         if opts["json"]:
-            self.stdout.write(json.dumps({"status": done.status, "job_id": done.pk, "result": r}, default=str))
+            self.write_job_json(done)
             return
         messages, turns = r["messages"], r["turns"]
         self.stdout.write(

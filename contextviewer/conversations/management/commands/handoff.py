@@ -3,7 +3,6 @@
 Folds the loaded view of a conversation (its id or its session's external id) into a handoff
 summary: the same job the page and the API start, run in this process."""
 
-import json
 
 from contextviewer.conversations import handoff
 from contextviewer.conversations.management.base import ConversationCommand
@@ -27,7 +26,7 @@ class Command(ConversationCommand):
             self.fail(str(exc), as_json=opts["json"])
         done = self.run_job(job, as_json=opts["json"])
         if opts["json"]:
-            self.stdout.write(json.dumps({"status": done.status, "job_id": done.pk, "result": done.result}, default=str))
+            self.write_job_json(done)
         else:
             r = done.result
             self.stdout.write(r["summary"])

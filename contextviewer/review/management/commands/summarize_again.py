@@ -5,7 +5,6 @@ CONVERSATION (its id or its session's external id) with the chosen provider (bui
 configured for the project; default: the project's), and stores it beside the original: the
 same job the page and the API start, run in this process. Pairwise review then compares them."""
 
-import json
 
 from contextviewer.conversations import window as windows
 from contextviewer.conversations.management.base import ConversationCommand
@@ -38,6 +37,6 @@ class Command(ConversationCommand):
         done = self.run_job(job, as_json=opts["json"])
         r = done.result
         if opts["json"]:
-            self.stdout.write(json.dumps({"status": done.status, "job_id": done.pk, "result": r}, default=str))
+            self.write_job_json(done)
             return
         self.stdout.write(f"fold {raw} summarized again as fold {r['fold_id']} ({r['origin']}), beside fold {r['original_fold_id']}")
