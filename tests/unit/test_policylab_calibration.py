@@ -61,3 +61,17 @@ def test_merged_prepared_texts_keep_what_the_joined_text_keeps():
     whole, merged = facts.prepare("\n".join(parts)), facts.merge([facts.prepare(p) for p in parts])
     assert [facts.is_kept(f, merged) for f in found] == [facts.is_kept(f, whole) for f in found]
     assert all(facts.is_kept(f, merged) for f in found)
+
+
+def test_the_harness_counts_from_what_the_provider_would_have_measured():
+    """Claude Code fires at 167,000 provider tokens (§3.1: last usage + chars/4), and its last usage
+    is the replayed window as the provider counts it: with 1.3 provider tokens per lab token it
+    fires while the lab-token window is still far below 167,000, and never above the window."""
+    s = calibrate(measured_session(turns=40))
+    assert abs(s.scale - SCALE) < 0.01
+    r = get("claude_code").replay(s)
+    folds = [e for e in r.events if e.kind == "fold"]
+    assert folds, "the session passes 167,000 provider tokens"
+    first = folds[0]
+    assert 167_000 <= first.tokens_before < 167_000 + 2 * 4_000 * SCALE + 1_000  # within a call of the threshold
+    assert r.peak < 200_000

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .common import (
+    calibrated,
     api_round_start,
     chars4,
     clip_event,
@@ -166,7 +167,8 @@ class ClaudeCode:
                 hist, folds = after, folds + 1
             w = freeze(call, hist, oh, window, events)
             windows.append(w)
-            prev_total, prev_call = w.total_tokens, call
+            # What the provider would have measured for this window: the harness counts from it.
+            prev_total, prev_call = calibrated(session, w.total_tokens), call
             last_assistant_ts = next((m.ts for m in reversed(new) if m.role == "assistant"), last_assistant_ts)
         return finish(self.name, self.label, session, windows, p)
 

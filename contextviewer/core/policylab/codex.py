@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .common import (
+    calibrated,
     bytes4,
     clip_event,
     finish,
@@ -85,7 +86,8 @@ class Codex:
                 hist, folds = after, folds + 1
             w = freeze(call, hist, oh, window, events)
             windows.append(w)
-            prev_total, prev_call = w.total_tokens, call
+            # What the provider would have measured for this window: the harness counts from it.
+            prev_total, prev_call = calibrated(session, w.total_tokens), call
         return finish(self.name, self.label, session, windows, p)
 
     @staticmethod

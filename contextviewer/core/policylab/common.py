@@ -414,7 +414,8 @@ def usage_then_estimate(
 ) -> int:
     """ "Last API usage + an estimate for every message after it" (Claude Code
     `tokenCountWithEstimation` §3.1, Codex active_tokens §4.1). Open loop, the last usage is the
-    previous call's replayed window (its total) plus its output; the assistant message that call
+    previous call's replayed window in provider tokens (`calibrated`: what the provider would have
+    measured for it) plus its output; the assistant message that call
     produced is counted by that output when it was measured. Before any response: `rough`."""
     if prev_total is None or prev_call is None:
         return rough
