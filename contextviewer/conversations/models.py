@@ -48,7 +48,7 @@ class Source(models.Model):
 class ConversationKind(models.TextChoices):
     MAIN = "main"
     SUBAGENT = "subagent"
-    COMPACTION = "compaction"  # Claude Code's agent-acompact-*: the summarizer's own call
+    COMPACTION = "compaction"  # a harness's compaction run: the summarizer's own call (its format says which)
     BUILD = "build"
 
 

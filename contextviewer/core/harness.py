@@ -84,6 +84,9 @@ class Harness:
     # the usable share Codex logs (model_context_window 258,400 of 272k): fractions apply to it.
     fractions_of_model_input: bool = False
     default_window: int | None = None  # the window the harness runs in when nothing says otherwise
+    # ... only for this provider's models, and not for a model name the user opted out with
+    # ("[1m]"): Claude Code runs Anthropic models in 200k unless "[1m]" was chosen.
+    default_window_provider: str | None = None
     chars_per_token: float = DEFAULT_CHARS_PER_TOKEN
     anthropic_chars_per_token: float | None = None  # a different ratio for Anthropic models
     units: str = CHARS
@@ -185,6 +188,7 @@ _HARNESSES = [
         fold_margin=CLAUDE_CODE_AUTOCOMPACT_BUFFER,
         reserve_cap=CLAUDE_CODE_OUTPUT_RESERVE,
         default_window=CLAUDE_CODE_DEFAULT_WINDOW,
+        default_window_provider="anthropic",
     ),
     Harness(
         "codex",
@@ -269,9 +273,9 @@ def harness_window(agent: str, model: str | None, peak_context: int) -> int | No
     if harness is None or harness.default_window is None or not model:
         return None
     spec = lookup(model)
-    if harness.agent == "claude-code":
+    if harness.default_window_provider is not None:
         _name, one_m = normalize(model)
-        if spec.provider != "anthropic" or one_m:
+        if spec.provider != harness.default_window_provider or one_m:
             return None
     if spec.window <= harness.default_window or peak_context > harness.default_window:
         return None
