@@ -16,6 +16,7 @@ import gzip
 import hashlib
 import importlib.util
 import json
+import marshal
 import math
 import os
 import tempfile
@@ -169,14 +170,51 @@ def default_cache_dir() -> Path:
     return Path(tempfile.gettempdir()) / "contextviewer-tiktoken"
 
 
+def _constructor_args(name: str, cache_dir: Path) -> dict:
+    """tiktoken's arguments for `Encoding(...)` (pattern, ranks, special tokens), from a marshal
+    copy beside the rank file when there is one: tiktoken parses the 200,000 base64 lines of the rank
+    file in Python (0.16 s here) where marshal reads the same dict in 0.04 s. The copy is made from
+    the verified rank file, names the rank file's hash, tiktoken's version and Python's, and is
+    written atomically; a copy that does not match is made again."""
+    import sys
+
+    import tiktoken
+    from tiktoken_ext import openai_public
+
+    cache_name, sha256 = ENCODING_FILES[name]
+    stamp = f"{sha256}:{tiktoken.__version__}:{sys.version_info[0]}.{sys.version_info[1]}"
+    path = cache_dir / f"{cache_name}.args.marshal"
+    try:
+        found = marshal.loads(path.read_bytes())
+        if isinstance(found, dict) and found.get("stamp") == stamp and isinstance(found.get("args"), dict):
+            return found["args"]
+    except (OSError, ValueError, EOFError, TypeError):
+        pass
+    args = openai_public.ENCODING_CONSTRUCTORS[name]()  # reads the rank file tiktoken verifies by its hash
+    fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=f".{cache_name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(marshal.dumps({"stamp": stamp, "args": args}))
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError:  # a read-only cache: counting works, the next start parses again
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+    return args
+
+
 @functools.lru_cache(maxsize=None)
 def get_encoding(name: str = DEFAULT_ENCODING):
     """The tiktoken Encoding, loaded once per process (rank files placed offline first)."""
     import tiktoken
 
-    if name in ENCODING_FILES:
-        ensure_encodings(default_cache_dir(), (name,))
-    return tiktoken.get_encoding(name)
+    if name not in ENCODING_FILES:
+        return tiktoken.get_encoding(name)
+    cache_dir = default_cache_dir()
+    ensure_encodings(cache_dir, (name,))
+    return tiktoken.Encoding(**_constructor_args(name, cache_dir))
 
 
 # ---------------------------------------------------------------------------- counting

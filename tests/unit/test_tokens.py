@@ -2,6 +2,7 @@
 
 import hashlib
 import inspect
+import marshal
 import os
 import subprocess
 import sys
@@ -73,6 +74,28 @@ def test_ensure_encodings_keeps_good_files_and_replaces_corrupt_ones(tmp_path, m
     ensure_encodings(tmp_path)
     assert hashlib.sha256(o200k.read_bytes()).hexdigest() == ENCODING_FILES["o200k_base"][1]
     assert cl100k.stat().st_mtime_ns == mtime
+
+
+def test_constructor_args_copy_is_made_once_and_remade_when_stale_or_corrupt(tmp_path, monkeypatch):
+    """The marshal copy of tiktoken's arguments gives the same tokenizer as tiktoken's own parse."""
+    import tiktoken
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    ensure_encodings(tmp_path, ("o200k_base",))
+    copy = tmp_path / f"{ENCODING_FILES['o200k_base'][0]}.args.marshal"
+    first = tokens._constructor_args("o200k_base", tmp_path)
+    assert copy.is_file()
+    made = copy.stat().st_mtime_ns
+    assert tokens._constructor_args("o200k_base", tmp_path) == first
+    assert copy.stat().st_mtime_ns == made  # read, not made again
+    text = "naïve <|endoftext|> tokens\n\n    def f(x): return x ** 2  # 12345"
+    expected = tiktoken.get_encoding("o200k_base").encode_ordinary(text)
+    assert tiktoken.Encoding(**first).encode_ordinary(text) == expected
+    for bad in (b"not marshal", marshal.dumps({"stamp": "another tiktoken", "args": {}})):
+        copy.write_bytes(bad)
+        args = tokens._constructor_args("o200k_base", tmp_path)
+        assert tiktoken.Encoding(**args).encode_ordinary(text) == expected
+        assert marshal.loads(copy.read_bytes())["args"] == args
 
 
 def test_known_token_ids():
