@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.core.cache import cache
 
 from contextviewer.core import budget, captured
 
@@ -48,7 +49,18 @@ NONE = UnloggedPrompt(None)
 def unlogged_prompt(conv: Conversation) -> UnloggedPrompt:
     if conv.agent not in CAPTURED_AGENTS:
         return NONE
-    found = captured.claude_code_prompt(getattr(settings, "SCHEMAS_DIR", None), conv.cli_version or None)
+    found = captured.claude_code_prompt(getattr(settings, "SCHEMAS_DIR", None), conv.cli_version or None, cache)
     if found is None:
         return UnloggedPrompt(None, ("system_prompt", "tool_definitions"))
     return UnloggedPrompt((found.system_prompt, found.tool_definitions), (), found.version, found.exact, found.tools)
+
+
+def after_import(conversations) -> None:
+    """Count, once, the unlogged prompt of each CLI version just imported, while the import has the
+    tokenizer loaded: the first page of these conversations then reads the counts from the cache."""
+    seen = set()
+    for conv in conversations:
+        if conv.agent in CAPTURED_AGENTS and (conv.agent, conv.cli_version) not in seen:
+            seen.add((conv.agent, conv.cli_version))
+            unlogged_prompt(conv)
+

@@ -118,6 +118,9 @@ def run_import(job: Job, progress) -> dict:
     from . import titles
 
     titles.after_import(project, report.conversation_ids, user=job.created_by)
+    from . import gauges
+
+    gauges.after_import(imported.only("agent", "cli_version"))
     return import_result(report)
 
 

@@ -18,6 +18,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from . import tokens
 
@@ -93,16 +94,35 @@ def _count(folder: str, version: str, _mtimes: tuple[float, float]) -> tuple[int
     return tokens.count_text(_text_of_system(system)), tokens.count_text(tools_text), len(kept)
 
 
-def claude_code_prompt(schemas_dir: Path | str | None, session_version: str | None) -> CapturedPrompt | None:
+class CountStore(Protocol):
+    """Where counts outlive the process (Django's cache fits): `get(key)` and `set(key, value, timeout)`."""
+
+    def get(self, key: str) -> object: ...
+
+    def set(self, key: str, value: object, timeout: None) -> object: ...
+
+
+def claude_code_prompt(
+    schemas_dir: Path | str | None, session_version: str | None, store: CountStore | None = None
+) -> CapturedPrompt | None:
     """The captured system prompt and tools for a Claude Code session, or None when no capture is
-    found (or one cannot be read)."""
+    found (or one cannot be read). With a `store`, the counts are kept there under the capture's
+    version, file times and encoding, so a process that has not loaded the tokenizer (a web worker's
+    first page) reads them instead of loading it (0.3 s) for two counts."""
     version = pick_version(available_versions(schemas_dir), session_version)
     if version is None:
         return None
     folder = Path(schemas_dir) / "claude-code" / "captured"
     try:
         mtimes = ((folder / f"system_{version}.json").stat().st_mtime, (folder / f"tools_{version}.json").stat().st_mtime)
-        system, tools, count = _count(str(folder), version, mtimes)
+        key = f"captured:{version}:{mtimes[0]}:{mtimes[1]}:{tokens.DEFAULT_ENCODING}"
+        found = store.get(key) if store is not None else None
+        if isinstance(found, (list, tuple)) and len(found) == 3 and all(isinstance(n, int) for n in found):
+            system, tools, count = found
+        else:
+            system, tools, count = _count(str(folder), version, mtimes)
+            if store is not None:
+                store.set(key, (system, tools, count), None)
     except (OSError, ValueError):
         return None
     return CapturedPrompt(version, version == session_version, system, tools, count)

@@ -150,3 +150,30 @@ def test_fit_of_a_session_without_folds_has_one_segment(project, tmp_path):
     fitted = gauges.calibration(Conversation.objects.get())
     assert fitted.folds == () and [i for i, _o in fitted.overheads] == [0]
     assert isinstance(fitted, budget.Calibration)
+
+
+def test_an_import_counts_the_captured_prompt_so_the_first_page_needs_no_tokenizer(
+    client, user, project, tmp_path, fixtures_dir, monkeypatch
+):
+    """The import has the tokenizer loaded; a web process that has not does not load it (0.3 s) to
+    show the captured system prompt and tools on the first page."""
+    from django.core.cache import cache
+
+    from contextviewer.conversations import services
+    from contextviewer.core import captured, tokens
+
+    cache.clear()
+    path = tmp_path / "s.jsonl"
+    write_lines(path, session_lines(4))
+    job, _ = services.start_import(project, paths=[str(path)], enqueue=False)
+    assert jobs.run(job.pk).status == "succeeded"
+    conv = Conversation.objects.get(project=project)
+    captured._count.cache_clear()  # a new process: nothing counted in memory
+
+    def no_tokenizer(*args, **kwargs):
+        raise AssertionError("the page loaded the tokenizer")
+
+    monkeypatch.setattr(tokens, "count_text", no_tokenizer)
+    client.force_login(user)
+    text = _gauge_text(client.get(f"/c/{conv.pk}/").content.decode())
+    assert re.search(r"system prompt [\d.,]+k?", text) and "captured request" in text

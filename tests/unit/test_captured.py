@@ -41,3 +41,35 @@ def test_no_capture_is_none_not_zero(tmp_path):
     (tmp_path / "claude-code" / "captured").mkdir(parents=True)
     (tmp_path / "claude-code" / "captured" / "system_1.0.json").write_text("[]")  # no tools file: no capture
     assert captured.claude_code_prompt(tmp_path, "1.0") is None
+
+
+class _Store(dict):
+    def get(self, key):
+        return super().get(key)
+
+    def set(self, key, value, timeout):
+        self[key] = value
+
+
+def test_counts_kept_in_a_store_are_read_without_the_tokenizer_and_remade_when_the_capture_changes(
+    tmp_path, monkeypatch
+):
+    _capture(tmp_path, "2.1.10", "a prompt " * 300, [{"name": "Read", "description": "Read a file " * 30}])
+    store = _Store()
+    first = captured.claude_code_prompt(tmp_path, "2.1.10", store)
+    assert len(store) == 1 and list(store.values())[0] == (first.system_prompt, first.tool_definitions, 1)
+
+    def no_tokenizer(*args, **kwargs):
+        raise AssertionError("the tokenizer was loaded")
+
+    captured._count.cache_clear()
+    monkeypatch.setattr(tokens, "count_text", no_tokenizer)
+    assert captured.claude_code_prompt(tmp_path, "2.1.10", store) == first
+    monkeypatch.undo()
+    # A new capture of the same version (the file changed): counted again, not the stale figure.
+    (tmp_path / "claude-code" / "captured" / "system_2.1.10.json").write_text(json.dumps("short"))
+    import os
+
+    os.utime(tmp_path / "claude-code" / "captured" / "system_2.1.10.json", (1, 1))
+    again = captured.claude_code_prompt(tmp_path, "2.1.10", store)
+    assert again.system_prompt == tokens.count_text("short") < first.system_prompt

@@ -1,0 +1,26 @@
+"""What a web process loads before its first request, so the first person to open a page does not
+wait for it: the URL configuration (every view module and the API's schemas), the page templates,
+the Markdown parser and the HTML cleaner. Called by wsgi.py as a worker starts (`manage.py bench
+vs-claude-code-log` times a first page after it, as a person meets it on a running server)."""
+
+from __future__ import annotations
+
+TEMPLATES = (
+    "conversations/index.html",
+    "conversations/conversation.html",
+    "conversations/turn.html",
+    "conversations/segment.html",
+)
+
+
+def warm() -> None:
+    from django.template.loader import get_template
+    from django.urls import get_resolver, reverse
+
+    get_resolver().url_patterns  # noqa: B018 - imports the URL configuration
+    reverse("index")  # builds the reverse lookup tables
+    for name in TEMPLATES:
+        get_template(name)
+    from contextviewer.conversations import rendering
+
+    rendering.markdown_html("**warm** `up`\n\n1. a\n2. b")
