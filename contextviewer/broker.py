@@ -43,6 +43,12 @@ class Channel(filesystem.Channel):
 class Transport(filesystem.Transport):
     Channel = Channel
 
+    @property
+    def default_connection_params(self):
+        # A folder has no host: without this, kombu warns "No hostname was supplied. Reverting to
+        # default 'localhost'" on every connection (every `manage.py import` printed it).
+        return {"port": self.default_port}
+
 
 def install() -> None:
     """Make "filesystem://" mean this transport in this process."""
