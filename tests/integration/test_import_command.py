@@ -13,7 +13,8 @@ from tests.worker import ROOT, worker_env
 
 
 def _manage(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "manage.py"), *args], cwd=ROOT, env=worker_env(),
+    env = {k: v for k, v in worker_env().items() if k != "PYTHONUNBUFFERED"}  # buffered, as in a pipe
+    return subprocess.run([sys.executable, str(ROOT / "manage.py"), *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
 
 
