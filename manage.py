@@ -8,8 +8,8 @@ def _exit(code: int) -> None:
     (after an import of a 3 MB session: the tokenizer's tables and the parsed records, 0.4-0.6 s)
     for memory the system takes back at once. Everything the teardown would do that matters is
     done first: the database connections are closed (SQLite checkpoints its WAL), the exit
-    handlers run (logging flushes), the output is flushed. With other threads still running, the
-    interpreter waits for them as usual; only the walk over the heap is skipped (gc.freeze)."""
+    handlers run (logging flushes), the output is flushed. With other (not daemon) threads still running,
+    the interpreter waits for them as usual; only the walk over the heap is skipped (gc.freeze)."""
     import atexit
     import gc
     import threading
@@ -19,7 +19,8 @@ def _exit(code: int) -> None:
 
         connections.close_all()
     gc.freeze()
-    if threading.active_count() > 1:
+    main = threading.main_thread()
+    if any(t is not main and not t.daemon and t.is_alive() for t in threading.enumerate()):
         return
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
