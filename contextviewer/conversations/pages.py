@@ -952,6 +952,7 @@ class BlockView:
     result_tokens: dict | None = None
     subagent: Conversation | None = None
     tool_input: Any = None
+    extra: dict | None = None  # a tool result's run as the log records it beside the text (Block.extra)
     tool: tools.ToolView | None = None  # a tool call as people read it (None: the generic view)
 
     @property
@@ -985,6 +986,8 @@ def block_view(message: Message, index: int, block: dict, image_index: int | Non
     view.tool_id = str(block.get("tool_id") or "")
     view.is_error = bool(block.get("is_error"))
     view.raw_type = str(block.get("raw_type") or "")
+    if kind == "tool_result" and isinstance(block.get("extra"), dict):
+        view.extra = block["extra"]
     if kind == "tool_call":
         view.mode = "json"
         view.tool_input = block.get("tool_input")
@@ -1063,7 +1066,7 @@ def turn_view(conv: Conversation, turn: int, from_position: int | None = None) -
 
 def _tool_views(calls: list[BlockView]) -> None:
     """Each tool call's readable view; a Bash result's stdout and stderr come from its line's
-    toolUseResult (read only for those lines)."""
+    toolUseResult (read only for those lines), other results' from the block's own `extra`."""
     wanted = [c.result.message_id for c in calls if c.result is not None and c.tool_name == "Bash"]
     extras = {}
     if wanted:
@@ -1076,7 +1079,7 @@ def _tool_views(calls: list[BlockView]) -> None:
             c.tool_input,
             r.text if r is not None else None,
             r.is_error if r is not None else False,
-            extras.get(r.message_id) if r is not None else None,
+            (extras.get(r.message_id) or r.extra) if r is not None else None,
         )
         if c.tool is not None and c.tool.kind == "bash" and r is not None and r.clip is not None and r.clip.clipped:
             c.tool.shows_result = False  # a long output stays in the result block, with "Load the rest"

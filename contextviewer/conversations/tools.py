@@ -1,5 +1,6 @@
-"""Tool calls as people read them: an Edit as a diff, a Read as highlighted lines, a Bash call as
-description, command, exit code, stdout and stderr, a TodoWrite as a checklist, Glob/Grep results as
+"""Tool calls as people read them: an Edit as a diff, a Read as highlighted lines, a Bash call (and
+the shell tools of other agents: shell, exec_command, local_shell ...) as description, command,
+working directory, exit code, stdout and stderr, a TodoWrite as a checklist, Glob/Grep results as
 paths, a Task's prompt and report as Markdown.
 
 `tool_view(name, tool_input, result)` returns a ToolView (plain data) or None when the tool is not
@@ -13,6 +14,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +30,11 @@ CONTEXT = 3  # unchanged lines kept around a change
 EDIT_TOOLS = {"Edit", "MultiEdit", "str_replace_based_edit_tool", "str_replace_editor"}
 TASK_TOOLS = {"Task", "Agent"}
 TODO_STATES = {"pending", "in_progress", "completed"}
+# Tools that run a command line: shown like Bash. (A shell call whose command is an apply_patch
+# heredoc is shown as the patch's diff instead.)
+SHELL_TOOLS = {"shell", "shell_command", "local_shell", "exec_command", "container.exec", "run_shell_command"}
+PATCH_TOOLS = SHELL_TOOLS | {"apply_patch"}
+SHELLS = {"bash", "sh", "zsh", "dash", "ksh", "fish"}  # `<shell> -c SCRIPT` is shown as SCRIPT
 
 
 @dataclass
@@ -77,6 +84,14 @@ class BashResult:
     interrupted: bool = False
     note: str = ""  # returnCodeInterpretation, background task id ...
     combined: bool = True  # stdout holds stdout and stderr together (no toolUseResult to split them)
+    duration: float | None = None  # seconds, where the result says
+    running: bool = False  # still running when the result was written (no exit code yet)
+
+    @property
+    def duration_text(self) -> str:
+        if self.duration is None:
+            return ""
+        return f"{self.duration:.1f} s" if self.duration < 100 else f"{self.duration:.0f} s"
 
 
 @dataclass
@@ -85,6 +100,7 @@ class ToolView:
     path: str = ""
     description: str = ""
     command: str = ""
+    workdir: str = ""  # the directory a shell command ran in, where the call says
     pattern: str = ""
     diffs: list[DiffFile] = field(default_factory=list)
     code: Code | None = None
@@ -143,7 +159,10 @@ def parse_patch(text: str) -> list[DiffFile]:
             current = DiffFile(path=m.group(2).strip(), action=m.group(1).lower())
             files.append(current)
             continue
-        if line.startswith(("*** Begin Patch", "*** End Patch", "*** End of File")) or current is None:
+        if line.startswith("*** End Patch"):
+            current = None  # what follows (a heredoc's terminator) is not the patch's
+            continue
+        if line.startswith(("*** Begin Patch", "*** End of File")) or current is None:
             continue
         if m := _PATCH_MOVE.match(line):
             current.action = "move"
@@ -169,10 +188,10 @@ def _patch_text(tool_input: Any) -> str | None:
             if isinstance(tool_input.get(key), str) and "*** Begin Patch" in tool_input[key]:
                 return tool_input[key]
         command = tool_input.get("command")
-        if isinstance(command, list):  # shell ["apply_patch", "*** Begin Patch ..."]
-            for part in command:
-                if isinstance(part, str) and "*** Begin Patch" in part:
-                    return part[part.index("*** Begin Patch") :]
+        parts = command if isinstance(command, list) else [command, tool_input.get("cmd")]
+        for part in parts:  # shell ["apply_patch", "*** Begin Patch ..."], exec_command "apply_patch <<'EOF' ..."
+            if isinstance(part, str) and "*** Begin Patch" in part:
+                return part[part.index("*** Begin Patch") :]
     return None
 
 
@@ -243,6 +262,121 @@ def bash_result(text: str, is_error: bool, extra: dict | None) -> BashResult:
     return BashResult(exit_code, body, "", interrupted, note)
 
 
+def shell_line(command: Any) -> str | None:
+    """The command line a shell tool ran: a string as is; an argv list as the script of
+    `bash -lc SCRIPT` / `sh -c SCRIPT` (any shell of SHELLS, any flags with a `c`), else the list
+    quoted as a shell would read it. None for anything else."""
+    if isinstance(command, str):
+        return command
+    if not isinstance(command, list) or not command or not all(isinstance(a, str) for a in command):
+        return None
+    exe = command[0].replace("\\", "/").rsplit("/", 1)[-1].lower().removesuffix(".exe")
+    flags = command[1:-1]
+    if exe in SHELLS and flags and all(f.startswith("-") for f in flags):
+        if any(not f.startswith("--") and "c" in f[1:] for f in flags):
+            return command[-1]
+    if exe in {"powershell", "pwsh"} and len(command) >= 3 and command[-2].lower() in {"-command", "-c"}:
+        return command[-1]
+    return shlex.join(command)
+
+
+def _seconds(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        return None
+    return float(value)
+
+
+def _exit_code(d: dict, *keys: str) -> int | None:
+    for key in keys:
+        value = d.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+_SHELL_HEADERS = (
+    ("exit", re.compile(r"^Exit code: (-?\d+)$")),
+    ("exit", re.compile(r"^Process exited with code (-?\d+)$")),
+    ("running", re.compile(r"^Process running with session ID (\S+)$")),
+    ("wall", re.compile(r"^Wall time: (\d+(?:\.\d+)?) seconds?$")),
+    ("lines", re.compile(r"^Total output lines: (\d+)$")),
+    ("skip", re.compile(r"^(?:Chunk ID: \S*|Original token count: \d+)$")),
+)
+
+
+def _shell_text(text: str) -> BashResult | None:
+    """A shell tool's result text, by its shape: the JSON `{"output", "metadata": {"exit_code",
+    "duration_seconds"}}`; `{"stdout", "stderr", "exit_code" | "exitCode"}`; or a header of
+    `Exit code: N` / `Process exited with code N` / `Process running with session ID N`, `Wall
+    time: S seconds`, `Total output lines: N` ..., then `Output:` and the output. None: not one
+    of these (the result is then shown as it is)."""
+    head = text.lstrip()
+    if head.startswith("{"):
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            return None
+        if not isinstance(obj, dict):
+            return None
+        meta = obj.get("metadata")
+        if isinstance(obj.get("output"), str) and isinstance(meta, dict):
+            return BashResult(_exit_code(meta, "exit_code"), obj["output"], "",
+                              duration=_seconds(meta.get("duration_seconds")))  # fmt: skip
+        code = _exit_code(obj, "exit_code", "exitCode")
+        stdout, stderr = obj.get("stdout", ""), obj.get("stderr", "")
+        if code is not None and isinstance(stdout, str) and isinstance(stderr, str) and ("stdout" in obj or "stderr" in obj):
+            return BashResult(code, stdout, stderr, combined=False)
+        return None
+    lines = text.replace("\r\n", "\n").split("\n")
+    found: dict[str, str] = {}
+    for i, line in enumerate(lines[:10]):
+        if line == "Output:":
+            if "exit" not in found and "running" not in found:
+                return None
+            exit_code = int(found["exit"]) if "exit" in found else None
+            running = exit_code is None
+            note = f"still running (session {found['running']})" if running else ""
+            if "lines" in found:
+                note = (note + " · " if note else "") + f"{found['lines']} output lines, cut for the model"
+            wall = float(found["wall"]) if "wall" in found else None
+            return BashResult(exit_code, "\n".join(lines[i + 1 :]), "", note=note, duration=wall, running=running)
+        for key, pattern in _SHELL_HEADERS:
+            if m := pattern.match(line):
+                found.setdefault(key, m.group(1) if pattern.groups else "")
+                break
+        else:
+            return None
+    return None
+
+
+def shell_result(text: str, extra: dict | None = None) -> BashResult | None:
+    """A shell tool's result (see _shell_text), with what `extra` (the run as the log records it
+    beside the text: exit_code, duration_seconds, stdout, stderr) adds: stdout and stderr apart,
+    the exit code and the duration where the text lacks them. None: the shape is unknown and
+    nothing says how the command ended (the generic rendering shows the text)."""
+    found = _shell_text(text)
+    extra = extra if isinstance(extra, dict) else {}
+    code = _exit_code(extra, "exit_code", "exitCode")
+    duration = _seconds(extra.get("duration_seconds"))
+    stdout, stderr = extra.get("stdout"), extra.get("stderr")
+    if isinstance(stdout, str) and isinstance(stderr, str):
+        if found is None and code is None:
+            return None
+        base = found or BashResult(code, "", "")
+        return BashResult(base.exit_code if base.exit_code is not None else code, stdout, stderr,
+                          note=base.note, combined=False, running=base.running and code is None,
+                          duration=base.duration if base.duration is not None else duration)  # fmt: skip
+    if found is None:
+        if code is None:
+            return None
+        return BashResult(code, text, "", duration=duration)
+    if found.exit_code is None and code is not None:
+        found.exit_code, found.running = code, False
+    if found.duration is None:
+        found.duration = duration
+    return found
+
+
 # --- paths ------------------------------------------------------------------------------------
 
 _FOUND = re.compile(r"^Found \d+ files?(?: limit: \d+, offset: \d+)?$")
@@ -277,10 +411,13 @@ def _s(d: dict, key: str) -> str:
 def tool_view(name: str, tool_input: Any, result_text: str | None = None, result_error: bool = False,
               result_extra: dict | None = None) -> ToolView | None:  # fmt: skip
     """The readable view of one tool call (and its result, when given), or None."""
-    patch = _patch_text(tool_input) if name in {"apply_patch", "shell", "local_shell", "exec_command"} else None
+    patch = _patch_text(tool_input) if name in PATCH_TOOLS else None
     if patch is not None:
         files = parse_patch(patch)
-        return ToolView("edit", diffs=files) if files else None
+        if files:
+            return ToolView("edit", diffs=files)
+        if name not in SHELL_TOOLS:
+            return None  # an empty patch: a shell call that sent one is still shown as its command
     if not isinstance(tool_input, dict):
         return None
     path = _s(tool_input, "file_path") or _s(tool_input, "path") or _s(tool_input, "notebook_path")
@@ -311,6 +448,8 @@ def tool_view(name: str, tool_input: Any, result_text: str | None = None, result
             view.bash = bash_result(result_text, result_error, result_extra)
             view.shows_result = True
         return view
+    if name in SHELL_TOOLS:
+        return _shell_view(tool_input, result_text, result_extra)
     if name == "TodoWrite" and isinstance(tool_input.get("todos"), list):
         todos = []
         for t in tool_input["todos"]:
@@ -334,6 +473,22 @@ def tool_view(name: str, tool_input: Any, result_text: str | None = None, result
             view.shows_result = True
         return view
     return None
+
+
+def _shell_view(tool_input: dict, result_text: str | None, result_extra: dict | None) -> ToolView | None:
+    """A shell tool's call like a Bash call: the command line (`cmd` or `command`, an argv list
+    unwrapped), where it ran, why (a justification or description), and its result when its shape
+    is known."""
+    command = shell_line(tool_input["cmd"] if "cmd" in tool_input else tool_input.get("command"))
+    if command is None:
+        return None
+    why = [w for w in (_s(tool_input, "description"), _s(tool_input, "justification")) if w.strip()]
+    workdir = _s(tool_input, "workdir") or _s(tool_input, "working_directory") or _s(tool_input, "cwd")
+    view = ToolView("bash", command=command, description=" · ".join(why), workdir=workdir)
+    if result_text is not None:
+        view.bash = shell_result(result_text, result_extra)
+        view.shows_result = view.bash is not None
+    return view
 
 
 def tool_use_result(raw: str) -> dict | None:

@@ -29,6 +29,9 @@ class Block:
     width: int | None = None  # image: pixels, from the image's header (core/images.py)
     height: int | None = None
     image_sizes: list | None = None  # tool_result: [width, height] of its images whose header was read
+    # tool_result: how a command ended, where the log records it beside the text (a shell call's
+    # exit_code, duration_seconds, stdout and stderr apart); shown, not counted
+    extra: dict | None = None
 
     def as_dict(self) -> dict:
         d: dict[str, Any] = {"kind": self.kind}
@@ -46,6 +49,8 @@ class Block:
             d["width"], d["height"] = self.width, self.height
         if self.image_sizes:
             d["image_sizes"] = self.image_sizes
+        if self.extra:
+            d["extra"] = self.extra
         return d
 
 

@@ -39,6 +39,10 @@ What becomes what:
   counted twice. The first ``user_message`` is the title. Other bookkeeping events
   (``task_started``, ``task_complete``) are left out too; every other event (errors, command ends,
   review mode, ...) and every unknown line type is an ``other`` message with its raw line.
+- ``event_msg`` ``exec_command_end`` (written before the output of the call it ends) stays an
+  ``other`` message too; its ``exit_code``, ``duration`` and ``stdout`` / ``stderr`` apart (masked,
+  capped) also go on the ``extra`` of that call's ``tool_result`` block, so the viewer can show
+  the two streams apart (the output the model saw has them together).
 
 Which messages a model call wrote: Codex writes one call's items (reasoning, text, tool calls) as
 a run, and the ``token_count`` either right after the run (0.104+) or right before it (0.39). A
@@ -133,6 +137,9 @@ ROLLOUT_NAME = re.compile(
     r"^rollout-.*?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl(\.gz)?$"
 )
 RENDER_CAP = 200_000  # characters of a replacement_history rendering
+EXEC_ENDS_KEPT = 64  # exec_command_end results waiting for their call's output
+EXEC_STREAM_CAP = 20_000  # characters of a command's stdout / stderr kept on its result block
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 DEFAULT_PROGRESS_EVERY_BYTES = 8 * 1024 * 1024
 
@@ -243,6 +250,7 @@ class _Parser(JsonParser, TimeSpan):
         self.fold_open: FoldRecord | None = None  # the last fold, while no message followed it
         self.fold_parts: set[str] = set()  # which records of a compaction it has had (compacted, event, item)
         self.seen_texts: dict[tuple[str, bytes], list[str]] = {}  # (role, digest) -> uuids
+        self.exec_ends: dict[str, dict] = {}  # call_id -> the run an exec_command_end recorded
 
     # ---- resuming ----
 
@@ -513,7 +521,8 @@ class _Parser(JsonParser, TimeSpan):
         if item.get("success") is False or item.get("status") in ("failed", "error"):
             is_error = True
         block = Block("tool_result", text=text, tool_id=tool_id, is_error=is_error, images=images,
-                      raw_type=None if kind == "function_call_output" else kind)
+                      raw_type=None if kind == "function_call_output" else kind,
+                      extra=self.exec_ends.pop(tool_id, None) if tool_id else None)
         return self._message(line_no, offset, raw, "tool", kind, [block], ts)
 
     # ---- compaction ----
@@ -624,6 +633,8 @@ class _Parser(JsonParser, TimeSpan):
             self.fold_open = self._fold(line_no, ts, marker.uuid, source="context_compacted")
             self.fold_parts = {"event"}
             return marker
+        if kind == "exec_command_end":
+            self._exec_end(payload)
         if kind.__class__ is str and kind in SKIPPED_EVENTS:
             if kind == "user_message" and self.title is None:
                 text = payload.get("message")
@@ -635,6 +646,28 @@ class _Parser(JsonParser, TimeSpan):
                     self.window = window
             return None
         return self._other("event_msg", payload, line_no, offset, raw, ts)
+
+    def _exec_end(self, payload: dict) -> None:
+        """Keep how a command ended for the output of its call, which comes next."""
+        call_id = _str(payload.get("call_id"))
+        if not call_id:
+            return
+        run: dict[str, Any] = {}
+        code = payload.get("exit_code")
+        if code.__class__ is int:
+            run["exit_code"] = code
+        seconds = _duration(payload.get("duration"))
+        if seconds is not None:
+            run["duration_seconds"] = seconds
+        stdout, stderr = payload.get("stdout"), payload.get("stderr")
+        if stdout.__class__ is str and stderr.__class__ is str:
+            run["stdout"], run["stderr"] = _stream(stdout), _stream(stderr)
+        if not run:
+            return
+        self.exec_ends.pop(call_id, None)
+        self.exec_ends[call_id] = run
+        while len(self.exec_ends) > EXEC_ENDS_KEPT:
+            del self.exec_ends[next(iter(self.exec_ends))]
 
     def _token_count(self, payload: dict, line_no, offset, raw, ts) -> Record | None:
         info = payload.get("info")
@@ -702,6 +735,26 @@ class _Parser(JsonParser, TimeSpan):
 
 def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _duration(value: Any) -> float | None:
+    """Seconds of a Rust Duration (``{"secs", "nanos"}``) or a number."""
+    if value.__class__ is dict:
+        secs, nanos = value.get("secs"), value.get("nanos", 0)
+        if secs.__class__ is int and nanos.__class__ is int and secs >= 0 and nanos >= 0:
+            return round(secs + nanos / 1e9, 3)
+        return None
+    if value.__class__ in (int, float) and value >= 0:
+        return float(value)
+    return None
+
+
+def _stream(text: str) -> str:
+    """A command's stdout or stderr as stored beside its result: capped, storable, masked (it comes
+    from another line than the result's, so the result line's own masking may not see it)."""
+    if len(text) > EXEC_STREAM_CAP:
+        text = text[:EXEC_STREAM_CAP] + "\n[…]"
+    return mask_text(_UNSTORABLE.sub("\ufffd", text))
 
 
 def _title(text: str) -> str:

@@ -1,8 +1,11 @@
 """Tool calls as a person sees them in Chromium: an Edit as a red/green diff, a TodoWrite as a
-checklist, a Bash call with its exit code and stderr; the raw input one click away; no console
-errors, no CSP violations. Screenshots: tool-diff.png, tool-checklist.png, tool-bash.png."""
+checklist, a Bash call with its exit code and stderr, a Codex shell call the same way; the raw input
+one click away; no console errors, no CSP violations. Screenshots: tool-diff.png,
+tool-checklist.png, tool-bash.png, tool-codex-shell.png."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -55,7 +58,27 @@ def seeded(live_server, tmp_path):
     path = tmp_path / "tools.jsonl"
     write_lines(path, lines)
     ingest.import_file(project, path)
-    return {"user": user, "conv": Conversation.objects.get(project=project, external_id=b.session_id)}
+    codex_path = tmp_path / f"rollout-2026-03-01T12-00-00-{CODEX_SID}.jsonl"
+    write_lines(codex_path, [json.dumps({"timestamp": f"2026-03-01T12:00:{i:02d}Z", "type": kind, "payload": payload})
+                             for i, (kind, payload) in enumerate(CODEX_LINES)])  # fmt: skip
+    ingest.import_file(project, codex_path)
+    return {"user": user, "conv": Conversation.objects.get(project=project, external_id=b.session_id),
+            "codex": Conversation.objects.get(project=project, external_id=CODEX_SID)}  # fmt: skip
+
+
+CODEX_SID = "0199aaaa-0000-7000-8000-0000000000c6"
+CODEX_LINES = [
+    ("session_meta", {"id": CODEX_SID, "cwd": "/w/parser", "cli_version": "0.104.0"}),
+    ("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Run the parser tests"}]}),
+    ("response_item", {"type": "function_call", "name": "exec_command", "call_id": "c1", "arguments": json.dumps(
+        {"cmd": "cd tests && pytest -q test_parser.py", "workdir": "/w/parser", "justification": "Run the parser tests"})}),
+    ("event_msg", {"type": "exec_command_end", "call_id": "c1", "exit_code": 1, "duration": {"secs": 1, "nanos": 250_000_000},
+                   "stdout": "..F\nFAILED test_parser.py::test_empty - assert None == []\n1 failed, 2 passed\n",
+                   "stderr": "DeprecationWarning: <parser> is deprecated\n"}),
+    ("response_item", {"type": "function_call_output", "call_id": "c1", "output": (
+        "Chunk ID: 7\nWall time: 1.2500 seconds\nProcess exited with code 1\nOutput:\n..F\n"
+        "FAILED test_parser.py::test_empty - assert None == []\n1 failed, 2 passed\nDeprecationWarning: <parser> is deprecated\n")}),
+]  # fmt: skip
 
 
 def _open_turn(page, turn: int):
@@ -111,5 +134,19 @@ def test_diff_checklist_and_bash_as_people_read_them(page, live_server, seeded):
     assert "1 failed, 2 passed" in tool.locator("pre.stdout").inner_text()
     assert tool.locator("pre.stderr").inner_text() == "DeprecationWarning: <parser> is deprecated"
     tool.screenshot(path=str(SCREENSHOTS / "tool-bash.png"))
+
+    # A Codex exec_command: the same, with where it ran and how long it took
+    page.goto(f"{live_server.url}/c/{seeded['codex'].id}/")
+    page.wait_for_selector("#turn-0")
+    tool = _open_turn(page, 0)
+    assert tool.locator(".bash-description").inner_text() == "Run the parser tests"
+    assert tool.locator(".bash-workdir").inner_text() == "in /w/parser"
+    assert tool.locator("pre.bash-command").inner_text() == "$ cd tests && pytest -q test_parser.py"
+    assert tool.locator(".exit-code").inner_text() == "exit code 1"
+    assert _rgb(tool.locator(".exit-code"))[0] > 200
+    assert tool.locator(".bash-duration").inner_text() == "1.2 s"
+    assert "1 failed, 2 passed" in tool.locator("pre.stdout").inner_text()
+    assert tool.locator("pre.stderr").inner_text().strip() == "DeprecationWarning: <parser> is deprecated"
+    tool.screenshot(path=str(SCREENSHOTS / "tool-codex-shell.png"))
 
     watch.assert_clean()

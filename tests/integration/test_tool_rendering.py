@@ -1,6 +1,6 @@
 """Tool calls as people read them, on the turn fragments a user opens: Edit and MultiEdit as diffs,
 Codex apply_patch as a diff, Read and Write highlighted with line numbers, Bash with description,
-command, exit code and stderr apart, TodoWrite as a checklist, Glob/Grep as paths, Task prompts and
+command, exit code and stderr apart (and the shell tools of Codex the same way), TodoWrite as a checklist, Glob/Grep as paths, Task prompts and
 reports as Markdown with the sub-agent's turns in place, the raw input one click away. Hostile text
 stays text everywhere."""
 
@@ -106,6 +106,104 @@ def test_codex_apply_patch_is_a_diff(tmp_path, project, logged_in):
     assert _lines(html, "diff-del") == ['    println!(&quot;old&quot;);']
     assert _lines(html, "diff-add") == ['    println!(&quot;&lt;b&gt;new&lt;/b&gt;&quot;);', "hello"]
     assert "src/lib.rs" in html and "NOTES.md" in html and "<b>new" not in html
+
+
+CODEX_SID = "0199aaaa-0000-7000-8000-0000000000c5"
+
+
+def _codex_session(tmp_path, project, items: list[tuple[str, dict]]) -> Conversation:
+    """A Codex rollout of (line type, payload) items after its session_meta."""
+    lines = [json.dumps({"timestamp": "2026-03-01T12:00:00Z", "type": "session_meta",
+                         "payload": {"id": CODEX_SID, "cwd": "/w", "cli_version": "0.104.0"}})]  # fmt: skip
+    for i, (kind, payload) in enumerate(items):
+        lines.append(json.dumps({"timestamp": f"2026-03-01T12:00:{i + 1:02d}Z", "type": kind, "payload": payload}))
+    path = tmp_path / f"rollout-2026-03-01T12-00-00-{CODEX_SID}.jsonl"
+    write_lines(path, lines)
+    ingest.import_file(project, path)
+    return Conversation.objects.get(project=project, agent="codex", external_id=CODEX_SID)
+
+
+def _codex_user(text: str) -> tuple[str, dict]:
+    return "response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+
+
+def _codex_call(call_id: str, name: str, arguments: dict) -> tuple[str, dict]:
+    return "response_item", {"type": "function_call", "name": name, "arguments": json.dumps(arguments), "call_id": call_id}
+
+
+def _codex_output(call_id: str, output: str) -> tuple[str, dict]:
+    return "response_item", {"type": "function_call_output", "call_id": call_id, "output": output}
+
+
+def _bash_command(html: str) -> str:
+    return re.search(r'<pre class="bash-command"><span class="prompt" aria-hidden="true">\$ </span>(.*?)</pre>', html, re.S).group(1)
+
+
+def test_codex_shell_calls_show_command_exit_code_and_output_like_bash(tmp_path, project, logged_in):
+    json_output = json.dumps({"output": "a.txt\n<b>bold</b>.txt\n", "metadata": {"exit_code": 0, "duration_seconds": 0.4}})
+    conv = _codex_session(tmp_path, project, [
+        _codex_user("list the files"),
+        _codex_call("c1", "shell", {"command": ["bash", "-lc", "cd src && ls '<b>'"], "workdir": "/w/<app>",
+                                    "justification": "List the <files>"}),
+        _codex_output("c1", json_output),
+        _codex_user("build it"),
+        _codex_call("c2", "exec_command", {"cmd": "make build", "workdir": "/w"}),
+        ("event_msg", {"type": "exec_command_end", "call_id": "c2", "command": ["bash", "-lc", "make build"], "cwd": "/w",
+                       "stdout": "cc -o app main.c\n", "stderr": "main.c:3: error: <oops>\n", "aggregated_output": "",
+                       "exit_code": 2, "duration": {"secs": 2, "nanos": 0}, "formatted_output": "", "status": "failed"}),
+        _codex_output("c2", "Chunk ID: 9\nWall time: 2.0000 seconds\nProcess exited with code 2\nOutput:\n"
+                            "cc -o app main.c\nmain.c:3: error: <oops>\n"),
+        _codex_user("serve it"),
+        _codex_call("c3", "exec_command", {"cmd": "python -m http.server"}),
+        _codex_output("c3", "Chunk ID: 10\nWall time: 10.0000 seconds\nProcess running with session ID 4\nOutput:\nServing HTTP\n"),
+        _codex_user("and this?"),
+        _codex_call("c4", "shell", {"command": ["ls"]}),
+        _codex_output("c4", "[REDACTED_OUTPUT len=12 sha=00000000] " + HOSTILE),
+    ])  # fmt: skip
+    html = _turn(logged_in, conv, 0)
+    assert _bash_command(html) == "cd src &amp;&amp; ls &#x27;&lt;b&gt;&#x27;"  # the script of bash -lc, as text
+    assert '<p class="bash-description">List the &lt;files&gt;</p>' in html
+    assert 'in <span class="path">/w/&lt;app&gt;</span>' in html
+    assert '<span class="exit-code exit-ok">exit code 0</span>' in html and ">0.4 s</span>" in html
+    assert '<div class="stream-label">output</div><pre class="stdout">a.txt\n&lt;b&gt;bold&lt;/b&gt;.txt\n</pre>' in html
+    assert "metadata" not in html.split('class="tool-raw"')[0]  # the JSON wrapper is not what is shown
+    _no_markup(html)
+
+    html = _turn(logged_in, conv, 1)  # exec_command: its exec_command_end split stdout and stderr
+    assert _bash_command(html) == "make build"
+    assert '<span class="exit-code exit-fail">exit code 2</span>' in html and ">2.0 s</span>" in html
+    assert '<div class="stream-label">stdout</div><pre class="stdout">cc -o app main.c\n</pre>' in html
+    assert '<pre class="stderr">main.c:3: error: &lt;oops&gt;\n</pre>' in html
+
+    html = _turn(logged_in, conv, 2)  # still running when the model read it
+    assert '<span class="exit-code exit-running">running</span>' in html and "still running (session 4)" in html
+    assert "exit code" not in html and "Serving HTTP" in html
+
+    html = _turn(logged_in, conv, 3)  # an output of no known shape: the command, then the result as it is
+    assert _bash_command(html) == "ls" and 'class="bash-result"' not in html
+    assert "[REDACTED_OUTPUT len=12 sha=00000000]" in html
+    _no_markup(html)
+
+
+@pytest.mark.fixtures
+def test_a_real_codex_rollout_shows_its_shell_calls_like_bash(fixtures_dir, project, logged_in):
+    path = fixtures_dir / "codex" / "Mai0313__VibeCodingTracker__test_conversation_codex.jsonl"
+    if not path.exists():
+        pytest.skip(f"{path.name} is not in the shared fixtures")
+    ingest.import_file(project, path)
+    conv = Conversation.objects.get(project=project, agent="codex")
+    turns = {}
+    for m in conv.messages.filter(role="assistant").order_by("position"):
+        for b in m.blocks:
+            if b.get("tool_name") == "shell":
+                turns.setdefault(b["tool_input"]["command"][2], m.turn)
+    html = _turn(logged_in, conv, turns["ls -la"])
+    assert "<span class=\"prompt\" aria-hidden=\"true\">$ </span>ls -la</pre>" in html
+    assert '<span class="exit-code exit-ok">exit code 0</span>' in html
+    assert re.search(r'<pre class="stdout">total 124\n', html)
+    patch_turn = next(t for cmd, t in turns.items() if "*** Update File: go.mod" in cmd)
+    html = _turn(logged_in, conv, patch_turn)  # apply_patch sent through the shell: still a diff
+    assert "go.mod" in html and "go 1.24" in _lines(html, "diff-add") and "PATCH" not in _lines(html, "diff-ctx")
 
 
 def test_read_and_write_are_highlighted_with_line_numbers(tmp_path, project, logged_in):
