@@ -1,5 +1,5 @@
 """Jobs whose worker dies are taken over by themselves (heartbeat), with one result, and `serve`
-brings a killed worker back.
+brings a killed worker back, and leaves no process behind however it ends.
 
 The workers here run with short limits through the environment: a beat every 0.3 s, dead after
 3 s without one, a reconciler every second. Nobody presses "Run again" in these tests.
@@ -348,3 +348,165 @@ def test_serve_starts_a_killed_worker_again_and_the_web_server_keeps_answering(t
             raise
     assert not _answers(url)
     assert not again.is_running() or again.status() == psutil.STATUS_ZOMBIE
+
+
+# Short restarts for the serve tests that make it give up: gunicorn itself tries a busy port 5 times
+# a second apart, so two tries of the web server, 0.5 s apart, take some 11 s.
+QUICK_GIVE_UP = {"CONTEXTVIEWER_SERVE_GIVE_UP_AFTER": "2", "CONTEXTVIEWER_SERVE_MAX_DELAY": "0.5",
+                 "CONTEXTVIEWER_SERVE_STOP_GRACE": "5"}
+
+
+def _serve(tmp_path: Path, port: int, **extra) -> tuple[subprocess.Popen, Path]:
+    data = tmp_path / "data"
+    env = {**os.environ, "CONTEXTVIEWER_DATA_DIR": str(data), "DATABASE_URL": "", "CELERY_BROKER_URL": "filesystem://",
+           "REDIS_URL": "", "CONTEXTVIEWER_SQLITE_PATH": str(data / "serve.sqlite3"), "CONTEXTVIEWER_WATCH": "",
+           **FAST, **QUICK_GIVE_UP, **extra}
+    env.pop("CONTEXTVIEWER_BROKER_DIR", None)
+    log = tmp_path / "serve.log"
+    serve = subprocess.Popen([sys.executable, "manage.py", "serve", "--port", str(port)], cwd=ROOT, env=env,
+                             stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    return serve, log
+
+
+class _Descendants:
+    """Every process serve started, and the ones they started (gunicorn's workers, Celery's pool
+    process), seen by walking its process tree while it runs: (pid, start time) -> command line."""
+
+    def __init__(self, serve: subprocess.Popen):
+        self.serve = serve
+        self.seen: dict[tuple[int, float], str] = {}
+
+    def look(self) -> None:
+        try:
+            found = psutil.Process(self.serve.pid).children(recursive=True)
+        except psutil.Error:
+            return
+        for p in found:
+            try:
+                self.seen.setdefault((p.pid, p.create_time()), " ".join(p.cmdline()))
+            except psutil.Error:
+                pass
+
+    def watch_until_exit(self, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while self.serve.poll() is None:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"serve still running after {timeout}s")
+            self.look()
+            time.sleep(0.05)
+        return self.serve.returncode
+
+    def alive(self) -> list[psutil.Process]:
+        """Those still running (a zombie has ended: only its parent's wait is missing)."""
+        out = []
+        for (pid, started), _ in self.seen.items():
+            try:
+                p = psutil.Process(pid)
+                if p.create_time() == started and p.status() != psutil.STATUS_ZOMBIE:
+                    out.append(p)
+            except psutil.Error:
+                pass
+        return out
+
+    def kill_leftovers(self) -> None:
+        for p in self.alive():
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+
+
+def _left_running(family: _Descendants) -> list[str]:
+    time.sleep(0.5)  # a process already SIGKILLed may take a moment to go
+    return [f"{p.pid} {family.seen.get((p.pid, p.create_time()), '')[:120]}" for p in family.alive()]
+
+
+@pytest.mark.worker
+def test_serve_giving_up_on_a_port_in_use_leaves_no_process_behind(tmp_path):
+    port = _free_port()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        serve, log = _serve(tmp_path, port)
+        family = _Descendants(serve)
+        try:
+            code = family.watch_until_exit(timeout=180)
+            left = _left_running(family)
+        finally:
+            if serve.poll() is None:
+                os.killpg(serve.pid, signal.SIGKILL)
+            family.kill_leftovers()
+    output = log.read_bytes()
+    assert code != 0, output[-3000:]
+    assert b"Address already in use" in output and b"stopping everything" in output, output[-3000:]
+    assert any("celery" in cmd for cmd in family.seen.values())  # it had started its worker
+    assert sum("gunicorn" in cmd for cmd in family.seen.values()) >= 2  # and tried the web server again
+    assert left == [], f"still running after serve gave up: {left}"
+
+
+@pytest.mark.worker
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGHUP"])
+def test_serve_stopped_by_a_signal_leaves_no_process_behind(tmp_path, how):
+    """SIGHUP: the terminal serve runs in was closed."""
+    port = _free_port()
+    serve, log = _serve(tmp_path, port)
+    family = _Descendants(serve)
+    url = f"http://127.0.0.1:{port}/login/"
+    try:
+        wait_for(lambda: _answers(url), timeout=120, interval=0.2, message=f"the web server: {log}")
+
+        def grown() -> bool:
+            family.look()
+            cmds = list(family.seen.values())  # gunicorn's master and workers, Celery's main and pool process
+            return sum("gunicorn" in c for c in cmds) >= 3 and sum("celery" in c for c in cmds) >= 2
+
+        wait_for(grown, timeout=60, interval=0.1, message=f"serve's processes: {family.seen}")
+        serve.send_signal(getattr(signal, how))
+        family.watch_until_exit(timeout=60)
+        left = _left_running(family)
+    finally:
+        if serve.poll() is None:
+            os.killpg(serve.pid, signal.SIGKILL)
+        family.kill_leftovers()
+    assert left == [], f"still running after serve got {how}: {left}"
+    assert not _answers(url)
+
+
+@pytest.mark.django_db
+def test_serve_failing_while_it_starts_stops_what_it_had_started(tmp_path, monkeypatch):
+    """An exception after the worker started (here: the web server's command line) ends serve, and
+    the worker, with what it started, goes with it: SIGTERM first, SIGKILL after the grace period
+    for a process that outlives its parent (the `sleep` here, left behind by its shell)."""
+    from contextviewer.conversations.management.commands import serve
+
+    pids = tmp_path / "pids"
+    monkeypatch.setattr(serve, "call_command", lambda *a, **kw: None)  # no migrate: the test database is ready
+    monkeypatch.setattr(serve, "worker_command",
+                        lambda: ["sh", "-c", f"sleep 300 & echo $! > {pids}.tmp; echo $$ >> {pids}.tmp; "
+                                             f"mv {pids}.tmp {pids}; wait"])
+    monkeypatch.setenv("CONTEXTVIEWER_SERVE_STOP_GRACE", "1")
+    monkeypatch.setenv("CONTEXTVIEWER_WATCH", "")
+    handlers = {sig: signal.getsignal(sig) for sig in serve.STOP_SIGNALS}
+
+    def broken(*args, **kwargs):
+        wait_for(pids.exists, timeout=30, message="the stand-in worker")
+        raise RuntimeError("a broken setting")
+
+    monkeypatch.setattr(serve.webserver, "gunicorn_command", broken)
+    with pytest.raises(RuntimeError, match="a broken setting"):
+        serve.Command().handle(samples=False, host="127.0.0.1", port=_free_port(), workers=1)
+    started = [int(pid) for pid in pids.read_text().split()]
+    try:
+        assert len(started) == 2
+        for pid in started:
+            try:
+                assert psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, f"{pid} still running"
+            except psutil.NoSuchProcess:
+                pass
+        assert {sig: signal.getsignal(sig) for sig in serve.STOP_SIGNALS} == handlers  # as they were
+    finally:
+        for pid in started:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
