@@ -35,6 +35,8 @@ class Line:
     css: str
     path: str
     fires: list[tuple[float, float, int, int]] = field(default_factory=list)  # x, y, call index, tokens
+    # A curve of one call is one point, and a path through one point draws nothing: its point is a dot.
+    points: list[tuple[float, float, int, int]] = field(default_factory=list)  # x, y, call index, tokens
 
 
 @dataclass
@@ -61,17 +63,21 @@ def _curve(window: int, baseline: policylab.PolicyResult, results: list[policyla
     def y(v: float) -> float:
         return round(HEIGHT - HEIGHT * min(v, ymax) / ymax, 1)
 
-    def x(i: int) -> float:
-        return round(WIDTH * i / max(n - 1, 1), 1)
+    def x(i: int) -> float:  # one call: in the middle, not on the axis at the left edge
+        return round(WIDTH * i / (n - 1), 1) if n > 1 else WIDTH / 2
 
     def path(values: list[int]) -> str:
         return " ".join(f"{'M' if i == 0 else 'L'}{x(i)} {y(v)}" for i, v in enumerate(values))
 
-    lines = [Line(baseline.name, "recorded (as logged)", "line-recorded", path(baseline.totals))]
+    def points(values: list[int]) -> list[tuple[float, float, int, int]]:
+        return [(x(i), y(v), i, v) for i, v in enumerate(values)] if len(values) == 1 else []
+
+    recorded = baseline.totals
+    lines = [Line(baseline.name, "recorded (as logged)", "line-recorded", path(recorded), points=points(recorded))]
     for k, r in enumerate(results):
         # A dot sits on the policy's line where it acts: the level of the call before the action.
         fires = [(x(c), y(r.totals[max(c - 1, 0)]), c, t) for c, t in r.fire_points if 0 <= c < n]
-        lines.append(Line(r.name, r.label, f"line-policy pl-{k % 8}", path(r.totals), fires))
+        lines.append(Line(r.name, r.label, f"line-policy pl-{k % 8}", path(r.totals), fires, points(r.totals)))
     step = 10 ** max(0, int(math.log10(ymax)))
     while ymax / step > 6:
         step *= 2

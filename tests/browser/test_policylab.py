@@ -12,6 +12,7 @@ from contextviewer.conversations.models import Conversation
 from tests.browser.screenshots import SCREENSHOTS
 from tests.browser.test_viewer_flows import Watch, login
 from tests.factories import make_project, make_user
+from tests.sessions import SessionBuilder, write_lines
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -54,4 +55,30 @@ def test_policy_lab_toggles_a_policy_and_shows_the_clip(page, live_server, fixtu
 
     page.evaluate("window.scrollTo(0, 0)")
     page.screenshot(path=str(SCREENSHOTS / "policy-lab.png"))
+    watch.assert_clean()
+
+
+def test_policy_lab_draws_the_single_point_of_a_one_call_conversation(page, live_server, tmp_path):
+    """One model call: no line to draw, so each curve's point is a filled dot, in the chart."""
+    page_cache.clear()
+    project = make_project("lab-one")
+    user = make_user("lab-one-viewer", project=project)
+    b = SessionBuilder(session_id="11111111-2222-4333-8444-000000000002")
+    path = tmp_path / f"{b.session_id}.jsonl"
+    write_lines(path, [b.user("One question: what does src/only_call.py do?"), *b.assistant("It prints the version.")])
+    ingest.import_path(project, path)
+    conv = Conversation.objects.get(project=project, kind="main")
+    assert conv.model_call_count == 1
+    login(page.context, live_server, user)
+    watch = Watch(page)
+    page.goto(f"{live_server.url}/c/{conv.pk}/lab/?policy=claude_code&policy=efferent")
+    chart = page.locator("svg.curve")
+    dots = chart.locator("circle.point")
+    assert dots.count() == 3
+    box, dot = chart.bounding_box(), chart.locator("circle.point.line-recorded").bounding_box()
+    assert dot["width"] >= 6 and dot["height"] >= 6
+    assert box["x"] + box["width"] * 0.3 < dot["x"] < box["x"] + box["width"] * 0.7  # in the middle, not on the axis
+    for i in range(dots.count()):
+        assert dots.nth(i).evaluate("c => getComputedStyle(c).fill") not in ("none", "")
+    chart.screenshot(path=str(tmp_path / "policy-lab-one-call.png"))
     watch.assert_clean()

@@ -4,6 +4,7 @@ clipping view, `manage.py policies`, the lab page and the project table, access 
 from __future__ import annotations
 
 import json
+import re
 from io import StringIO
 
 import pytest
@@ -207,3 +208,26 @@ def test_project_table_has_a_row_per_policy(client, conv):
     rows = policylab.project_table([conv])
     claude = next(row for row in rows if row.name == "claude_code")
     assert claude.conversations == 1 and claude.median_peak > 0
+
+
+def test_lab_page_marks_the_point_of_a_conversation_with_one_model_call(client, tmp_path):
+    """One call is one point per curve, and a path through one point draws nothing: each curve's
+    point is a dot, in the chart (not on its left edge) and inside it."""
+    b = SessionBuilder(session_id="11111111-2222-4333-8444-000000000001")
+    lines = [b.user("Just one question: what does src/only_call.py do?"), *b.assistant("It prints the version.")]
+    path = tmp_path / f"{b.session_id}.jsonl"
+    write_lines(path, lines)
+    project = make_project()
+    ingest.import_path(project, path)
+    conv = Conversation.objects.get(project=project, kind="main")
+    assert conv.model_call_count == 1
+    client.force_login(make_user(project=conv.project))
+    r = client.get(reverse("policy_lab", args=[conv.pk]), {"policy": ["claude_code", "efferent"]})
+    assert r.status_code == 200
+    svg = r.content.decode().split('<svg class="curve"', 1)[1].split("</svg>", 1)[0]
+    points = re.findall(r'<circle class="point ([^"]+)" cx="([^"]+)" cy="([^"]+)" r="([^"]+)"><title>([^<]*)</title>', svg)
+    assert [css.split()[0] for css, *_ in points] == ["line-recorded", "line-policy", "line-policy"], svg
+    for _, cx, cy, r_, title in points:
+        assert 0 < float(cx) < 1000 and 0 <= float(cy) <= 250 and float(r_) >= 3, svg
+        assert "call 0" in title
+    assert "recorded (as logged): call 0" in points[0][4]
