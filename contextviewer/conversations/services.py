@@ -11,6 +11,7 @@ from pathlib import Path
 from django.conf import settings
 
 from contextviewer.accounts.models import Project
+from contextviewer.core import tokens
 
 from . import ingest, jobs
 from .models import Conversation, Job, Source
@@ -74,6 +75,7 @@ def start_import(project: Project, *, paths=(), uploads=(), user=None, idempoten
 
 
 def run_import(job: Job, progress) -> dict:
+    tokens.preload_encoding()  # counted from the first records on
     jobs.preload_enqueue()  # probes and titles are enqueued at the end
     project = job.project
     report = ingest.ImportReport()

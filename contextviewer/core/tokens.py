@@ -205,9 +205,24 @@ def _constructor_args(name: str, cache_dir: Path) -> dict:
     return args
 
 
-@functools.lru_cache(maxsize=None)
+_LOADING = threading.Lock()
+
+
 def get_encoding(name: str = DEFAULT_ENCODING):
-    """The tiktoken Encoding, loaded once per process (rank files placed offline first)."""
+    """The tiktoken Encoding, loaded once per process (rank files placed offline first); threads
+    asking while it loads wait for that one load (preload_encoding)."""
+    with _LOADING:
+        return _load_encoding(name)
+
+
+def preload_encoding(name: str = DEFAULT_ENCODING) -> None:
+    """Start loading the encoding on a daemon thread (0.2 s, mostly tiktoken building its tables),
+    for work that will count tokens after other work: the import starts it before it reads."""
+    threading.Thread(target=get_encoding, args=(name,), name="preload-encoding", daemon=True).start()
+
+
+@functools.lru_cache(maxsize=None)
+def _load_encoding(name: str):
     import tiktoken
 
     if name not in ENCODING_FILES:
