@@ -453,7 +453,9 @@ def curve_view(conv: Conversation, spec, folds: list[Fold]) -> CurveView | None:
         return round(height - height * min(v, ymax) / ymax, 1)
 
     def x_of(i: int) -> float:
-        return round(width * i / max(n - 1, 1), 1)
+        if n == 1:  # one call: its point (drawn as a dot, a path through one point draws nothing) mid-chart
+            return round(width / 2, 1)
+        return round(width * i / (n - 1), 1)
 
     points = []
     for i in keep:

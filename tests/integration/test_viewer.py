@@ -270,3 +270,26 @@ def test_csp_header_forbids_inline_scripts(logged_in, project):
     html = response.content.decode()
     assert re.search(r"<script(?![^>]*\ssrc=)[^>]*>", html) is None  # no inline script element
     assert '"selfRequestsOnly": true' in html and '"allowEval": false' in html
+
+
+def test_a_conversation_with_one_model_call_shows_its_point_on_the_curve(logged_in, project, tmp_path):
+    """A path through one point draws nothing: the one call's measured point is a dot, mid-chart."""
+    from contextviewer.conversations import ingest
+    from contextviewer.conversations.models import Conversation
+    from tests.sessions import SessionBuilder, write_lines
+
+    b = SessionBuilder(session_id="11111111-2222-4333-8444-000000000002")
+    path = tmp_path / f"{b.session_id}.jsonl"
+    write_lines(path, [b.user("One question only"), *b.assistant("One answer.")])
+    ingest.import_path(project, path)
+    conv = Conversation.objects.get(project=project, kind="main")
+    assert conv.model_call_count == 1
+    html = logged_in.get(reverse("conversation", args=[conv.id])).content.decode()
+    svg = html.split('<svg class="curve"', 1)[1].split("</svg>", 1)[0]
+    dots = re.findall(r'<circle class="dot-measured" cx="([^"]+)" cy="([^"]+)" r="([^"]+)"><title>measured: (\d+)', svg)
+    assert len(dots) == 1, svg
+    cx, cy, r, tokens = dots[0]
+    width = int(re.search(r'data-width="(\d+)"', svg).group(1))
+    call = conv.model_calls.get()
+    assert float(cx) == width / 2 and float(r) >= 3
+    assert int(tokens) == call.input_uncached + call.cache_write + call.cache_read > 0
