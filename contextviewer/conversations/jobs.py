@@ -75,21 +75,6 @@ def enqueue_job(job_id: int) -> None:
     run_job_task.delay(job_id)
 
 
-def preload_enqueue() -> None:
-    """Load what enqueue_job needs (Celery, kombu: 0.1 s) on a daemon thread, for a job that will
-    enqueue others when it ends (an import enqueues fact probes and titles): the loading then runs
-    while the job's own threads count tokens with the GIL released, not after the job."""
-    import threading
-
-    def load() -> None:
-        try:
-            from . import tasks  # noqa: F401
-        except Exception:  # enqueue_job imports it again and reports what is wrong
-            log.debug("preloading the task module failed", exc_info=True)
-
-    threading.Thread(target=load, name="preload-enqueue", daemon=True).start()
-
-
 def claim(job_id: int) -> Job | None:
     """Take a queued job, or take over a running one whose worker is dead (heartbeat.holder_dead:
     no beat for DEAD_AFTER, or its process on this machine is gone). None if someone else has it.

@@ -76,7 +76,6 @@ def start_import(project: Project, *, paths=(), uploads=(), user=None, idempoten
 
 def run_import(job: Job, progress) -> dict:
     tokens.preload_encoding()  # counted from the first records on
-    jobs.preload_enqueue()  # probes and titles are enqueued at the end
     project = job.project
     report = ingest.ImportReport()
     items = [("path", p) for p in job.params.get("paths", [])] + [("upload", u) for u in job.params.get("uploads", [])]
