@@ -8,9 +8,9 @@ Measures in one run, on the same session file, interleaved, the fastest of --rep
   apps, middleware, warm-up) and has served nothing yet. The sign-in is not timed.
 claude-code-log's figure includes its interpreter's start-up; ours includes the import command's.
 
-claude-code-log is not a dependency: it lives in its own virtual environment, by default
-var/ccl-venv (`python -m venv var/ccl-venv && var/ccl-venv/bin/pip install claude-code-log`), or
-CONTEXTVIEWER_CCL (the path of its `claude-code-log` executable). Default file: the largest real
+claude-code-log is not a dependency: it lives in its own virtual environment, var/ccl-venv, which
+the first run makes (`python -m venv`, then `pip install claude-code-log` from the package index),
+or CONTEXTVIEWER_CCL names its `claude-code-log` executable. Default file: the largest real
 Claude Code session under the fixtures folder (settings.FIXTURES_DIR / "claude-code").
 """
 
@@ -30,14 +30,31 @@ from typing import TextIO
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def ccl_executable() -> Path:
+def ccl_executable(out: TextIO | None = None) -> Path:
+    """claude-code-log's executable: CONTEXTVIEWER_CCL, else var/ccl-venv's, installed there from
+    the package index on first use (its own environment: it is not a dependency of ours)."""
     configured = os.environ.get("CONTEXTVIEWER_CCL")
-    path = Path(configured) if configured else ROOT / "var" / "ccl-venv" / "bin" / "claude-code-log"
+    if configured:
+        path = Path(configured)
+        if not path.exists():
+            raise RuntimeError(f"CONTEXTVIEWER_CCL={configured}: no such file")
+        return path
+    venv = ROOT / "var" / "ccl-venv"
+    path = venv / "bin" / "claude-code-log"
     if not path.exists():
-        raise RuntimeError(
-            f"claude-code-log not found at {path}: python -m venv var/ccl-venv && "
-            "var/ccl-venv/bin/pip install claude-code-log (or set CONTEXTVIEWER_CCL)"
-        )
+        if out is not None:
+            out.write(f"installing claude-code-log into {venv} (python -m venv, pip install claude-code-log) ...\n")
+        steps = ([sys.executable, "-m", "venv", str(venv)],
+                 [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                  "claude-code-log"])
+        for argv in steps:
+            done = subprocess.run(argv, capture_output=True, text=True)
+            if done.returncode != 0 or (argv is steps[-1] and not path.exists()):
+                raise RuntimeError(
+                    f"could not install claude-code-log ({' '.join(argv)}):\n{done.stderr[-2000:]}\n"
+                    "install it yourself (python -m venv var/ccl-venv && var/ccl-venv/bin/pip install "
+                    "claude-code-log) or set CONTEXTVIEWER_CCL to its executable"
+                )
     return path
 
 
@@ -66,7 +83,7 @@ def run(stdout: TextIO | None = None, path: str | None = None, repeat: int = 3, 
     from django.conf import settings
 
     out = stdout or sys.stdout
-    ccl = ccl_executable()
+    ccl = ccl_executable(out)
     source = Path(path).expanduser().resolve() if path else default_session()
     if not source.is_file():
         raise RuntimeError(f"no such file: {source}")
