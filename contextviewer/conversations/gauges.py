@@ -10,14 +10,11 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.cache import cache
 
-from contextviewer.core import budget, captured
+from contextviewer.core import budget, captured, harness
 
 from . import window as windows
 from .models import Conversation, ModelCall
 
-# Agents whose logs leave out the system prompt and the tool definitions, and where a capture of
-# them is looked for.
-CAPTURED_AGENTS = frozenset({"claude-code"})
 
 
 def calibration(conv: Conversation) -> budget.Calibration:
@@ -47,9 +44,10 @@ NONE = UnloggedPrompt(None)
 
 
 def unlogged_prompt(conv: Conversation) -> UnloggedPrompt:
-    if conv.agent not in CAPTURED_AGENTS:
+    folder = harness.rules(conv.agent).captured_prompt  # a harness that leaves them out of its log
+    if folder is None:
         return NONE
-    found = captured.claude_code_prompt(getattr(settings, "SCHEMAS_DIR", None), conv.cli_version or None, cache)
+    found = captured.captured_prompt(getattr(settings, "SCHEMAS_DIR", None), folder, conv.cli_version or None, cache)
     if found is None:
         return UnloggedPrompt(None, ("system_prompt", "tool_definitions"))
     return UnloggedPrompt((found.system_prompt, found.tool_definitions), (), found.version, found.exact, found.tools)
@@ -60,7 +58,7 @@ def after_import(conversations) -> None:
     tokenizer loaded: the first page of these conversations then reads the counts from the cache."""
     seen = set()
     for conv in conversations:
-        if conv.agent in CAPTURED_AGENTS and (conv.agent, conv.cli_version) not in seen:
+        if harness.rules(conv.agent).captured_prompt and (conv.agent, conv.cli_version) not in seen:
             seen.add((conv.agent, conv.cli_version))
             unlogged_prompt(conv)
 

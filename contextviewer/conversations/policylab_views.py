@@ -13,6 +13,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from contextviewer.accounts.models import Project
+from contextviewer.core import harness
 from contextviewer.core.policylab import get as get_policy, names as policy_names
 from contextviewer.core.severity import CRITICAL_AT, WARN_AT
 
@@ -21,9 +22,6 @@ from .models import Conversation, ConversationKind
 from .views import _get_conversation_for_user
 
 DEFAULT_POLICIES = ("claude_code", "efferent", "deepagents")
-# The policy of the harness a conversation was recorded with (drawn by default beside the others).
-OWN_POLICY = {"claude-code": "claude_code", "codex": "codex", "efferent": "efferent", "langgraph": "deepagents",
-              "picoclaw": "picoclaw", "openhands": "openhands"}
 CLIP_SHOWN = 6000  # characters of each side of a clip shown (the counts say how much more there is)
 WIDTH, HEIGHT = 1000, 250
 
@@ -98,7 +96,7 @@ def _chosen(request: HttpRequest, conv: Conversation) -> tuple[list[str], list[s
     unknown = [n for n in asked if n not in known]
     if asked:
         return [n for n in known if n in asked], unknown
-    own = OWN_POLICY.get(conv.agent)
+    own = harness.rules(conv.agent).own_policy  # the policy of the harness that recorded it
     return [n for n in known if n in DEFAULT_POLICIES or n == own], []
 
 

@@ -38,11 +38,11 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", version or ""))
 
 
-def available_versions(schemas_dir: Path | str | None) -> list[str]:
+def available_versions(schemas_dir: Path | str | None, harness: str) -> list[str]:
     """CLI versions with both a system and a tools capture, oldest first."""
     if not schemas_dir:
         return []
-    folder = Path(schemas_dir) / "claude-code" / "captured"
+    folder = Path(schemas_dir) / harness / "captured"
     try:
         names = [p.name for p in folder.iterdir()]
     except OSError:
@@ -102,20 +102,21 @@ class CountStore(Protocol):
     def set(self, key: str, value: object, timeout: None) -> object: ...
 
 
-def claude_code_prompt(
-    schemas_dir: Path | str | None, session_version: str | None, store: CountStore | None = None
+def captured_prompt(
+    schemas_dir: Path | str | None, harness: str, session_version: str | None, store: CountStore | None = None
 ) -> CapturedPrompt | None:
-    """The captured system prompt and tools for a Claude Code session, or None when no capture is
+    """The captured system prompt and tools of a session run by `harness` (its folder under the
+    schemas: the harness rule's `captured_prompt`), or None when no capture is
     found (or one cannot be read). With a `store`, the counts are kept there under the capture's
     version, file times and encoding, so a process that has not loaded the tokenizer (a web worker's
     first page) reads them instead of loading it (0.3 s) for two counts."""
-    version = pick_version(available_versions(schemas_dir), session_version)
+    version = pick_version(available_versions(schemas_dir, harness), session_version)
     if version is None:
         return None
-    folder = Path(schemas_dir) / "claude-code" / "captured"
+    folder = Path(schemas_dir) / harness / "captured"
     try:
         mtimes = ((folder / f"system_{version}.json").stat().st_mtime, (folder / f"tools_{version}.json").stat().st_mtime)
-        key = f"captured:{version}:{mtimes[0]}:{mtimes[1]}:{tokens.DEFAULT_ENCODING}"
+        key = f"captured:{harness}:{version}:{mtimes[0]}:{mtimes[1]}:{tokens.DEFAULT_ENCODING}"
         found = store.get(key) if store is not None else None
         if isinstance(found, (list, tuple)) and len(found) == 3 and all(isinstance(n, int) for n in found):
             system, tools, count = found

@@ -91,6 +91,12 @@ class Harness:
     anthropic_chars_per_token: float | None = None  # a different ratio for Anthropic models
     units: str = CHARS
     rounding: str = "round"  # round (half up) | ceil | floor, as the harness computes it
+    # The policy-lab module that replays this harness (core/policylab/registry.py), drawn by default
+    # beside the others on the lab page of a conversation it recorded.
+    own_policy: str | None = None
+    # The harness does not log its system prompt and tool definitions: captured requests of them lie
+    # under <schemas>/<this folder>/captured/ (core/captured.py).
+    captured_prompt: str | None = None
 
     # --- the window ---------------------------------------------------------------------------
 
@@ -189,6 +195,8 @@ _HARNESSES = [
         reserve_cap=CLAUDE_CODE_OUTPUT_RESERVE,
         default_window=CLAUDE_CODE_DEFAULT_WINDOW,
         default_window_provider="anthropic",
+        own_policy="claude_code",
+        captured_prompt="claude-code",
     ),
     Harness(
         "codex",
@@ -198,6 +206,7 @@ _HARNESSES = [
         usable_fraction=CODEX_USABLE,
         fractions_of_model_input=True,
         units=BYTES,
+        own_policy="codex",
     ),
     Harness(
         "langgraph",
@@ -209,8 +218,9 @@ _HARNESSES = [
         usable_less_reserve=True,
         anthropic_chars_per_token=3.3,
         rounding="ceil",
+        own_policy="deepagents",
     ),
-    Harness("efferent", "efferent", fold_label="efferent handoff 85 %", fold_fraction=0.85),
+    Harness("efferent", "efferent", fold_label="efferent handoff 85 %", fold_fraction=0.85, own_policy="efferent"),
     Harness(
         "picoclaw",
         "picoclaw",
@@ -220,8 +230,9 @@ _HARNESSES = [
         default_window=PICOCLAW_MAX_TOKENS * 4,
         chars_per_token=2.5,
         rounding="floor",
+        own_policy="picoclaw",
     ),
-    Harness("openhands", "OpenHands", fold_events=120),
+    Harness("openhands", "OpenHands", fold_events=120, own_policy="openhands"),
     Harness("gemini", "Gemini CLI", fold_label="Gemini CLI compress 50 %", fold_fraction=0.50),
     Harness("opencode", "opencode", fold_label="opencode compact", fold_at_effective=True, reserve_cap=32_000),
     Harness("swe-agent", "SWE-agent"),

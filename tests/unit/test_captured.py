@@ -18,12 +18,12 @@ def _capture(root, version, prompt, tools):
 def test_the_capture_of_the_session_version_else_the_nearest_older_one(tmp_path):
     _capture(tmp_path, "2.1.10", "old prompt " * 50, [])
     _capture(tmp_path, "2.1.144", "new prompt " * 500, [{"name": "Bash", "description": "Run a command " * 20}])
-    assert captured.claude_code_prompt(tmp_path, "2.1.10").exact
-    found = captured.claude_code_prompt(tmp_path, "2.1.99")
+    assert captured.captured_prompt(tmp_path, "claude-code", "2.1.10").exact
+    found = captured.captured_prompt(tmp_path, "claude-code", "2.1.99")
     assert found.version == "2.1.10" and not found.exact  # nearest older, by number not by text
-    assert captured.claude_code_prompt(tmp_path, "2.0.1").version == "2.1.10"  # nothing older: nearest newer
-    assert captured.claude_code_prompt(tmp_path, None).version == "2.1.144"  # unknown: the newest
-    found = captured.claude_code_prompt(tmp_path, "2.1.144")
+    assert captured.captured_prompt(tmp_path, "claude-code", "2.0.1").version == "2.1.10"  # nothing older: nearest newer
+    assert captured.captured_prompt(tmp_path, "claude-code", None).version == "2.1.144"  # unknown: the newest
+    found = captured.captured_prompt(tmp_path, "claude-code", "2.1.144")
     assert found.system_prompt == tokens.count_text("new prompt " * 500)  # billing header left out
     assert found.tool_definitions > 0 and found.tools == 1
 
@@ -31,16 +31,16 @@ def test_the_capture_of_the_session_version_else_the_nearest_older_one(tmp_path)
 def test_the_capturing_users_mcp_tools_are_left_out(tmp_path):
     bash = {"name": "Bash", "description": "Run a command"}
     _capture(tmp_path, "1.0.0", "p", [bash, {"name": "mcp__stitch__create", "description": "x " * 4000}])
-    found = captured.claude_code_prompt(tmp_path, "1.0.0")
+    found = captured.captured_prompt(tmp_path, "claude-code", "1.0.0")
     assert found.tools == 1 and found.tool_definitions == tokens.count_text(json.dumps([bash]))
 
 
 def test_no_capture_is_none_not_zero(tmp_path):
-    assert captured.claude_code_prompt(tmp_path / "missing", "2.1.0") is None
-    assert captured.claude_code_prompt(None, "2.1.0") is None
+    assert captured.captured_prompt(tmp_path / "missing", "claude-code", "2.1.0") is None
+    assert captured.captured_prompt(None, "claude-code", "2.1.0") is None
     (tmp_path / "claude-code" / "captured").mkdir(parents=True)
     (tmp_path / "claude-code" / "captured" / "system_1.0.json").write_text("[]")  # no tools file: no capture
-    assert captured.claude_code_prompt(tmp_path, "1.0") is None
+    assert captured.captured_prompt(tmp_path, "claude-code", "1.0") is None
 
 
 class _Store(dict):
@@ -56,7 +56,7 @@ def test_counts_kept_in_a_store_are_read_without_the_tokenizer_and_remade_when_t
 ):
     _capture(tmp_path, "2.1.10", "a prompt " * 300, [{"name": "Read", "description": "Read a file " * 30}])
     store = _Store()
-    first = captured.claude_code_prompt(tmp_path, "2.1.10", store)
+    first = captured.captured_prompt(tmp_path, "claude-code", "2.1.10", store)
     assert len(store) == 1 and list(store.values())[0] == (first.system_prompt, first.tool_definitions, 1)
 
     def no_tokenizer(*args, **kwargs):
@@ -64,12 +64,12 @@ def test_counts_kept_in_a_store_are_read_without_the_tokenizer_and_remade_when_t
 
     captured._count.cache_clear()
     monkeypatch.setattr(tokens, "count_text", no_tokenizer)
-    assert captured.claude_code_prompt(tmp_path, "2.1.10", store) == first
+    assert captured.captured_prompt(tmp_path, "claude-code", "2.1.10", store) == first
     monkeypatch.undo()
     # A new capture of the same version (the file changed): counted again, not the stale figure.
     (tmp_path / "claude-code" / "captured" / "system_2.1.10.json").write_text(json.dumps("short"))
     import os
 
     os.utime(tmp_path / "claude-code" / "captured" / "system_2.1.10.json", (1, 1))
-    again = captured.claude_code_prompt(tmp_path, "2.1.10", store)
+    again = captured.captured_prompt(tmp_path, "claude-code", "2.1.10", store)
     assert again.system_prompt == tokens.count_text("short") < first.system_prompt

@@ -134,3 +134,12 @@ def test_zero_window():
     zero = ModelSpec("zero", 0, 0)
     assert at("claude-code", zero) is None and harness.output_reserve("codex", zero) == 0
     assert harness.effective_window("langgraph", zero) == 0
+
+
+def test_every_harness_own_policy_is_a_registered_policy():
+    """The lab draws a conversation's own harness policy by default: each rule names a real one."""
+    from contextviewer.core import policylab
+
+    owned = {h.agent: h.own_policy for h in harness.HARNESSES.values() if h.own_policy}
+    assert len(owned) >= 6
+    assert set(owned.values()) <= set(policylab.names())
