@@ -315,12 +315,7 @@ def build_result(conv: Conversation) -> dict:
 
 # --- exports ----------------------------------------------------------------------------------
 
-CONTENT_TYPES = {
-    "claude-code": ("application/x-ndjson", "jsonl"),
-    "openai": ("application/json", "openai.json"),
-    "anthropic": ("application/json", "anthropic.json"),
-    "markdown": ("text/markdown; charset=utf-8", "md"),
-}
+CONTENT_TYPES = {name: t.content_type for name, t in core_export.TARGETS.items()}  # the export formats
 
 
 class ExportRefused(ValueError):
@@ -384,29 +379,23 @@ def export(conv: Conversation, fmt: str, *, actor=None) -> ExportFile:
 
 
 def _export(conv: Conversation, fmt: str) -> ExportFile:
-    messages = export_messages(conv)
-    model = (conv.model_names or [""])[-1]
-    content_type, ext = CONTENT_TYPES[fmt]
-    base = f"conversation-{conv.pk}"
-    if fmt == "claude-code":
-        session_id = core_export.export_session_id(f"{conv.project_id}:{conv.agent}:{conv.external_id}")
-        result = core_export.claude_code(
-            messages, session_id=session_id, cwd=conv.cwd or "/", git_branch=conv.git_branch, model=model,
-            title=conv.title,
-        )
-        folder = core_export.encoded_project_dir(conv.cwd or "/")
-        hint = f"Save as ~/.claude/projects/{folder}/{session_id}.jsonl, then run: claude --resume {session_id}"
-        return ExportFile(fmt, f"{session_id}.jsonl", content_type, result.content, result.notes, session_id, hint)
-    if fmt == "openai":
-        result = core_export.openai(messages, model=model)
-    elif fmt == "anthropic":
-        result = core_export.anthropic(messages, model=model)
-    else:
-        meta = [f"{conv.agent} · {conv.kind} · {conv.message_count} messages"]
-        if conv.cwd:
-            meta.append(f"cwd: {conv.cwd}")
-        source = (conv.lineage or {}).get("source")
-        if source:
-            meta.append(f"built from conversation {source.get('id')} ({source.get('title') or source.get('external_id')})")
-        result = core_export.markdown(messages, title=conv.title or conv.external_id, meta=meta)
-    return ExportFile(fmt, f"{base}.{ext}", content_type, result.content, result.notes)
+    target = core_export.TARGETS[fmt]
+    header = [f"{conv.agent} · {conv.kind} · {conv.message_count} messages"]
+    if conv.cwd:
+        header.append(f"cwd: {conv.cwd}")
+    source = (conv.lineage or {}).get("source")
+    if source:
+        header.append(f"built from conversation {source.get('id')} ({source.get('title') or source.get('external_id')})")
+    meta = core_export.ExportMeta(
+        session_seed=f"{conv.project_id}:{conv.agent}:{conv.external_id}",
+        base=f"conversation-{conv.pk}",
+        title=conv.title,
+        heading=conv.title or conv.external_id,
+        header=header,
+        cwd=conv.cwd,
+        git_branch=conv.git_branch,
+        model=(conv.model_names or [""])[-1],
+    )
+    written = target.write(export_messages(conv), meta)
+    return ExportFile(fmt, written.filename, target.content_type, written.content, written.notes,
+                      written.session_id, written.resume_hint)

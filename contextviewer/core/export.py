@@ -28,16 +28,6 @@ from .build import repair_tool_pairs
 # (../shared/schemas/claude-code/v2.1.144, covering 2.1.97-2.1.144).
 CLAUDE_CODE_VERSION = "2.1.144"
 DEFAULT_MODEL = "claude-sonnet-4-5"
-FORMATS = ("claude-code", "openai", "anthropic", "markdown")
-LABELS = {"claude-code": "Claude Code JSONL", "openai": "OpenAI messages", "anthropic": "Anthropic messages", "markdown": "Markdown"}
-# Export formats that write an agent's own session file (one it can resume). Honest only for that
-# agent's conversations: another agent's tools, ids and usage would be passed off as its own.
-AGENT_SESSION_FORMATS = frozenset({"claude-code"})
-
-
-def formats_for(agent: str) -> list[str]:
-    """The export formats a conversation written by ``agent`` can be exported to honestly."""
-    return [f for f in FORMATS if f not in AGENT_SESSION_FORMATS or f == agent]
 
 # Tool names Claude Code 2.1.144 knows (its session schema's BuiltInToolName); MCP tools are
 # mcp__<server>__<tool>. Older names are mapped to their successors, others to an MCP-shaped name.
@@ -568,3 +558,78 @@ def markdown(messages: Sequence[dict], *, title: str = "", meta: Sequence[str] =
             elif text:
                 out += [_fence(text, ""), ""]
     return Export("\n".join(out).rstrip() + "\n", notes.render())
+
+
+# --- targets: one line each; builds, pages, the API and the command line name none of them ------
+
+
+@dataclass(frozen=True, slots=True)
+class ExportMeta:
+    """What a writer may need of the conversation besides its messages."""
+
+    session_seed: str  # a stable seed for an exported session id (project, agent, external id)
+    base: str  # the file name's stem for a plain export ("conversation-12")
+    title: str = ""
+    heading: str = ""  # Markdown's title: the title, else the external id
+    header: Sequence[str] = ()  # Markdown's lines under the title
+    cwd: str = ""
+    git_branch: str = ""
+    model: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    content: str
+    notes: list[str]
+    filename: str
+    session_id: str | None = None
+    resume_hint: str = ""  # how to resume it, for an agent's own session file
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    name: str
+    label: str
+    content_type: str
+    write: object  # (messages, ExportMeta) -> Written
+    agent_session: bool = False  # an agent's own session file: honest only for that agent's conversations
+
+
+def _claude_code_session(messages: Sequence[dict], meta: ExportMeta) -> Written:
+    session_id = export_session_id(meta.session_seed)
+    cwd = meta.cwd or "/"
+    result = claude_code(messages, session_id=session_id, cwd=cwd, git_branch=meta.git_branch, model=meta.model,
+                         title=meta.title)
+    hint = f"Save as ~/.claude/projects/{encoded_project_dir(cwd)}/{session_id}.jsonl, then run: claude --resume {session_id}"
+    return Written(result.content, result.notes, f"{session_id}.jsonl", session_id, hint)
+
+
+def _plain(suffix: str, writer) -> object:
+    def write(messages: Sequence[dict], meta: ExportMeta) -> Written:
+        result = writer(messages, meta)
+        return Written(result.content, result.notes, f"{meta.base}.{suffix}")
+
+    return write
+
+
+TARGETS: dict[str, Target] = {
+    t.name: t
+    for t in (
+        Target("claude-code", "Claude Code JSONL", "application/x-ndjson", _claude_code_session, agent_session=True),
+        Target("openai", "OpenAI messages", "application/json",
+               _plain("openai.json", lambda m, meta: openai(m, model=meta.model))),
+        Target("anthropic", "Anthropic messages", "application/json",
+               _plain("anthropic.json", lambda m, meta: anthropic(m, model=meta.model))),
+        Target("markdown", "Markdown", "text/markdown; charset=utf-8",
+               _plain("md", lambda m, meta: markdown(m, title=meta.heading, meta=meta.header))),
+    )
+}
+FORMATS = tuple(TARGETS)
+LABELS = {name: t.label for name, t in TARGETS.items()}
+
+
+def formats_for(agent: str) -> list[str]:
+    """The export formats a conversation written by ``agent`` can be exported to honestly: an
+    agent's own session file only for that agent's conversations (another agent's tools, ids and
+    usage would be passed off as its own)."""
+    return [name for name, t in TARGETS.items() if not t.agent_session or name == agent]

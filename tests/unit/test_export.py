@@ -170,3 +170,17 @@ def test_anthropic_and_openai_shapes_hold_whatever_the_transcript(messages):
             assert pending == []
             pending = [c["id"] for c in m.get("tool_calls", [])]
     assert pending == []
+
+
+def test_export_targets_offer_an_agent_session_file_only_to_that_agent():
+    """Each target is one registry line; an agent's own session file is offered for that agent's
+    conversations only, the plain formats for every conversation."""
+    from contextviewer.core import export as core_export
+
+    plain = [n for n, t in core_export.TARGETS.items() if not t.agent_session]
+    own = [n for n, t in core_export.TARGETS.items() if t.agent_session]
+    assert plain and own
+    for name in own:
+        assert name in core_export.formats_for(name)
+        assert name not in core_export.formats_for("some-other-agent")
+    assert core_export.formats_for("some-other-agent") == plain
