@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import uuid as uuidlib
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 SESSION = "11111111-2222-4333-8444-555555555555"
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -89,3 +90,12 @@ def session_lines(turns: int, builder: SessionBuilder | None = None) -> list[str
     for i in range(turns):
         out.extend(builder.turn(i))
     return out
+
+
+def one_call_session(folder, prompt: str = "One question: what does src/only_call.py do?",
+                     answer: str = "It prints the version.") -> Path:
+    """A session file with one prompt and one model call (its answer), written in `folder`."""
+    b = SessionBuilder(session_id="11111111-2222-4333-8444-000000000002")
+    path = Path(folder) / f"{b.session_id}.jsonl"
+    write_lines(path, [b.user(prompt), *b.assistant(answer)])
+    return path

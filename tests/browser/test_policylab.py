@@ -12,7 +12,7 @@ from contextviewer.conversations.models import Conversation
 from tests.browser.screenshots import SCREENSHOTS
 from tests.browser.test_viewer_flows import Watch, login
 from tests.factories import make_project, make_user
-from tests.sessions import SessionBuilder, write_lines
+from tests.sessions import one_call_session
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -63,10 +63,7 @@ def test_policy_lab_draws_the_single_point_of_a_one_call_conversation(page, live
     page_cache.clear()
     project = make_project("lab-one")
     user = make_user("lab-one-viewer", project=project)
-    b = SessionBuilder(session_id="11111111-2222-4333-8444-000000000002")
-    path = tmp_path / f"{b.session_id}.jsonl"
-    write_lines(path, [b.user("One question: what does src/only_call.py do?"), *b.assistant("It prints the version.")])
-    ingest.import_path(project, path)
+    ingest.import_path(project, one_call_session(tmp_path))
     conv = Conversation.objects.get(project=project, kind="main")
     assert conv.model_call_count == 1
     login(page.context, live_server, user)

@@ -317,17 +317,28 @@ def _celery_workers(serve: subprocess.Popen) -> list[psutil.Process]:
     return workers
 
 
-@pytest.mark.worker
-def test_serve_starts_a_killed_worker_again_and_the_web_server_keeps_answering(tmp_path):
-    port = _free_port()
+# Short restarts for the serve tests that make it give up: gunicorn itself tries a busy port 5 times
+# a second apart, so two tries of the web server, 0.5 s apart, take some 11 s.
+QUICK_GIVE_UP = {"CONTEXTVIEWER_SERVE_GIVE_UP_AFTER": "2", "CONTEXTVIEWER_SERVE_MAX_DELAY": "0.5",
+                 "CONTEXTVIEWER_SERVE_STOP_GRACE": "5"}
+
+
+def _serve(tmp_path: Path, port: int, quick: bool = True, **extra) -> tuple[subprocess.Popen, Path]:
     data = tmp_path / "data"
     env = {**os.environ, "CONTEXTVIEWER_DATA_DIR": str(data), "DATABASE_URL": "", "CELERY_BROKER_URL": "filesystem://",
            "REDIS_URL": "", "CONTEXTVIEWER_SQLITE_PATH": str(data / "serve.sqlite3"), "CONTEXTVIEWER_WATCH": "",
-           **FAST}
+           **FAST, **(QUICK_GIVE_UP if quick else {}), **extra}
     env.pop("CONTEXTVIEWER_BROKER_DIR", None)
     log = tmp_path / "serve.log"
     serve = subprocess.Popen([sys.executable, "manage.py", "serve", "--port", str(port)], cwd=ROOT, env=env,
                              stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    return serve, log
+
+
+@pytest.mark.worker
+def test_serve_starts_a_killed_worker_again_and_the_web_server_keeps_answering(tmp_path):
+    port = _free_port()
+    serve, log = _serve(tmp_path, port, quick=False)
     url = f"http://127.0.0.1:{port}/login/"
     try:
         wait_for(lambda: _answers(url), timeout=120, interval=0.2, message=f"the web server: {log}")
@@ -350,22 +361,6 @@ def test_serve_starts_a_killed_worker_again_and_the_web_server_keeps_answering(t
     assert not again.is_running() or again.status() == psutil.STATUS_ZOMBIE
 
 
-# Short restarts for the serve tests that make it give up: gunicorn itself tries a busy port 5 times
-# a second apart, so two tries of the web server, 0.5 s apart, take some 11 s.
-QUICK_GIVE_UP = {"CONTEXTVIEWER_SERVE_GIVE_UP_AFTER": "2", "CONTEXTVIEWER_SERVE_MAX_DELAY": "0.5",
-                 "CONTEXTVIEWER_SERVE_STOP_GRACE": "5"}
-
-
-def _serve(tmp_path: Path, port: int, **extra) -> tuple[subprocess.Popen, Path]:
-    data = tmp_path / "data"
-    env = {**os.environ, "CONTEXTVIEWER_DATA_DIR": str(data), "DATABASE_URL": "", "CELERY_BROKER_URL": "filesystem://",
-           "REDIS_URL": "", "CONTEXTVIEWER_SQLITE_PATH": str(data / "serve.sqlite3"), "CONTEXTVIEWER_WATCH": "",
-           **FAST, **QUICK_GIVE_UP, **extra}
-    env.pop("CONTEXTVIEWER_BROKER_DIR", None)
-    log = tmp_path / "serve.log"
-    serve = subprocess.Popen([sys.executable, "manage.py", "serve", "--port", str(port)], cwd=ROOT, env=env,
-                             stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
-    return serve, log
 
 
 class _Descendants:

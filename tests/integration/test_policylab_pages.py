@@ -17,7 +17,7 @@ from contextviewer.conversations.templatetags.cv import tok
 from contextviewer.core.policylab import CallWindow, Event, Item, Replay
 from contextviewer.core.policylab.model import FULL
 from tests.factories import make_project, make_user
-from tests.sessions import SessionBuilder, write_lines
+from tests.sessions import SessionBuilder, one_call_session, write_lines
 
 pytestmark = pytest.mark.django_db
 
@@ -213,12 +213,8 @@ def test_project_table_has_a_row_per_policy(client, conv):
 def test_lab_page_marks_the_point_of_a_conversation_with_one_model_call(client, tmp_path):
     """One call is one point per curve, and a path through one point draws nothing: each curve's
     point is a dot, in the chart (not on its left edge) and inside it."""
-    b = SessionBuilder(session_id="11111111-2222-4333-8444-000000000001")
-    lines = [b.user("Just one question: what does src/only_call.py do?"), *b.assistant("It prints the version.")]
-    path = tmp_path / f"{b.session_id}.jsonl"
-    write_lines(path, lines)
     project = make_project()
-    ingest.import_path(project, path)
+    ingest.import_path(project, one_call_session(tmp_path))
     conv = Conversation.objects.get(project=project, kind="main")
     assert conv.model_call_count == 1
     client.force_login(make_user(project=conv.project))

@@ -276,12 +276,9 @@ def test_a_conversation_with_one_model_call_shows_its_point_on_the_curve(logged_
     """A path through one point draws nothing: the one call's measured point is a dot, mid-chart."""
     from contextviewer.conversations import ingest
     from contextviewer.conversations.models import Conversation
-    from tests.sessions import SessionBuilder, write_lines
+    from tests.sessions import one_call_session
 
-    b = SessionBuilder(session_id="11111111-2222-4333-8444-000000000002")
-    path = tmp_path / f"{b.session_id}.jsonl"
-    write_lines(path, [b.user("One question only"), *b.assistant("One answer.")])
-    ingest.import_path(project, path)
+    ingest.import_path(project, one_call_session(tmp_path))
     conv = Conversation.objects.get(project=project, kind="main")
     assert conv.model_call_count == 1
     html = logged_in.get(reverse("conversation", args=[conv.id])).content.decode()
