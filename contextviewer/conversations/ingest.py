@@ -5,7 +5,10 @@ denormalized figures of the index all happen here; the importers stay pure.
 
 Invariants kept here (DESIGN.md): re-importing the same file changes nothing; a grown file adds
 only its new lines; a bad line never stops an import; a crash leaves the previous complete state
-(the whole file is one transaction).
+(the whole file is one transaction). A format that rewrites its records in place
+(``Format.rewrites``) also updates, in place, a stored message whose record changed (same row and
+position: blocks, raw, flags, tokens, search entry, model call, the conversation's figures);
+messages that did not change are compared, never written.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from .prepare import PreparedMessage, prepare_ahead, storable
 
 IMPORTER_VERSION = "2"
 BATCH = 2000
+UPDATE_BATCH = 500  # stored messages read again, compared (and updated where changed) per query
 MAX_STORED_ERRORS = 1000
 HASH_CHUNK = 1 << 20
 
@@ -55,6 +59,7 @@ class FileReport:
     status: str  # imported | unchanged | failed | refused (no format reads it)
     agent: str = ""  # the format that read it
     added_messages: int = 0
+    updated_messages: int = 0  # stored messages whose record changed (formats that rewrite records)
     bad_lines: int = 0
     errors: list[dict] = field(default_factory=list)
     conversation_ids: list[int] = field(default_factory=list)
@@ -298,7 +303,8 @@ def import_file(
                 source.errors = [e for e in source.errors if (e.get("line") or 0) <= start_line]
                 source.error_count = max(0, source.error_count - len(stale))
         elif source.bytes_consumed:
-            # Rewritten or shrunk: read it all again; uuid dedupe keeps what is already stored.
+            # Rewritten or shrunk: read it all again; uuid dedupe keeps what is already stored
+            # (a format that rewrites records updates the stored messages that changed).
             source.errors, source.error_count = [], 0
 
         writer = _Writer(project, source, fmt, parent=parent, agent_id=agent_id, agent_type=agent_type, kind=kind)
@@ -350,6 +356,7 @@ def import_file(
         writer.finish_session(info)
 
     report.added_messages = writer.added_messages
+    report.updated_messages = writer.updated_messages
     report.bad_lines = source.error_count
     report.errors = new_errors
     report.conversation_ids = [c.pk for c in writer.conversations()]
@@ -444,6 +451,43 @@ def insert_rows(model, rows: list[dict], *, encoded: Collection[str] = ()) -> No
         cursor.executemany(sql, values)
 
 
+def update_rows(model, rows: list[dict], fields: list[str], *, encoded: Collection[str] = ()) -> None:
+    """Set `fields` (attnames) of existing rows, each a dict with its "id", with one prepared
+    statement; `encoded` as in insert_rows."""
+    if not rows:
+        return
+    meta = model._meta
+    by_attname = {f.attname: f for f in meta.concrete_fields}
+    columns = [by_attname[name] for name in fields]
+    quote = connection.ops.quote_name
+    sql = (
+        f"UPDATE {quote(meta.db_table)} SET {', '.join(f'{quote(f.column)} = %s' for f in columns)} "
+        f"WHERE {quote(meta.pk.column)} = %s"
+    )
+    adapters = [(i, adapt) for i, f in enumerate(columns) if (adapt := _column_adapter(f, f.attname in encoded)) is not None]
+    values = []
+    for row in rows:
+        row_values = [row[name] for name in fields]
+        for i, adapt in adapters:
+            if row_values[i] is not None:
+                row_values[i] = adapt(row_values[i])
+        values.append([*row_values, row["id"]])
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, values)
+
+
+# What an update in place sets: the message's content and what is computed from it. Its place
+# (position, turn), identity (uuid, role, agent) and conversation stay.
+UPDATED_MESSAGE_FIELDS = [
+    "blocks", "raw", "flags", "tokens", "token_total", "timestamp", "parent_uuid", "record_type", "subtype",
+    "api_message_id", "source_id", "line_no",
+]
+
+
+def _tool_call_count(blocks) -> int:
+    return sum(1 for b in blocks or () if isinstance(b, dict) and b.get("kind") == "tool_call")
+
+
 class _ConversationState:
     """Where the next message of one conversation goes."""
 
@@ -458,6 +502,13 @@ class _ConversationState:
         )
         self.pending: list[dict] = []  # rows not yet inserted
         self.search_texts: list[str] = []  # their searchable text, in the same order
+        # Formats that rewrite records: messages stored before this import and read again, to
+        # compare with what is stored (and update where changed), and their uuids and positions.
+        self.first_new_position = self.next_position  # messages from here on are this import's
+        self.read_again: list[PreparedMessage] = []
+        self.read_again_uuids: set[str] = set()
+        self.read_again_positions: set[int] = set()
+        self.updated = 0
         self.message_pks: dict[int, int] = {}  # position -> pk of the messages this import inserted
         # (position, token_total) of every message when the conversation was empty before this
         # import (the figures are then computed from memory), else None (read back).
@@ -489,6 +540,7 @@ class _Writer:
         self.links: list[AgentLink] = []
         self.errors: list[dict] = []
         self.added_messages = 0
+        self.updated_messages = 0
         self.session_id: str | None = None
         self.info: SessionInfo | None = None
 
@@ -602,7 +654,18 @@ class _Writer:
     def _add_message(self, message: PreparedMessage) -> None:
         state = self._conversation_for(message)
         if message.uuid is not None and message.uuid in state.uuid_positions:
-            return  # already stored (re-read after a rewrite, or a duplicated row)
+            # Already stored (re-read after a rewrite, or a duplicated row). A format that rewrites
+            # records may have changed it since it was stored: compared (and updated) in batches.
+            if (
+                self.fmt.rewrites
+                and state.uuid_positions[message.uuid] < state.first_new_position
+                and message.uuid not in state.read_again_uuids
+            ):
+                state.read_again_uuids.add(message.uuid)
+                state.read_again.append(message)
+                if len(state.read_again) >= UPDATE_BATCH:
+                    self._update_read_again(state)
+            return
         if message.starts_turn:
             if state.has_user_turn:
                 state.turn += 1
@@ -614,13 +677,7 @@ class _Writer:
         if message.uuid is not None:
             state.uuid_positions[message.uuid] = position
         state.tool_calls += message.tool_calls
-        if message.model and message.model != "<synthetic>" and message.model not in state.models:
-            state.models.append(message.model)
-        if message.timestamp is not None:
-            if state.min_ts is None or message.timestamp < state.min_ts:
-                state.min_ts = message.timestamp
-            if state.max_ts is None or message.timestamp > state.max_ts:
-                state.max_ts = message.timestamp
+        self._note_message(state, message)
         state.pending.append(
             dict(
                 conversation_id=state.conversation.pk,
@@ -652,7 +709,74 @@ class _Writer:
         if len(state.pending) >= BATCH:
             self._flush(state)
 
+    def _update_read_again(self, state: _ConversationState) -> None:
+        """Compare the stored messages read again with what was read; update those that changed
+        (content, tokens, search entry) and carry the difference into the conversation's figures.
+
+        What is compared is what a record's change shows in: its raw record (masked, as stored),
+        its flags (a rewind, a history rewrite) and its model call. Only the rows that changed are
+        read whole (their blocks: the search entry to replace, the tool calls they had) and written."""
+        batch, state.read_again = state.read_again, []
+        if not batch:
+            return
+        by_uuid = {m.uuid: m for m in batch}
+        changed: dict[int, PreparedMessage] = {}
+        for pk, uuid, position, raw, flags, api_message_id in Message.objects.filter(
+            conversation_id=state.conversation.pk, uuid__in=list(by_uuid)
+        ).values_list("pk", "uuid", "position", "raw", "flags", "api_message_id"):
+            message = by_uuid[uuid]
+            state.read_again_positions.add(position)
+            if (
+                raw != message.raw
+                or (flags or {}) != json.loads(message.flags)
+                or api_message_id != (message.api_message_id or "")[:255]
+            ):
+                changed[pk] = message
+        if not changed:
+            return  # nothing written
+        rows: list[dict] = []
+        search_rows: list[tuple[int, str, str]] = []
+        for pk, blocks in Message.objects.filter(pk__in=list(changed)).values_list("pk", "blocks"):
+            message = changed[pk]
+            rows.append(
+                dict(
+                    id=pk,
+                    blocks=message.blocks,
+                    raw=message.raw,  # masked, like the blocks and the search text (prepare.py)
+                    flags=message.flags,
+                    tokens=message.tokens,
+                    token_total=message.token_total,
+                    timestamp=message.timestamp,
+                    parent_uuid=message.parent_uuid,
+                    record_type=message.record_type[:60],
+                    subtype=(message.subtype or "")[:60],
+                    api_message_id=(message.api_message_id or "")[:255],
+                    source_id=self.source.pk,
+                    line_no=message.line_no,
+                )
+            )
+            # The old entry goes by the text it was indexed with: the stored (masked) blocks'.
+            search_rows.append((pk, search.text_of_blocks(blocks), message.search_text))
+            state.tool_calls += message.tool_calls - _tool_call_count(blocks)
+            self._note_message(state, message)
+        update_rows(Message, rows, UPDATED_MESSAGE_FIELDS, encoded=ENCODED_MESSAGE_FIELDS)
+        search.reindex_messages(state.conversation.pk, search_rows)
+        state.updated += len(rows)
+        self.updated_messages += len(rows)
+
+    @staticmethod
+    def _note_message(state: _ConversationState, message: PreparedMessage) -> None:
+        """A stored message's model and time, in the conversation's figures."""
+        if message.model and message.model != "<synthetic>" and message.model not in state.models:
+            state.models.append(message.model)
+        if message.timestamp is not None:
+            if state.min_ts is None or message.timestamp < state.min_ts:
+                state.min_ts = message.timestamp
+            if state.max_ts is None or message.timestamp > state.max_ts:
+                state.max_ts = message.timestamp
+
     def _flush(self, state: _ConversationState) -> None:
+        self._update_read_again(state)
         if not state.pending:
             return
         insert_rows(Message, state.pending, encoded=ENCODED_MESSAGE_FIELDS)
@@ -703,6 +827,8 @@ class _Writer:
         by_agent: dict[str | None, list[UsageRecord]] = {}
         for usage in self.usage:
             by_agent.setdefault(usage.agent_id, []).append(usage)
+        rewrites = self.fmt.rewrites
+        read_keys: dict[int, set[tuple[str, str]]] = {}  # rewrites: the calls read, by conversation
         for agent, calls in by_agent.items():
             state = self.children.get(agent) if agent and agent in self.children else main
             conversation = state.conversation
@@ -713,14 +839,20 @@ class _Writer:
             new_rows, changed = [], []
             for call in calls:
                 key = (call.api_message_id, call.request_id or "")
+                position = state.uuid_positions.get(call.message_uuid or "", None)
+                if rewrites:
+                    read_keys.setdefault(conversation.pk, set()).add(key)
                 if key in existing:
                     row = existing[key]
-                    if call.output > row.output:
+                    if rewrites:
+                        # The record was rewritten: the call is what it says now.
+                        if _set_usage(row, call, position):
+                            changed.append(row)
+                    elif call.output > row.output:
                         row.output = call.output
                         row.output_is_lower_bound = call.output_is_lower_bound
                         changed.append(row)
                     continue
-                position = state.uuid_positions.get(call.message_uuid or "", None)
                 if position is None:
                     continue  # the line was a duplicate of a call already stored elsewhere
                 new_rows.append(
@@ -751,7 +883,23 @@ class _Writer:
                     row["message_id"] = pks.get(row["position"])
                 insert_rows(ModelCall, new_rows)
             if changed:
-                ModelCall.objects.bulk_update(changed, ["output", "output_is_lower_bound"], batch_size=500)
+                fields = USAGE_FIELDS if rewrites else ["output", "output_is_lower_bound"]
+                ModelCall.objects.bulk_update(changed, fields, batch_size=500)
+        if rewrites:
+            # A call stored for a message read again that the message no longer has (opencode's
+            # usage moves from the message to its step) is gone: it would be counted twice.
+            for state in [main, *self.children.values()]:
+                if not state.read_again_positions:
+                    continue
+                keys = read_keys.get(state.conversation.pk, set())
+                stale = [
+                    pk for pk, api_id, request_id in state.conversation.model_calls.filter(
+                        position__in=sorted(state.read_again_positions)
+                    ).values_list("pk", "api_message_id", "request_id")
+                    if (api_id, request_id) not in keys
+                ]
+                if stale:
+                    ModelCall.objects.filter(pk__in=stale).delete()
 
     def _write_folds(self, main: _ConversationState) -> None:
         from contextviewer.core.secrets import mask_text  # summaries are stored masked, like messages
@@ -769,22 +917,26 @@ class _Writer:
                     position__in=[p for p in (boundary_position, summary_position) if p is not None]
                 ).values_list("position", "pk")
             )
-            Fold.objects.get_or_create(
-                conversation=conversation,
-                key=key[:255],
-                defaults={
-                    "position": boundary_position,  # the boundary marker closes the archived segment
-                    "boundary_id": ids.get(boundary_position),
-                    "summary_message_id": ids.get(summary_position) if summary_position is not None else None,
-                    "summary_text": mask_text(storable(fold.summary_text)),
-                    "kind": fold.kind,
-                    "trigger": (fold.trigger or "")[:40],
-                    "tokens_before": fold.tokens_before,
-                    "tokens_after": fold.tokens_after,
-                    "preserved": fold.preserved_uuids,
-                    "timestamp": fold.timestamp,
-                },
-            )
+            values = {
+                "position": boundary_position,  # the boundary marker closes the archived segment
+                "boundary_id": ids.get(boundary_position),
+                "summary_message_id": ids.get(summary_position) if summary_position is not None else None,
+                "summary_text": mask_text(storable(fold.summary_text)),
+                "kind": fold.kind,
+                "trigger": (fold.trigger or "")[:40],
+                "tokens_before": fold.tokens_before,
+                "tokens_after": fold.tokens_after,
+                "preserved": fold.preserved_uuids,
+                "timestamp": fold.timestamp,
+            }
+            row, created = Fold.objects.get_or_create(conversation=conversation, key=key[:255], defaults=values)
+            if not created and self.fmt.rewrites:
+                # Read again from a rewritten record (a summary that was still being written).
+                changed = [name for name, value in values.items() if getattr(row, name) != value]
+                if changed:
+                    for name in changed:
+                        setattr(row, name, values[name])
+                    row.save(update_fields=changed)
 
     def _write_links(self, main: _ConversationState) -> None:
         from contextviewer.core.secrets import mask_text  # a sub-agent's description, like its messages
@@ -807,6 +959,40 @@ class _Writer:
                 child.parent_tool_use_id = child.parent_tool_use_id or entry.get("tool_use_id") or ""
                 child.agent_type = child.agent_type or (entry.get("agent_type") or "")[:100]
                 child.save(update_fields=["parent_tool_use_id", "agent_type"])
+
+
+# A model call's figures, set again when a format that rewrites records says them again.
+USAGE_FIELDS = [
+    "model", "input_uncached", "cache_write", "cache_write_5m", "cache_write_1h", "cache_read", "output",
+    "output_is_lower_bound", "timestamp", "position", "message",
+]
+
+
+def _set_usage(row: ModelCall, call: UsageRecord, position: int | None) -> bool:
+    """Set `row` to what `call` says (and to the position of its message); whether it changed."""
+    changed = False
+    values = dict(
+        model=(call.model or "")[:100],
+        input_uncached=call.input_uncached,
+        cache_write=call.cache_write,
+        cache_write_5m=call.cache_write_5m,
+        cache_write_1h=call.cache_write_1h,
+        cache_read=call.cache_read,
+        output=call.output,
+        output_is_lower_bound=call.output_is_lower_bound,
+        timestamp=call.timestamp,
+    )
+    for name, value in values.items():
+        if getattr(row, name) != value:
+            setattr(row, name, value)
+            changed = True
+    if position is not None and position != row.position:
+        row.position = position
+        row.message_id = (
+            Message.objects.filter(conversation_id=row.conversation_id, position=position).values_list("pk", flat=True).first()
+        )
+        changed = True
+    return changed
 
 
 def _refresh_conversation(state: _ConversationState, info: SessionInfo | None) -> None:
@@ -840,6 +1026,8 @@ def _refresh_conversation(state: _ConversationState, info: SessionInfo | None) -
     conversation.started_at = state.min_ts
     conversation.ended_at = state.max_ts
     conversation.tool_call_count += state.tool_calls
+    if state.updated:
+        conversation.revision += 1  # messages changed in place: the page's figures are computed again
     conversation.save()
     _refresh_figures(conversation, state.token_totals)
 

@@ -98,6 +98,9 @@ class Conversation(models.Model):
     fold_count = models.IntegerField(default=0)
     peak_context = models.IntegerField(default=0)
     spend_tokens = models.BigIntegerField(default=0)
+    # Bumped by each import that changes stored messages in place (a format that rewrites its
+    # records): the page figures' version sees a change no count shows.
+    revision = models.IntegerField(default=0, help_text="imports that changed stored messages in place")
     lineage = models.JSONField(
         default=dict, blank=True, help_text="builds: source conversation, selection, created by, time"
     )

@@ -5,10 +5,11 @@ each conversation, kept per version of the conversation's row (`row_version`).
 
 A version is what those figures are computed from, read in two index look-ups plus the row and
 the folds the page loads anyway: the conversation's row (its counts, peak, spend, window and
-models, all recomputed by every import), the newest message id and the newest model call id
-(ids are never reused), and every fold that makes a segment with the positions it covers and its
-summary. An import, a grown file, a handoff or a re-estimate changes one of them, so the next
-request computes again; nothing is ever served for a version it was not computed for.
+models, all recomputed by every import, and its revision, bumped by an import that changed stored
+messages in place), the newest message id and the newest model call id (ids are never reused),
+and every fold that makes a segment with the positions it covers and its summary. An import, a
+grown file, a rewritten record, a handoff or a re-estimate changes one of them, so the next request
+computes again; nothing is ever served for a version it was not computed for.
 
 Only numbers are kept (token counts, positions, turns, model names, fold triggers), never
 transcript text: a re-mask (`manage.py mask`) has nothing here to forget.
@@ -56,7 +57,8 @@ def version(conv: Conversation, win: windows.Window) -> str:
     parts = (
         conv.pk, conv.created_at.isoformat() if conv.created_at else None, conv.agent, conv.window,
         list(conv.model_names or []), conv.message_count, conv.model_call_count, conv.fold_count,
-        conv.peak_context, conv.spend_tokens, newest_message, newest_call, win.first, win.last, folds, spans,
+        conv.peak_context, conv.spend_tokens, conv.revision, newest_message, newest_call, win.first, win.last, folds,
+        spans,
     )
     return hashlib.sha256(repr(parts).encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
@@ -94,6 +96,7 @@ def row_version(conv: Conversation) -> str:
     parts = (
         conv.pk, conv.created_at.isoformat() if conv.created_at else None, conv.message_count,
         conv.model_call_count, conv.peak_context, conv.spend_tokens, conv.window, list(conv.model_names or []),
+        conv.revision,
     )
     return hashlib.sha256(repr(parts).encode("utf-8", "surrogatepass")).hexdigest()[:32]
 

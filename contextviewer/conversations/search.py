@@ -1,7 +1,8 @@
 """Full-text search over message text: SQLite FTS5 on the embedded default, PostgreSQL full-text
 search (a tsvector table with a GIN index) on PostgreSQL. Both tables are made by migration 0002.
 
-The ingest service calls `index_messages(conversation_id, rows)` after inserting messages.
+The ingest service calls `index_messages(conversation_id, rows)` after inserting messages, and
+`reindex_messages` after updating messages in place (a format that rewrites its records).
 Hits are checked against project membership inside the query, so a limit never hides the
 user's own hits behind someone else's.
 """
@@ -55,7 +56,8 @@ def _indexed_text(text: str | None) -> str:
 
 
 def index_messages(conversation_id: int, rows: Iterable[tuple[int, str]]) -> int:
-    """Index (message_id, text) rows; call after inserting messages (append-only: once per message).
+    """Index (message_id, text) rows; call after inserting messages (once per message: a message
+    whose text changed is indexed again by `reindex_messages`).
 
     Runs inside the caller's transaction. Returns the number of rows indexed."""
     count = 0
@@ -67,8 +69,9 @@ def index_messages(conversation_id: int, rows: Iterable[tuple[int, str]]) -> int
             if not batch:
                 continue
             if _is_sqlite():
-                # Contentless: nothing but the index is stored. Messages are append-only, so each
-                # id is indexed once; a repeated id would only repeat a hit, which search() drops.
+                # Contentless: nothing but the index is stored. Each id is indexed once (a changed
+                # message's entry is deleted first); a repeated id would only repeat a hit, which
+                # search() drops.
                 cursor.executemany(f"INSERT INTO {FTS_TABLE}(rowid, text) VALUES (%s, %s)", batch)
             else:
                 cursor.executemany(
@@ -79,6 +82,30 @@ def index_messages(conversation_id: int, rows: Iterable[tuple[int, str]]) -> int
                 )
             count += len(batch)
     return count
+
+
+def reindex_messages(conversation_id: int, rows: Iterable[tuple[int, str, str]]) -> int:
+    """Replace the entries of messages whose text changed: (message_id, the text it was indexed
+    with, its new text) rows. Runs inside the caller's transaction; returns the rows indexed.
+
+    PostgreSQL: the new document replaces the row (a message left with no text loses its row).
+    SQLite's contentless FTS5 table drops an entry when given back the text it was indexed with
+    (the old text, as `index_messages` made it from the stored, masked blocks)."""
+    rows = list(rows)
+    if not rows:
+        return 0
+    with connection.cursor() as cursor:
+        if _is_sqlite():
+            old = [(mid, text) for mid, before, _after in rows if (text := _indexed_text(before)).strip()]
+            for start in range(0, len(old), BATCH):
+                cursor.executemany(
+                    f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rowid, text) VALUES ('delete', %s, %s)", old[start : start + BATCH]
+                )
+        else:
+            emptied = [mid for mid, _before, after in rows if not _indexed_text(after).strip()]
+            if emptied:
+                cursor.execute(f"DELETE FROM {PG_TABLE} WHERE message_id = ANY(%s)", [emptied])
+    return index_messages(conversation_id, ((mid, after) for mid, _before, after in rows))
 
 
 def unindex_conversation(conversation_id: int) -> None:

@@ -141,7 +141,7 @@ def import_result(report: ingest.ImportReport) -> dict:
         "conversations": conversations,
         "files": [
             {"path": f.path, "agent": f.agent, "status": f.status, "added_messages": f.added_messages,
-             "bad_lines": f.bad_lines}
+             "updated_messages": f.updated_messages, "bad_lines": f.bad_lines}
             for f in report.files
         ],
         "errors": report.errors,

@@ -12,7 +12,9 @@ plus one line in ``REGISTRY`` below; nothing outside ``importers/`` names a form
 
 Records, per format (the ingest service relies on these):
 - every ``MessageRecord`` has a ``uuid`` stable across re-imports (re-reading a file must give the
-  same uuids: that is how nothing is stored twice) and ``session_id`` = the conversation's id;
+  same uuids: that is how nothing is stored twice) and ``session_id`` = the conversation's id; a
+  format that ``rewrites`` records gives a changed message again under its uuid, and the stored
+  copy is updated (usage too: a call the re-read message no longer has is dropped);
 - a ``UsageRecord`` is one model call; ``message_uuid`` is the first message it wrote;
 - a ``FoldRecord``'s ``boundary_uuid`` is a message (often a system marker the format emits) whose
   position closes the archived segment; ``summary_uuid`` the message holding the summary, if any;
@@ -105,6 +107,10 @@ class Format:
     parse: Callable[[ParseInput], Iterator[Record]]
     group: Callable[[list[Path]], list[SessionFiles]] | None = None  # default: each path alone
     multi_session: bool = False  # one path may hold several sessions
+    # The agent rewrites records in place (a message's text, tool results or usage change after it
+    # was first written): a message read again whose content changed updates the stored copy
+    # (ingest), where other formats keep the copy first stored.
+    rewrites: bool = False
     where: str = ""  # where the agent writes its logs (README, help texts)
     locations: tuple[str, ...] = ()  # default folders to watch ("~/.codex/sessions")
     # The base64 image sources ({"media_type", "data"}) of a stored raw record, in block order.

@@ -14,8 +14,9 @@ Decisions worth knowing:
 - Storage is DOCUMENT, for ``.jsonl`` too: a message is re-appended with the same id whenever it
   changes (tokens, tool calls, results), ``$rewindTo`` and ``$set.messages`` change earlier
   messages, so a grown file is read again in full; the message id is the stable uuid, so what is
-  already stored is not stored twice. (The ingest keeps messages append-only: a message stored
-  before it was re-appended keeps the version first stored; its model call is still added.)
+  already stored is not stored twice. The format ``rewrites`` records (the legacy ``.json`` is
+  written whole again as the session goes): a message stored before it changed (re-appended, or
+  rewritten in the document: its text, tool results, tokens) is updated in place by the ingest.
 - Duplicate ids: the later line updates the earlier message (last write wins) and the message
   keeps the place where its id first appeared, as Gemini CLI's own loader does; every superseded
   line is counted in ``SessionInfo.duplicate_uuids``.
@@ -763,6 +764,7 @@ FORMAT = Format(
     storage=DOCUMENT,
     sniff=sniff,
     parse=parse,
+    rewrites=True,  # the chat file is written again as messages change (text, tool results, tokens)
     where="~/.gemini/tmp/<project_hash>/chats/session-*.json(l); sub-agents in chats/<session>/<id>.jsonl",
     locations=("~/.gemini/tmp",),
     images=images,

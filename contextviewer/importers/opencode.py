@@ -32,7 +32,9 @@ Mapping:
 
 Uuids are opencode's own ids (the first step of a message has the message id, later steps
 ``<id>:step<n>``, tool results ``<part id>:result``), so reading either store again, or both,
-stores nothing twice. Raw records are ``{"info": message, "parts": [...]}`` (the parts of that
+stores nothing twice. opencode updates message and part files (rows) in place as a step runs (text
+grows, a tool part completes, tokens come with ``step-finish``): the format ``rewrites`` records,
+so the ingest updates a stored message whose record changed. Raw records are ``{"info": message, "parts": [...]}`` (the parts of that
 record). Nothing here raises: an unreadable file or row is a ``BadLine`` (line 0, its path).
 """
 
@@ -718,6 +720,7 @@ FORMAT = Format(
     sniff=sniff,
     parse=_parse,
     multi_session=True,
+    rewrites=True,  # message and part files (rows) are updated in place as a step runs
     where="~/.local/share/opencode/storage/{session,message,part}/ (opencode ≤ 1.1) or ~/.local/share/opencode/opencode.db (≥ 1.2)",
     locations=("~/.local/share/opencode",),
     images=images,

@@ -136,6 +136,30 @@ def test_a_subagent_file_written_later_joins_its_session(watcher, folder, projec
     assert child.parent_tool_use_id  # linked to the Task call that started it
 
 
+def test_a_chat_file_rewritten_in_place_updates_the_stored_message(watcher, folder, project):
+    """Gemini CLI writes its chat file whole again as the session goes: the message that changed
+    (its text grew, its tool call got a result) is updated where it is stored."""
+    from tests.integration.test_import_rewrites import GEMINI_BEFORE, NEW_WORD, _gemini_after, _gemini_doc
+
+    chats = folder / "chats"
+    chats.mkdir()
+    path = chats / "session-2026-05-01T10-00-gemwatch.json"
+    path.write_text(json.dumps(_gemini_doc(GEMINI_BEFORE, "2026-05-01T10:00:05Z")))
+    wait_for(lambda: messages_of("gem-rewrite") == 4, timeout=60, message="the chat to be imported")
+    wait_for(lambda: settled(project, 1), timeout=60, message="the import job to finish")
+    conv = Conversation.objects.get(external_id="gem-rewrite")
+    reply = conv.messages.get(uuid="g2")
+
+    path.write_text(json.dumps(_gemini_doc(_gemini_after(), "2026-05-01T10:00:09Z")))
+    wait_for(lambda: messages_of("gem-rewrite") == 5, timeout=60, message="the rewritten chat to be imported")
+    wait_for(lambda: settled(project, 2), timeout=60, message="the second import job to finish")
+    updated = conv.messages.get(uuid="g2")
+    assert updated.pk == reply.pk and updated.position == reply.position
+    assert NEW_WORD in " ".join(b.get("text") or "" for b in updated.blocks)
+    conv.refresh_from_db()
+    assert (conv.message_count, conv.tool_call_count, conv.model_call_count) == (5, 2, 2)
+
+
 def test_folders_come_from_the_command_line_or_the_environment(tmp_path, monkeypatch):
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir()
