@@ -861,15 +861,7 @@ class _Writer:
                         position=position,
                         api_message_id=call.api_message_id,
                         request_id=call.request_id or "",
-                        model=(call.model or "")[:100],
-                        input_uncached=call.input_uncached,
-                        cache_write=call.cache_write,
-                        cache_write_5m=call.cache_write_5m,
-                        cache_write_1h=call.cache_write_1h,
-                        cache_read=call.cache_read,
-                        output=call.output,
-                        output_is_lower_bound=call.output_is_lower_bound,
-                        timestamp=call.timestamp,
+                        **_usage_values(call),
                     )
                 )
             if new_rows:
@@ -968,10 +960,9 @@ USAGE_FIELDS = [
 ]
 
 
-def _set_usage(row: ModelCall, call: UsageRecord, position: int | None) -> bool:
-    """Set `row` to what `call` says (and to the position of its message); whether it changed."""
-    changed = False
-    values = dict(
+def _usage_values(call: UsageRecord) -> dict:
+    """A model call's figures as its row stores them."""
+    return dict(
         model=(call.model or "")[:100],
         input_uncached=call.input_uncached,
         cache_write=call.cache_write,
@@ -982,7 +973,12 @@ def _set_usage(row: ModelCall, call: UsageRecord, position: int | None) -> bool:
         output_is_lower_bound=call.output_is_lower_bound,
         timestamp=call.timestamp,
     )
-    for name, value in values.items():
+
+
+def _set_usage(row: ModelCall, call: UsageRecord, position: int | None) -> bool:
+    """Set `row` to what `call` says (and to the position of its message); whether it changed."""
+    changed = False
+    for name, value in _usage_values(call).items():
         if getattr(row, name) != value:
             setattr(row, name, value)
             changed = True
