@@ -125,7 +125,9 @@ def test_a_live_import_holding_the_database_longer_than_the_dead_limit_is_not_ta
         worker.stop()
     assert done.status == JobStatus.SUCCEEDED, done.error
     assert done.attempts == 1
-    assert b"stopped; queued again" not in worker.log.read_bytes()
+    # The import itself was never taken over. (The jobs it queues when it ends, probes and titles,
+    # run under the same 1 s limit: on a busy machine one of those may be, which is not this test's.)
+    assert f"job {job.pk}: its worker".encode() not in worker.log.read_bytes()
     assert Message.objects.filter(conversation__project=project).count() == line_count
 
 
