@@ -684,23 +684,12 @@ class _Writer:
                 position=position,
                 turn=state.turn,
                 uuid=message.uuid,
-                parent_uuid=message.parent_uuid,
                 role=message.role,
-                record_type=message.record_type[:60],
-                subtype=(message.subtype or "")[:60],
-                blocks=message.blocks,
-                raw=message.raw,
-                timestamp=message.timestamp,
                 is_sidechain=message.is_sidechain,
                 agent_id=message.agent_id or "",
                 is_meta=message.is_meta,
                 is_compact_summary=message.is_compact_summary,
-                flags=message.flags,
-                api_message_id=(message.api_message_id or "")[:255],
-                tokens=message.tokens,
-                token_total=message.token_total,
-                source_id=self.source.pk,
-                line_no=message.line_no,
+                **self._content(message),
             )
         )
         state.search_texts.append(message.search_text)
@@ -708,6 +697,24 @@ class _Writer:
         self.added_messages += 1
         if len(state.pending) >= BATCH:
             self._flush(state)
+
+    def _content(self, message: PreparedMessage) -> dict:
+        """A message row's content (UPDATED_MESSAGE_FIELDS): what an insert writes and an update in
+        place sets again."""
+        return dict(
+            blocks=message.blocks,
+            raw=message.raw,
+            flags=message.flags,
+            tokens=message.tokens,
+            token_total=message.token_total,
+            timestamp=message.timestamp,
+            parent_uuid=message.parent_uuid,
+            record_type=message.record_type[:60],
+            subtype=(message.subtype or "")[:60],
+            api_message_id=(message.api_message_id or "")[:255],
+            source_id=self.source.pk,
+            line_no=message.line_no,
+        )
 
     def _update_read_again(self, state: _ConversationState) -> None:
         """Compare the stored messages read again with what was read; update those that changed
@@ -739,21 +746,7 @@ class _Writer:
         for pk, blocks in Message.objects.filter(pk__in=list(changed)).values_list("pk", "blocks"):
             message = changed[pk]
             rows.append(
-                dict(
-                    id=pk,
-                    blocks=message.blocks,
-                    raw=message.raw,  # masked, like the blocks and the search text (prepare.py)
-                    flags=message.flags,
-                    tokens=message.tokens,
-                    token_total=message.token_total,
-                    timestamp=message.timestamp,
-                    parent_uuid=message.parent_uuid,
-                    record_type=message.record_type[:60],
-                    subtype=(message.subtype or "")[:60],
-                    api_message_id=(message.api_message_id or "")[:255],
-                    source_id=self.source.pk,
-                    line_no=message.line_no,
-                )
+                dict(id=pk, **self._content(message))  # masked, like the search text (prepare.py)
             )
             # The old entry goes by the text it was indexed with: the stored (masked) blocks'.
             search_rows.append((pk, search.text_of_blocks(blocks), message.search_text))
