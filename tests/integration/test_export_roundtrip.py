@@ -16,7 +16,7 @@ import pytest
 
 from contextviewer.conversations import builds, ingest
 from contextviewer.conversations.models import Conversation
-from tests.conftest import shared_fixtures_dir
+from tests.fixture_folders import assert_known, folder_params
 from tests.sessions import SessionBuilder, write_lines
 
 pytestmark = pytest.mark.django_db
@@ -102,10 +102,7 @@ def check_every_answered_call_is_exported(conv: Conversation) -> int:
 # aider's chat history records no tool calls (its edits are text), and its fixture is a thousand
 # sessions: other tests import it.
 WITHOUT_TOOL_CALLS = {"aider"}
-FOLDERS = (
-    sorted(p.name for p in shared_fixtures_dir().iterdir() if p.is_dir() and p.name not in WITHOUT_TOOL_CALLS)
-    if shared_fixtures_dir() else ["(no fixtures)"]
-)
+FOLDERS = folder_params(exclude=WITHOUT_TOOL_CALLS)
 
 
 def _has_tool_blocks(conv: Conversation) -> bool:
@@ -118,6 +115,7 @@ def _has_tool_blocks(conv: Conversation) -> bool:
 @pytest.mark.fixtures
 @pytest.mark.parametrize("folder", FOLDERS)
 def test_every_tool_call_of_a_fixture_folder_is_exported_with_its_result(project, fixtures_dir, folder):
+    assert_known(folder)
     report = ingest.import_path(project, fixtures_dir / folder)
     conversations = [c for c in Conversation.objects.filter(project=project).order_by("pk") if _has_tool_blocks(c)]
     if not conversations:

@@ -3,49 +3,16 @@ format reads is described and refused."""
 
 import gzip
 import json
-from pathlib import Path
 
 import pytest
 
 from contextviewer.importers import formats
-from tests.conftest import shared_fixtures_dir
+from tests.fixture_folders import FOLDER_FORMATS, assert_known, file_params, folder_params
 
-# fixtures/<folder> -> the format that must claim each of its files (None: no format reads it).
-FOLDER_FORMATS = {
-    "claude-code": "claude-code",
-    "codex": "codex",
-    "gemini-cli": "gemini",
-    "langchain-messages": "messages",
-    "openhands": "openhands",
-    "swe-agent": "swe-agent",
-    "aider": "aider",
-    "opencode": "opencode",
-    "claude-code-hooklog": None,
-}
-
-
-def _fixture_paths() -> list[tuple[str, Path]]:
-    root = shared_fixtures_dir()
-    if root is None:
-        return []
-    out = []
-    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
-        for path in sorted(folder.iterdir()):
-            if path.is_file() and not path.name.endswith(".meta.json"):
-                out.append((folder.name, path))
-    return out
-
-
-def _registered(name: str | None) -> bool:
-    return name is None or formats.get(name) is not None
-
-
-@pytest.mark.parametrize(("folder", "path"), _fixture_paths(), ids=lambda v: v if isinstance(v, str) else v.name)
+@pytest.mark.parametrize(("folder", "path"), file_params())
 def test_every_fixture_file_is_claimed_by_its_own_format_only(folder, path):
-    assert folder in FOLDER_FORMATS, f"a new fixture folder {folder}: say which format reads it"
+    assert_known(folder)
     expected = FOLDER_FORMATS[folder]
-    if not _registered(expected):
-        pytest.skip(f"format {expected} is not registered yet")
     claims = formats.scores(path)
     if expected is None:
         assert claims == [], f"{path.name} is claimed by {[f.name for _, f in claims]}"
@@ -56,16 +23,16 @@ def test_every_fixture_file_is_claimed_by_its_own_format_only(folder, path):
     assert not others, f"{path.name} is claimed as strongly by {others}"
 
 
-def test_fixture_folders_are_discovered_whole(fixtures_dir):
-    for folder, expected in FOLDER_FORMATS.items():
-        if not (fixtures_dir / folder).is_dir() or not _registered(expected):
-            continue
-        found = formats.discover(fixtures_dir / folder)
-        names = {s.format for s in found.sessions}
-        if expected is None:
-            assert not found.sessions, folder
-        else:
-            assert names == {expected}, (folder, names)
+@pytest.mark.parametrize("folder", folder_params())
+def test_fixture_folders_are_discovered_whole(fixtures_dir, folder):
+    assert_known(folder)
+    expected = FOLDER_FORMATS[folder]
+    found = formats.discover(fixtures_dir / folder)
+    names = {s.format for s in found.sessions}
+    if expected is None:
+        assert not found.sessions, folder
+    else:
+        assert names == {expected}, (folder, names)
 
 
 def test_a_json_array_of_unknown_objects_is_described_and_refused(tmp_path):
@@ -110,3 +77,12 @@ def test_every_format_declares_what_the_pages_and_readme_need():
     for fmt in formats.registry():
         assert fmt.label and fmt.where, fmt.name
         assert fmt.storage in (formats.LINES, formats.DOCUMENT, formats.DATABASE, formats.FOLDER)
+
+
+def test_a_fixture_folder_of_a_format_not_registered_yet_is_skipped_by_that_name(monkeypatch):
+    from tests import fixture_folders
+
+    monkeypatch.setitem(fixture_folders.FOLDER_FORMATS, "future-agent", "future-agent")
+    assert fixture_folders.unregistered_reason("future-agent") == "fixtures/future-agent: format future-agent is not registered yet"
+    assert fixture_folders.unregistered_reason("codex") is None
+    assert fixture_folders.unregistered_reason("claude-code-hooklog") is None  # read by no format: tested as refused
