@@ -1,9 +1,6 @@
 """The JSON API (django-ninja): every operation authenticates and checks project membership.
 
-Each app registers its operations in its own `api` module (imported below when it exists)."""
-
-from importlib import import_module
-from importlib.util import find_spec
+Each app declares its operations on one ninja Router in its own `api` module; they are mounted here."""
 
 import json
 
@@ -12,7 +9,14 @@ from ninja import NinjaAPI
 from ninja.openapi.docs import DocsBase, _csrf_needed
 from ninja.security import django_auth
 
-from contextviewer.accounts.auth import allowed_projects, token_auth  # noqa: F401
+from contextviewer.accounts import api as accounts_api
+from contextviewer.accounts.auth import token_auth
+from contextviewer.builds import api as builds_api
+from contextviewer.conversations import api as conversations_api
+from contextviewer.ingest import api as ingest_api
+from contextviewer.jobs import api as jobs_api
+from contextviewer.providers import api as providers_api
+from contextviewer.review import api as review_api
 
 # A bearer token first: session auth answers 403 on a failed CSRF check without trying the next
 # method, and a token client sends no CSRF cookie. A token sees only its own project: every
@@ -36,14 +40,7 @@ class VendoredSwagger(DocsBase):
 
 api = NinjaAPI(title="contextviewer", version="1", auth=[token_auth, django_auth], docs=VendoredSwagger())
 
-API_MODULES = (
-    "contextviewer.conversations.api",
-    "contextviewer.conversations.build_api",
-    "contextviewer.conversations.handoff_api",
-    "contextviewer.providers.api",
-    "contextviewer.accounts.api",
-    "contextviewer.review.api",
-)
-for _name in API_MODULES:
-    if find_spec(_name) is not None:
-        import_module(_name)
+# Each app's operations are one Router in its api module, mounted here (no app imports this module).
+for _router in (ingest_api.router, jobs_api.router, conversations_api.router, builds_api.router,
+                providers_api.router, accounts_api.router, review_api.router):
+    api.add_router("/", _router)

@@ -65,10 +65,16 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "template_partials",
+    # Apps in data-flow order (docs/architecture.md): each imports only the ones listed before it.
     "contextviewer.accounts",
+    "contextviewer.jobs",
     "contextviewer.conversations",
     "contextviewer.providers",
+    "contextviewer.ingest",
+    "contextviewer.builds",
+    "contextviewer.lab",
     "contextviewer.review",
+    "ops",
 ]
 
 MIDDLEWARE = [

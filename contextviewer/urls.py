@@ -1,5 +1,3 @@
-from importlib.util import find_spec
-
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
@@ -14,16 +12,13 @@ urlpatterns = [
     path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", api.urls),
-    path("", include("contextviewer.conversations.job_urls")),
+    # Each app's pages; conversations last (its index is the site's root).
+    path("", include("contextviewer.ingest.urls")),
+    path("", include("contextviewer.jobs.urls")),
+    path("", include("contextviewer.builds.urls")),
+    path("", include("contextviewer.lab.urls")),
+    path("", include("contextviewer.providers.urls")),
+    path("", include("contextviewer.accounts.urls")),
+    path("", include("contextviewer.review.urls")),
+    path("", include("contextviewer.conversations.urls")),
 ]
-# Each app's pages (included when the app has a urls module).
-for _name in (
-    "contextviewer.conversations.curation_urls",
-    "contextviewer.conversations.policylab_urls",
-    "contextviewer.providers.urls",
-    "contextviewer.accounts.urls",
-    "contextviewer.review.urls",
-):
-    if find_spec(_name) is not None:
-        urlpatterns.append(path("", include(_name)))
-urlpatterns.append(path("", include("contextviewer.conversations.urls")))

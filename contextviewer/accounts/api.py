@@ -10,7 +10,6 @@ from datetime import datetime
 from ninja import Router, Schema
 from ninja.responses import Status
 
-from contextviewer.api import api
 
 from . import services
 from .auth import allowed_projects, membership_for
@@ -151,6 +150,3 @@ def audit_log(request, project: str, action: str = "", limit: int = 200):
         {"time": e.created_at, "actor": e.actor_name, "action": e.action, "target": e.target, "details": e.details}
         for e in events[: max(1, min(limit, 1000))]
     ]
-
-
-api.add_router("/", router)

@@ -9,8 +9,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from . import deletion
-from .models import Conversation
+from contextviewer.conversations import deletion
+from contextviewer.conversations.models import Conversation
 
 
 def _refused(request: HttpRequest, conv: Conversation, reason: str) -> HttpResponse:

@@ -28,8 +28,9 @@ from contextviewer.accounts import audit
 from contextviewer.accounts.models import Membership
 from contextviewer.core.secrets import mask_text
 
-from . import search
-from .models import Conversation, ConversationKind, Fold, Job, JobStatus, Message, ModelCall, Source
+from contextviewer.conversations import search
+from contextviewer.conversations.models import Conversation, ConversationKind, Fold, Message, ModelCall, Source
+from contextviewer.jobs.models import Job, JobStatus
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +137,7 @@ def _upload_dir(source: Source) -> Path | None:
     m = _UPLOAD.match(source.path or "")
     if m is None:
         return None
-    from .services import UPLOAD_DIR
+    from contextviewer.ingest.imports import UPLOAD_DIR
 
     return Path(settings.MEDIA_ROOT) / UPLOAD_DIR / m.group(1)
 
@@ -148,7 +149,7 @@ def _upload_file(source: Source) -> Path | None:
     folder = _upload_dir(source)
     if folder is None:
         return None
-    from .services import _safe_name
+    from contextviewer.ingest.imports import _safe_name
 
     return folder / _safe_name(source.path.split("/", 1)[1])
 

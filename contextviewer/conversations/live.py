@@ -23,9 +23,9 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from . import pages
-from .models import Conversation, Message
-from .views import _get_conversation_for_user, _int
+from contextviewer.conversations import pages
+from contextviewer.conversations.models import Conversation, Message
+from contextviewer.conversations.views import _get_conversation_for_user, _int
 
 POLL_EVERY = "2s"
 STOP_POLLING = 286  # htmx: swap this response, then stop polling

@@ -31,8 +31,8 @@ from typing import Any, TypeVar
 
 from django.db.models import Max
 
-from . import window as windows
-from .models import Conversation, Message, ModelCall
+from contextviewer.conversations import segments as windows
+from contextviewer.conversations.models import Conversation, Message, ModelCall
 
 MAX_ENTRIES = 1024  # figures kept per process (three or four per conversation), least recently used dropped
 T = TypeVar("T")

@@ -24,8 +24,8 @@ from contextviewer.core.headline import summary_headline
 from contextviewer.core.severity import severity
 from contextviewer.importers import formats
 
-from . import gauges, page_cache, rendering, tools, window as windows
-from .models import Conversation, Fold, Message, ModelCall
+from contextviewer.conversations import calibration as gauges, page_cache, rendering, tool_display as tools, segments as windows
+from contextviewer.conversations.models import Conversation, Fold, Message, ModelCall
 
 TURN_PAGE = 25  # turn headers per window (the first page stays under 100 KB)
 MESSAGES_PER_TURN_PAGE = 120  # messages of one expanded turn per request

@@ -11,9 +11,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from . import pages
-from .models import Fold, Message
-from .views import _get_conversation_for_user, fragment_or_page
+from contextviewer.conversations import pages
+from contextviewer.conversations.models import Fold, Message
+from contextviewer.conversations.views import _get_conversation_for_user, fragment_or_page
 
 
 @login_required

@@ -19,7 +19,7 @@ from django.db import connection
 
 from contextviewer.core.secrets import mask_text
 
-from .models import Conversation, Message
+from contextviewer.conversations.models import Conversation, Message
 
 FTS_TABLE = "conversations_message_fts"  # SQLite: contentless FTS5, rowid = message id
 PG_TABLE = "conversations_message_search"  # PostgreSQL: (message_id, conversation_id, document)

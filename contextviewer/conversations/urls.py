@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import delete_views, live, reading_views, views
+from contextviewer.conversations import delete_views, live, reading_views, views
 
 urlpatterns = [
     path("", views.index, name="index"),

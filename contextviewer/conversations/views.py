@@ -13,8 +13,8 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from . import pages, search
-from .models import Conversation, Message
+from contextviewer.conversations import pages, search
+from contextviewer.conversations.models import Conversation, Message
 
 
 def _get_conversation_for_user(request: HttpRequest, pk: int) -> Conversation:

@@ -11,7 +11,6 @@ from ninja.responses import Status
 
 from contextviewer.accounts import audit
 from contextviewer.accounts.auth import allowed_projects
-from contextviewer.api import api
 from contextviewer.conversations.models import Conversation
 
 from . import services
@@ -123,6 +122,3 @@ def project_spend(request, slug: str):
 def conversation_spend(request, conversation_id: int):
     conv = get_object_or_404(Conversation.objects.filter(project__in=allowed_projects(request)), pk=conversation_id)
     return Status(200, services.conversation_spend(conv))
-
-
-api.add_router("/", router)

@@ -147,7 +147,7 @@ class ProviderCall(models.Model):
     """One HTTP attempt to a provider (successful or not): the per-job attempt budget counts these."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
-    job = models.ForeignKey("conversations.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="provider_calls")
+    job = models.ForeignKey("jobs.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="provider_calls")
     provider = models.CharField(max_length=20)
     model = models.CharField(max_length=200, blank=True)
     role = models.CharField(max_length=20)
@@ -166,7 +166,7 @@ class SpendEntry(models.Model):
     conversation = models.ForeignKey(
         "conversations.Conversation", null=True, blank=True, on_delete=models.SET_NULL, related_name="spend_entries"
     )
-    job = models.ForeignKey("conversations.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="spend_entries")
+    job = models.ForeignKey("jobs.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="spend_entries")
     role = models.CharField(max_length=20, choices=SpendRole.choices)
     provider = models.CharField(max_length=20)
     model = models.CharField(max_length=200, blank=True)

@@ -15,8 +15,11 @@ import hashlib
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from contextviewer.conversations import handoff, jobs, window as windows
-from contextviewer.conversations.models import Fold, FoldOrigin, Job
+from contextviewer.builds import handoffs as handoff
+from contextviewer.jobs import queue as jobs
+from contextviewer.conversations import segments as windows
+from contextviewer.conversations.models import Fold, FoldOrigin
+from contextviewer.jobs.models import Job
 from contextviewer.core.tokens import count_text
 from contextviewer.providers import services as providers
 from contextviewer.providers.base import ProviderError
@@ -129,7 +132,7 @@ def run(job: Job, progress) -> dict:
             )
     except IntegrityError:  # the same job, run twice at once: the other run wrote it
         alt = Fold.objects.get(conversation=conv, key=key)
-    from .services import compute_probe
+    from contextviewer.review.services import compute_probe
 
     compute_probe(alt)  # its retention, on the original's segment, for the pairwise page
     return result(alt)

@@ -8,12 +8,11 @@ from ninja import Router, Schema
 from ninja.responses import Status
 
 from contextviewer.accounts.auth import allowed_projects
-from contextviewer.api import api
-from contextviewer.conversations.jobs import current_progress
+from contextviewer.jobs.queue import current_progress
 from contextviewer.conversations.models import Conversation, Fold
 
-from . import services
-from .models import ReviewItem, ReviewQueue
+from contextviewer.review import services
+from contextviewer.review.models import ReviewItem, ReviewQueue
 
 router = Router(tags=["review"])
 
@@ -217,10 +216,10 @@ class SummaryOut(Schema):
 def summarize_again(request, fold_id: int, payload: SummarizeAgainIn):
     """Write another summary of the fold's archived segment with `provider` (the original stays in
     play): answered with the job to poll (/api/jobs/{id}); its result names the new summary."""
-    from contextviewer.conversations import idempotency
+    from contextviewer.jobs import idempotency
     from contextviewer.providers.base import ProviderError
 
-    from . import alternatives
+    from contextviewer.review import alternatives
 
     fold, refused = _fold(request, fold_id, "edit")
     if refused:
@@ -238,7 +237,7 @@ def summarize_again(request, fold_id: int, payload: SummarizeAgainIn):
 @router.get("/review/folds/{fold_id}/summaries", response={200: list[SummaryOut], 403: ErrorOut, 404: ErrorOut})
 def fold_summaries(request, fold_id: int):
     """Every summary of the fold's archived segment (the original first), with its origin."""
-    from . import alternatives
+    from contextviewer.review import alternatives
 
     fold, refused = _fold(request, fold_id)
     if refused:
@@ -279,6 +278,3 @@ def put_score_config(request, slug: str, payload: ScoreConfigIn):
     except services.ReviewError as exc:
         return Status(400, {"detail": str(exc)})
     return Status(200, config.fields)
-
-
-api.add_router("/", router)

@@ -6,7 +6,8 @@ from django.conf import settings
 from django.db import models
 
 from contextviewer.accounts.models import Project
-from contextviewer.conversations.models import Conversation, Fold, Job
+from contextviewer.conversations.models import Conversation, Fold
+from contextviewer.jobs.models import Job
 
 # Bump when facts.py changes what it extracts: stale probes are recomputed lazily.
 PROBE_VERSION = 2

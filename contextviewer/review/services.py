@@ -19,25 +19,14 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from contextviewer.accounts.models import Project
-from contextviewer.conversations import jobs, window as windows
-from contextviewer.conversations.models import Conversation, Fold, Job, Message
+from contextviewer.jobs import queue as jobs
+from contextviewer.conversations import segments as windows
+from contextviewer.conversations.models import Conversation, Fold, Message
+from contextviewer.jobs.models import Job
 from contextviewer.core import facts as core_facts
 from contextviewer.core import tokens as core_tokens
 
-from .models import (
-    PROBE_VERSION,
-    RUBRIC,
-    Choice,
-    Comment,
-    FactProbe,
-    JudgeRun,
-    PairwiseComparison,
-    QueueMode,
-    Review,
-    ReviewItem,
-    ReviewQueue,
-    ScoreConfig,
-)
+from contextviewer.review.models import PROBE_VERSION, RUBRIC, Choice, Comment, FactProbe, JudgeRun, PairwiseComparison, QueueMode, Review, ReviewItem, ReviewQueue, ScoreConfig
 
 log = logging.getLogger(__name__)
 
@@ -453,7 +442,7 @@ def summary_pairs(folds: list[Fold], rng: random.Random | None = None) -> list[t
     """Every pair of summaries of the same segment among the folds' segments (the original and
     the summaries written again beside it), each pair in a random A/B order: which side is the
     recorded compaction is not a pattern a reviewer can learn."""
-    from . import alternatives
+    from contextviewer.review import alternatives
 
     rng = rng or random.Random()
     seen: set[tuple[int, int]] = set()

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from contextviewer.review import views
 
 urlpatterns = [
     path("review/", views.review_home, name="review_home"),

@@ -20,10 +20,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from contextviewer.accounts.models import Membership, Project
 from contextviewer.conversations.models import Fold
-from contextviewer.conversations.window import ALTERNATIVE
+from contextviewer.conversations.segments import ALTERNATIVE
 
-from . import alternatives, services
-from .models import Comment, JudgeRun, PairwiseComparison, ReviewItem, ReviewQueue
+from contextviewer.review import alternatives, services
+from contextviewer.review.models import Comment, JudgeRun, PairwiseComparison, ReviewItem, ReviewQueue
 
 SEGMENT_MESSAGE_LIMIT = 400
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
@@ -306,10 +306,10 @@ def judge_start(request: HttpRequest, fold_id: int) -> HttpResponse:
 @require_POST
 def summarize_again(request: HttpRequest, fold_id: int) -> HttpResponse:
     """Write another summary of the fold with the chosen provider (the job page follows it)."""
-    from contextviewer.conversations import idempotency
+    from contextviewer.jobs import idempotency
     from contextviewer.providers.base import ProviderError
 
-    from . import alternatives
+    from contextviewer.review import alternatives
 
     fold, _ = _get_fold_for_user(request, fold_id, "edit")
     try:

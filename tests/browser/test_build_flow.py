@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from contextviewer.conversations import builds
+from contextviewer.builds import services as builds
 from contextviewer.conversations.models import Conversation, ConversationKind
 from contextviewer.core import build as core_build
 from tests.browser.test_viewer_flows import Watch, login, wait_for_htmx

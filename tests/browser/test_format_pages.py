@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from contextviewer.conversations import ingest
+from contextviewer.ingest import files as ingest
 from contextviewer.conversations.models import Conversation
 from tests.browser.screenshots import SCREENSHOTS
 from tests.browser.test_viewer_flows import Watch, login, wait_for_htmx

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from contextviewer.conversations import ingest
+from contextviewer.ingest import files as ingest
 from contextviewer.conversations.models import Conversation
 from tests.browser.screenshots import SCREENSHOTS
 from tests.browser.test_viewer_flows import Watch, login

@@ -7,8 +7,10 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from contextviewer.conversations import ingest, window as windows
-from contextviewer.conversations.models import Conversation, Job, JobStatus
+from contextviewer.ingest import files as ingest
+from contextviewer.conversations import segments as windows
+from contextviewer.conversations.models import Conversation
+from contextviewer.jobs.models import Job, JobStatus
 from contextviewer.review.models import PairwiseComparison, ReviewQueue
 from tests.browser.screenshots import SCREENSHOTS
 from tests.browser.test_viewer_flows import Watch, login

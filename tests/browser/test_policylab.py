@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from contextviewer.conversations import ingest, page_cache
+from contextviewer.ingest import files as ingest
+from contextviewer.conversations import page_cache
 from contextviewer.conversations.models import Conversation
 from tests.browser.screenshots import SCREENSHOTS
 from tests.browser.test_viewer_flows import Watch, login

@@ -38,7 +38,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from contextviewer.accounts import services
 from contextviewer.accounts.models import ROLE_PERMISSIONS, Invitation, Project, Role
 from contextviewer.api import api
-from contextviewer.conversations import jobs
+from contextviewer.jobs import queue as jobs
 from contextviewer.conversations.models import Fold
 from tests.factories import TextSource, build_conversation, make_project
 from tests.sessions import SessionBuilder, session_lines

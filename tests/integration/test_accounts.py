@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from contextviewer.accounts import audit, services
 from contextviewer.accounts.models import ApiToken, AuditEvent, Invitation, Membership, Role
-from contextviewer.conversations import jobs
+from contextviewer.jobs import queue as jobs
 from tests.factories import make_project
 
 pytestmark = pytest.mark.django_db

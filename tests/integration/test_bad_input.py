@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from contextviewer.conversations.models import Job, JobStatus, Message
+from contextviewer.jobs.models import Job, JobStatus
+from contextviewer.conversations.models import Message
 from tests.sessions import SessionBuilder, session_lines
 from tests.worker import wait_for
 

@@ -9,7 +9,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from contextviewer.conversations import ingest
+from contextviewer.ingest import files as ingest
 from contextviewer.conversations.models import Conversation, Message
 from tests.factories import make_project, make_user
 from tests.sessions import SessionBuilder, write_lines

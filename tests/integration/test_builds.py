@@ -9,8 +9,11 @@ from django.forms.models import model_to_dict
 from django.test import Client
 
 from contextviewer.core import build as core_build
-from contextviewer.conversations import builds, ingest, jobs
-from contextviewer.conversations.models import Conversation, ConversationKind, Fold, Job, JobStatus, Message, ModelCall
+from contextviewer.builds import services as builds
+from contextviewer.ingest import files as ingest
+from contextviewer.jobs import queue as jobs
+from contextviewer.conversations.models import Conversation, ConversationKind, Fold, Message, ModelCall
+from contextviewer.jobs.models import Job, JobStatus
 from tests.sessions import SessionBuilder, session_lines, write_lines
 
 SPOTTER = "marot__spotter__4d5611e5-241a-462a-8d15-5122611a9569.jsonl"

@@ -10,8 +10,11 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from contextviewer.conversations import builds, ingest, jobs
-from contextviewer.conversations.models import Conversation, ConversationKind, JobStatus
+from contextviewer.builds import services as builds
+from contextviewer.ingest import files as ingest
+from contextviewer.jobs import queue as jobs
+from contextviewer.conversations.models import Conversation, ConversationKind
+from contextviewer.jobs.models import JobStatus
 from tests.sessions import SessionBuilder, session_lines, write_lines
 
 SUMMARY = "Summary of the earlier work: fixed src/app_0.py and src/app_1.py; next, run the full suite."

@@ -2,8 +2,11 @@
 
 import pytest
 
-from contextviewer.conversations import builds, ingest, jobs
-from contextviewer.conversations.models import Conversation, ConversationKind, Job, JobStatus, Message
+from contextviewer.builds import services as builds
+from contextviewer.ingest import files as ingest
+from contextviewer.jobs import queue as jobs
+from contextviewer.conversations.models import Conversation, ConversationKind, Message
+from contextviewer.jobs.models import Job, JobStatus
 from tests.sessions import SessionBuilder, session_lines, write_lines
 from tests.worker import Worker, purge_broker, wait_for
 

@@ -16,7 +16,10 @@ from django.test import Client
 from django.urls import reverse
 
 from contextviewer.accounts.models import AuditEvent, Membership, Role
-from contextviewer.conversations import builds, ingest, jobs, search, services
+from contextviewer.builds import services as builds
+from contextviewer.ingest import files as ingest, imports as services
+from contextviewer.jobs import queue as jobs
+from contextviewer.conversations import search
 from contextviewer.conversations.models import Conversation, Fold, Message, ModelCall, Source
 from contextviewer.review import services as review
 from contextviewer.review.models import Comment, FactProbe, Review, ReviewItem

@@ -22,8 +22,12 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from contextviewer.conversations import builds, ingest, jobs, search
-from contextviewer.conversations.models import Conversation, ConversationKind, JobStatus, Message
+from contextviewer.builds import services as builds
+from contextviewer.ingest import files as ingest
+from contextviewer.jobs import queue as jobs
+from contextviewer.conversations import search
+from contextviewer.conversations.models import Conversation, ConversationKind, Message
+from contextviewer.jobs.models import JobStatus
 from contextviewer.core import build as core_build
 from contextviewer.core import export as core_export
 from contextviewer.core.tokens import count_text

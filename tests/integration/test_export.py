@@ -9,8 +9,11 @@ from django.core.management import call_command
 from django.test import Client
 
 from contextviewer.core import build as core_build, export as core_export
-from contextviewer.conversations import builds, ingest, jobs
-from contextviewer.conversations.models import Conversation, JobStatus
+from contextviewer.builds import services as builds
+from contextviewer.ingest import files as ingest
+from contextviewer.jobs import queue as jobs
+from contextviewer.conversations.models import Conversation
+from contextviewer.jobs.models import JobStatus
 from tests.conftest import claude_code_fixture_files
 from tests.sessions import session_lines, write_lines
 from tests.unit.test_export import schema_validator

@@ -7,7 +7,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from contextviewer.conversations import ingest
+from contextviewer.ingest import files as ingest
 from contextviewer.conversations.models import Conversation
 from tests.sessions import session_lines, write_lines
 

@@ -14,7 +14,8 @@ import re
 
 import pytest
 
-from contextviewer.conversations import builds, ingest
+from contextviewer.builds import services as builds
+from contextviewer.ingest import files as ingest
 from contextviewer.conversations.models import Conversation
 from tests.fixture_folders import assert_known, folder_params
 from tests.sessions import SessionBuilder, write_lines

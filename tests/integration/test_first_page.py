@@ -7,7 +7,8 @@ import re
 import pytest
 from django.urls import reverse
 
-from contextviewer.conversations import ingest, pages
+from contextviewer.ingest import files as ingest
+from contextviewer.conversations import pages
 from contextviewer.conversations.models import Conversation, Message
 from contextviewer.importers import synthetic
 from tests.factories import TextSource, build_conversation

@@ -7,8 +7,11 @@ import re
 import pytest
 from django.test import Client
 
-from contextviewer.conversations import ingest, jobs, window as windows
-from contextviewer.conversations.models import Conversation, JobStatus
+from contextviewer.ingest import files as ingest
+from contextviewer.jobs import queue as jobs
+from contextviewer.conversations import segments as windows
+from contextviewer.conversations.models import Conversation
+from contextviewer.jobs.models import JobStatus
 from contextviewer.review import alternatives
 from tests.integration.test_builds_after_fold import compaction
 from tests.sessions import SessionBuilder, session_lines, write_lines

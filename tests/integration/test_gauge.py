@@ -11,8 +11,11 @@ import re
 import pytest
 from django.test import override_settings
 
-from contextviewer.conversations import gauges, ingest, jobs, pages
-from contextviewer.conversations.models import Conversation, Job
+from contextviewer.conversations import calibration as gauges, pages
+from contextviewer.ingest import files as ingest
+from contextviewer.jobs import queue as jobs
+from contextviewer.conversations.models import Conversation
+from contextviewer.jobs.models import Job
 from contextviewer.core import budget
 from tests.sessions import SessionBuilder, session_lines, write_lines
 
@@ -159,7 +162,7 @@ def test_an_import_counts_the_captured_prompt_so_the_first_page_needs_no_tokeniz
     show the captured system prompt and tools on the first page."""
     from django.core.cache import cache
 
-    from contextviewer.conversations import services
+    from contextviewer.ingest import imports as services
     from contextviewer.core import captured, tokens
 
     cache.clear()

@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from contextviewer.conversations import handoff, ingest, jobs
-from contextviewer.conversations.models import Conversation, Fold, Job, JobStatus, Message
+from contextviewer.builds import handoffs as handoff
+from contextviewer.ingest import files as ingest
+from contextviewer.jobs import queue as jobs
+from contextviewer.conversations.models import Conversation, Fold, Message
+from contextviewer.jobs.models import Job, JobStatus
 from contextviewer.core import handoff as core
 from contextviewer.core.tokens import count_text
 from contextviewer.providers.models import SpendEntry

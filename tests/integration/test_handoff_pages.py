@@ -7,8 +7,10 @@ import re
 import pytest
 
 from contextviewer.accounts.models import Role
-from contextviewer.conversations import ingest, jobs
-from contextviewer.conversations.models import Conversation, Job, ModelCall
+from contextviewer.ingest import files as ingest
+from contextviewer.jobs import queue as jobs
+from contextviewer.conversations.models import Conversation, ModelCall
+from contextviewer.jobs.models import Job
 from tests.factories import make_user
 from tests.sessions import session_lines, write_lines
 

@@ -11,8 +11,8 @@ import io
 
 import pytest
 
-from contextviewer.conversations.idempotency import MAX_IDEMPOTENCY_KEY
-from contextviewer.conversations.models import Job
+from contextviewer.jobs.idempotency import MAX_IDEMPOTENCY_KEY
+from contextviewer.jobs.models import Job
 from tests.factories import build_conversation
 from tests.sessions import session_lines
 
@@ -97,8 +97,8 @@ def test_build_form_refuses_a_long_key(project, user, client, conv):
 
 def test_a_key_past_the_column_never_reaches_the_database(project):
     # Any other caller of create_job: a clear error, not a backend-dependent one.
-    from contextviewer.conversations import jobs
-    from contextviewer.conversations.idempotency import IdempotencyKeyTooLong
+    from contextviewer.jobs import queue as jobs
+    from contextviewer.jobs.idempotency import IdempotencyKeyTooLong
 
     with pytest.raises(IdempotencyKeyTooLong, match="255"):
         jobs.create_job(project, "import", {}, idempotency_key="x" * 256, enqueue=False)

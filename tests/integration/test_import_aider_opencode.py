@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from contextviewer.conversations import builds, ingest
+from contextviewer.builds import services as builds
+from contextviewer.ingest import files as ingest
 from contextviewer.conversations.models import Conversation, ConversationKind, Message, ModelCall
 from tests.unit.test_opencode_importer import write_database, write_storage
 

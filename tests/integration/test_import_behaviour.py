@@ -6,8 +6,10 @@ import sys
 
 import pytest
 
-from contextviewer.conversations import ingest, jobs, services
-from contextviewer.conversations.models import Conversation, Job, JobStatus, Message, ModelCall, Source
+from contextviewer.ingest import files as ingest, imports as services
+from contextviewer.jobs import queue as jobs
+from contextviewer.conversations.models import Conversation, Message, ModelCall, Source
+from contextviewer.jobs.models import Job, JobStatus
 from tests.sessions import SessionBuilder, session_lines, write_lines
 from tests.worker import ROOT, Worker, purge_broker, wait_for, worker_env
 

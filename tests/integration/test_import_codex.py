@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from contextviewer.conversations import builds, ingest
+from contextviewer.builds import services as builds
+from contextviewer.ingest import files as ingest
 from contextviewer.conversations.models import Conversation, Fold, Message, ModelCall
 from tests.unit.test_codex_importer import FIXTURE_COUNTS, SID, two_turns, write
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from contextviewer.conversations import ingest
+from contextviewer.ingest import files as ingest
 from contextviewer.conversations.models import Conversation, Fold, Message, ModelCall, Source
 from contextviewer.core.segments import FoldSpan, segments
 from contextviewer.importers.claude_code import KNOWN_METADATA_TYPES

@@ -11,7 +11,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from contextviewer.conversations import builds, ingest
+from contextviewer.builds import services as builds
+from contextviewer.ingest import files as ingest
 from contextviewer.conversations.models import Conversation, Message, ModelCall
 from tests.importers import gemini_counts
 

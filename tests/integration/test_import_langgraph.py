@@ -8,8 +8,8 @@ import json
 import pytest
 from django.test import Client
 
-from contextviewer.conversations import ingest
-from contextviewer.conversations.builds import export
+from contextviewer.ingest import files as ingest
+from contextviewer.builds.services import export
 from contextviewer.conversations.models import Conversation, ConversationKind, Fold, Message, ModelCall
 
 

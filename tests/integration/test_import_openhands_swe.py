@@ -9,7 +9,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from contextviewer.conversations import builds, ingest
+from contextviewer.builds import services as builds
+from contextviewer.ingest import files as ingest
 from contextviewer.conversations.models import Conversation, ModelCall
 from contextviewer.importers import formats
 from tests.unit.test_openhands_importer import count_independently as count_openhands

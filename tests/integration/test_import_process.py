@@ -12,7 +12,8 @@ import signal
 
 import pytest
 
-from contextviewer.conversations import ingest, prepare, search
+from contextviewer.ingest import files as ingest, prepare
+from contextviewer.conversations import search
 from contextviewer.conversations.models import Conversation, Message, Source
 from contextviewer.importers import claude_code, synthetic
 from tests.conftest import shared_fixtures_dir

@@ -15,7 +15,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from contextviewer.accounts.services import get_or_create_project
-from contextviewer.conversations import ingest, search
+from contextviewer.ingest import files as ingest
+from contextviewer.conversations import search
 from contextviewer.conversations.models import Conversation, Message, ModelCall
 
 pytestmark = pytest.mark.django_db
@@ -336,7 +337,7 @@ def test_an_append_only_format_keeps_the_first_stored_copy(project, tmp_path):
 def test_the_page_figures_follow_a_message_changed_in_place(project, user, client, tmp_path):
     """A rewrite that adds no message and no call (the text of a step grows) still changes the
     version of the figures the page keeps (page_cache): the page shows what one computed afresh does."""
-    from contextviewer.conversations import page_cache, window
+    from contextviewer.conversations import page_cache, segments as window
 
     def page() -> str:
         text = client.get(reverse("conversation", args=[conv.pk])).content.decode()

@@ -10,7 +10,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from contextviewer.conversations import builds, ingest
+from contextviewer.builds import services as builds
+from contextviewer.ingest import files as ingest
 from contextviewer.conversations.models import Conversation, Fold, Message, ModelCall
 from tests.unit import test_efferent_importer as eff
 from tests.unit import test_picoclaw_importer as pico

@@ -24,8 +24,11 @@ import pytest
 from django.core.cache import cache
 from django.utils import timezone
 
-from contextviewer.conversations import handoff, heartbeat, ingest, jobs, services
-from contextviewer.conversations.models import Conversation, Fold, Job, JobStatus, Message, Source
+from contextviewer.builds import handoffs as handoff
+from contextviewer.jobs import heartbeat, queue as jobs
+from contextviewer.ingest import files as ingest, imports as services
+from contextviewer.conversations.models import Conversation, Fold, Message, Source
+from contextviewer.jobs.models import Job, JobStatus
 from contextviewer.providers import services as provider_services
 from tests.fake_providers import FakeProvider
 from tests.sessions import SessionBuilder, session_lines, write_lines
@@ -474,7 +477,7 @@ def test_serve_failing_while_it_starts_stops_what_it_had_started(tmp_path, monke
     """An exception after the worker started (here: the web server's command line) ends serve, and
     the worker, with what it started, goes with it: SIGTERM first, SIGKILL after the grace period
     for a process that outlives its parent (the `sleep` here, left behind by its shell)."""
-    from contextviewer.conversations.management.commands import serve
+    from ops.management.commands import serve
 
     pids = tmp_path / "pids"
     monkeypatch.setattr(serve, "call_command", lambda *a, **kw: None)  # no migrate: the test database is ready

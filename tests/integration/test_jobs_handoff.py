@@ -7,8 +7,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from contextviewer.conversations import handoff, ingest, jobs
-from contextviewer.conversations.models import Conversation, Fold, Job, JobStatus
+from contextviewer.builds import handoffs as handoff
+from contextviewer.ingest import files as ingest
+from contextviewer.jobs import queue as jobs
+from contextviewer.conversations.models import Conversation, Fold
+from contextviewer.jobs.models import Job, JobStatus
 from contextviewer.providers import services
 from tests.fake_providers import FakeProvider
 from tests.sessions import session_lines, write_lines

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from contextviewer.conversations import ingest, pages
+from contextviewer.ingest import files as ingest
+from contextviewer.conversations import pages
 from contextviewer.conversations.models import Conversation, Message
 from contextviewer.importers.lines import human_size
 from tests.sessions import SessionBuilder

@@ -3,7 +3,7 @@ ids: a re-import after the file lost its first session puts nothing into the wro
 
 import pytest
 
-from contextviewer.conversations import ingest
+from contextviewer.ingest import files as ingest
 from contextviewer.conversations.models import Conversation
 
 

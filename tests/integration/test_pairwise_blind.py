@@ -4,8 +4,9 @@ written again), and blind queues that hide origin and retention until the review
 import pytest
 from django.test import Client
 
-from contextviewer.conversations import jobs, window as windows
-from contextviewer.conversations.models import JobStatus
+from contextviewer.jobs import queue as jobs
+from contextviewer.conversations import segments as windows
+from contextviewer.jobs.models import JobStatus
 from contextviewer.review import alternatives, services
 from contextviewer.review.models import PairwiseComparison, ReviewItem, ReviewQueue
 from tests.integration.test_summarize_again import _import

@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from contextviewer.conversations import ingest, page_cache, policylab
+from contextviewer.ingest import files as ingest
+from contextviewer.conversations import page_cache
+from contextviewer.lab import replays as policylab
 from contextviewer.conversations.models import Conversation, FoldOrigin
 from contextviewer.core.harness import auto_fold_at
-from contextviewer.conversations.window import call_spec
+from contextviewer.conversations.segments import call_spec
 from tests.conftest import shared_fixtures_dir
 from tests.factories import make_project, make_user
 

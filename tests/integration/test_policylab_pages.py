@@ -11,7 +11,9 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from contextviewer.conversations import ingest, page_cache, policylab
+from contextviewer.ingest import files as ingest
+from contextviewer.conversations import page_cache
+from contextviewer.lab import replays as policylab
 from contextviewer.conversations.models import Conversation
 from contextviewer.conversations.templatetags.cv import tok
 from contextviewer.core.policylab import CallWindow, Event, Item, Replay

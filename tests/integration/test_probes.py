@@ -23,8 +23,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from contextviewer.conversations import ingest, services as conv_services
-from contextviewer.conversations.models import Conversation, Fold, Job, JobStatus
+from contextviewer.ingest import files as ingest, imports as conv_services
+from contextviewer.conversations.models import Conversation, Fold
+from contextviewer.jobs.models import Job, JobStatus
 from contextviewer.review import services
 from contextviewer.review.models import FactProbe
 from tests.worker import wait_for

@@ -13,8 +13,11 @@ import json
 import pytest
 
 from contextviewer.accounts.models import AuditEvent, Role
-from contextviewer.conversations import handoff, ingest, jobs
-from contextviewer.conversations.models import Conversation, JobStatus
+from contextviewer.builds import handoffs as handoff
+from contextviewer.ingest import files as ingest
+from contextviewer.jobs import queue as jobs
+from contextviewer.conversations.models import Conversation
+from contextviewer.jobs.models import JobStatus
 from contextviewer.providers import services
 from contextviewer.providers.models import ProviderConfig
 from tests.factories import make_user

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from contextviewer.conversations import handoff, ingest, jobs
-from contextviewer.conversations.models import Conversation, Fold, JobStatus
+from contextviewer.builds import handoffs as handoff
+from contextviewer.ingest import files as ingest
+from contextviewer.jobs import queue as jobs
+from contextviewer.conversations.models import Conversation, Fold
+from contextviewer.jobs.models import JobStatus
 from contextviewer.core import handoff as core
 from contextviewer.providers import services
 from contextviewer.providers.models import ProviderCall, SpendEntry
@@ -149,7 +152,7 @@ def test_redirects_are_not_followed(protocol, project, conv):
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_titles_use_the_configured_provider(protocol, project, tmp_path):
-    from contextviewer.conversations import titles
+    from contextviewer.ingest import titles
     from tests.sessions import SessionBuilder
 
     builder = SessionBuilder()

@@ -9,7 +9,9 @@ import pytest
 from django.db import connection
 
 from contextviewer.accounts.models import Role
-from contextviewer.conversations import handoff, ingest, jobs
+from contextviewer.builds import handoffs as handoff
+from contextviewer.ingest import files as ingest
+from contextviewer.jobs import queue as jobs
 from contextviewer.conversations.models import Conversation
 from contextviewer.providers import services, ssrf
 from contextviewer.providers.models import ProviderConfig, SpendEntry
@@ -125,7 +127,7 @@ def test_unknown_or_unconfigured_providers_are_refused_before_a_job_exists(proje
 
 
 def test_spend_per_conversation_and_per_project_on_the_page_and_the_api(project, user, client, tmp_path):
-    from contextviewer.conversations import titles
+    from contextviewer.ingest import titles
     from tests.sessions import SessionBuilder
 
     for i in range(2):
@@ -157,7 +159,7 @@ def test_spend_per_conversation_and_per_project_on_the_page_and_the_api(project,
 
 
 def test_titles_name_conversations_from_the_first_request_and_keep_a_log_title(project, tmp_path):
-    from contextviewer.conversations import titles
+    from contextviewer.ingest import titles
     from tests.sessions import SessionBuilder
 
     builder = SessionBuilder()

@@ -10,7 +10,8 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 
-from contextviewer.conversations.models import Conversation, Job, JobStatus, Message, Source
+from contextviewer.conversations.models import Conversation, Message, Source
+from contextviewer.jobs.models import Job, JobStatus
 from contextviewer.importers import formats
 from tests.sessions import session_lines, write_lines
 from tests.worker import wait_for

@@ -296,7 +296,7 @@ def test_roles_and_strangers(project, folds, team):
 
 
 def test_the_judge_spend_goes_to_the_ledger_and_needs_a_real_provider(project, folds):
-    from contextviewer.conversations import jobs
+    from contextviewer.jobs import queue as jobs
     from contextviewer.providers.models import SpendEntry
 
     fold = folds[0]

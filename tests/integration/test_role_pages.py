@@ -66,7 +66,7 @@ def test_the_judge_is_offered_only_with_a_provider_and_says_why_not(client):
     assert f'action="{reverse("review_judge", args=[fold.pk])}"' not in html
     refused = client.post(reverse("review_judge", args=[fold.pk]))
     assert refused.status_code == 409 and "The judge cannot run" in refused.content.decode()
-    from contextviewer.conversations.models import Job
+    from contextviewer.jobs.models import Job
 
     assert not Job.objects.filter(kind="judge").exists()  # no job that could only fail
     fields = {f.name for f in ProviderConfig._meta.get_fields()}

@@ -34,8 +34,12 @@ from django.core.management import call_command
 from django.db import connection
 from django.urls import reverse
 
-from contextviewer.conversations import builds, handoff, ingest, jobs, search
-from contextviewer.conversations.models import Conversation, Fold, Job, JobStatus, Message
+from contextviewer.builds import services as builds, handoffs as handoff
+from contextviewer.ingest import files as ingest
+from contextviewer.jobs import queue as jobs
+from contextviewer.conversations import search
+from contextviewer.conversations.models import Conversation, Fold, Message
+from contextviewer.jobs.models import Job, JobStatus
 from contextviewer.core import secrets
 from contextviewer.providers import services as provider_services
 from tests.fake_providers import FakeProvider

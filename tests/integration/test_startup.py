@@ -47,7 +47,7 @@ def test_help_of_the_import_command_still_prints():
 
 def test_a_queued_job_still_reaches_the_configured_celery_app():
     got = _run(
-        "from contextviewer.conversations.tasks import run_job_task\n"
+        "from contextviewer.jobs.tasks import run_job_task\n"
         "from django.conf import settings\n"
         "import contextviewer\n"
         "from celery.app.utils import find_app\n"

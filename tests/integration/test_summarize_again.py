@@ -8,8 +8,12 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from contextviewer.conversations import handoff, ingest, jobs, window as windows
-from contextviewer.conversations.models import Conversation, Fold, Job, JobStatus
+from contextviewer.builds import handoffs as handoff
+from contextviewer.ingest import files as ingest
+from contextviewer.jobs import queue as jobs
+from contextviewer.conversations import segments as windows
+from contextviewer.conversations.models import Conversation, Fold
+from contextviewer.jobs.models import Job, JobStatus
 from contextviewer.providers import services as provider_services
 from contextviewer.review import alternatives, services as review
 from tests.fake_providers import FakeProvider

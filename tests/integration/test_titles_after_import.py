@@ -2,8 +2,10 @@
 
 import pytest
 
-from contextviewer.conversations import jobs, services
-from contextviewer.conversations.models import Conversation, Job
+from contextviewer.jobs import queue as jobs
+from contextviewer.ingest import imports as services
+from contextviewer.conversations.models import Conversation
+from contextviewer.jobs.models import Job
 from tests.sessions import SessionBuilder, session_lines, write_lines
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from contextviewer.conversations import ingest
+from contextviewer.ingest import files as ingest
 from contextviewer.conversations.models import Conversation, Fold
 from tests.factories import TextSource, build_conversation, make_project, make_user
 from tests.sessions import SessionBuilder, write_lines

@@ -6,7 +6,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from contextviewer.conversations import ingest
+from contextviewer.ingest import files as ingest
 from contextviewer.conversations.models import Conversation
 
 

@@ -274,7 +274,7 @@ def test_csp_header_forbids_inline_scripts(logged_in, project):
 
 def test_a_conversation_with_one_model_call_shows_its_point_on_the_curve(logged_in, project, tmp_path):
     """A path through one point draws nothing: the one call's measured point is a dot, mid-chart."""
-    from contextviewer.conversations import ingest
+    from contextviewer.ingest import files as ingest
     from contextviewer.conversations.models import Conversation
     from tests.sessions import one_call_session
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from contextviewer.conversations import ingest
+from contextviewer.ingest import files as ingest
 from contextviewer.conversations.models import Conversation, Message
 from tests.conftest import shared_fixtures_dir
 from tests.factories import make_project, make_user

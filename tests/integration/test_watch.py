@@ -8,8 +8,9 @@ import shutil
 
 import pytest
 
-from contextviewer.conversations import watch
-from contextviewer.conversations.models import Conversation, Job, JobStatus, Source
+from contextviewer.ingest import watch
+from contextviewer.conversations.models import Conversation, Source
+from contextviewer.jobs.models import Job, JobStatus
 from contextviewer.importers import synthetic
 from tests.sessions import SESSION, SessionBuilder
 from tests.watcher import WatchProcess

@@ -14,8 +14,11 @@ from django.test import Client
 from django.urls import reverse
 
 from contextviewer.accounts.models import Membership, Role
-from contextviewer.conversations import builds, handoff, ingest, jobs, pages
-from contextviewer.conversations import window as windows
+from contextviewer.builds import services as builds, handoffs as handoff
+from contextviewer.ingest import files as ingest
+from contextviewer.jobs import queue as jobs
+from contextviewer.conversations import pages
+from contextviewer.conversations import segments as windows
 from contextviewer.conversations.models import Conversation, Fold, Message, ModelCall
 from contextviewer.core import build as core_build
 from contextviewer.review import services as review

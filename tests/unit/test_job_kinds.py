@@ -5,16 +5,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from contextviewer.conversations import job_kinds
+from contextviewer.jobs import kinds as job_kinds
 
 ROOT = Path(__file__).resolve().parents[2]
 
 # The modules that own the kinds: importing jobs.py must load none of them (they import jobs.py).
 OWNERS = [
-    "contextviewer.conversations.services",
-    "contextviewer.conversations.handoff",
-    "contextviewer.conversations.builds",
-    "contextviewer.conversations.titles",
+    "contextviewer.ingest.imports",
+    "contextviewer.builds.handoffs",
+    "contextviewer.builds.services",
+    "contextviewer.ingest.titles",
     "contextviewer.review.services",
     "contextviewer.review.alternatives",
 ]
@@ -42,7 +42,7 @@ def test_an_unknown_kind_says_so():
 def test_importing_jobs_loads_none_of_the_modules_that_own_kinds():
     code = (
         "import json, sys, django; django.setup();"
-        "import contextviewer.conversations.jobs, contextviewer.conversations.tasks;"
+        "import contextviewer.jobs.queue, contextviewer.jobs.tasks;"
         f"print(json.dumps([m for m in {OWNERS!r} if m in sys.modules]))"
     )
     out = subprocess.run(

@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from contextviewer.conversations import tools
-from contextviewer.conversations.tools import shell_line, shell_result, tool_view
+from contextviewer.conversations import tool_display as tools
+from contextviewer.conversations.tool_display import shell_line, shell_result, tool_view
 from contextviewer.core.records import MessageRecord
 from contextviewer.importers import codex
 from tests.importers import of

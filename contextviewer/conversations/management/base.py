@@ -8,8 +8,9 @@ from typing import NoReturn
 
 from django.core.management.base import BaseCommand
 
-from contextviewer.conversations import builds, jobs
-from contextviewer.conversations.models import Conversation, Job, JobStatus
+from contextviewer.jobs import queue as jobs
+from contextviewer.conversations.models import Conversation
+from contextviewer.jobs.models import Job, JobStatus
 
 
 class ConversationCommand(BaseCommand):
@@ -26,7 +27,7 @@ class ConversationCommand(BaseCommand):
 
     def conversation(self, ref: str, *, as_json: bool = False) -> Conversation:
         """The conversation `ref` names (the newest, when a session was imported into several projects)."""
-        conv = builds.find_conversation(ref)
+        conv = Conversation.objects.by_reference(ref).order_by("-pk").first()
         if conv is None:
             self.fail(f"no conversation with id or session id {ref!r}", as_json=as_json)
         return conv

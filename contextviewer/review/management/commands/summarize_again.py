@@ -6,7 +6,7 @@ configured for the project; default: the project's), and stores it beside the or
 same job the page and the API start, run in this process. Pairwise review then compares them."""
 
 
-from contextviewer.conversations import window as windows
+from contextviewer.conversations import segments as windows
 from contextviewer.conversations.management.base import ConversationCommand
 from contextviewer.providers.base import ProviderError
 from contextviewer.review import alternatives

@@ -1,0 +1,137 @@
+"""API operations for builds, exports and handoffs. Every operation checks project membership and role."""
+
+from __future__ import annotations
+
+import json
+
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
+from ninja import Query, Router, Schema
+from ninja.responses import Status
+from pydantic import ValidationError
+
+from contextviewer.accounts.auth import allowed_projects, membership_for
+from contextviewer.builds import handoffs as handoff, services as builds
+from contextviewer.providers.base import ProviderError
+from contextviewer.jobs import idempotency
+from contextviewer.jobs.api import ErrorOut, JobOut, job_out
+from contextviewer.conversations.models import Conversation
+
+router = Router(tags=["builds"])
+
+
+class BuildIn(Schema):
+    turns: list[int] | str = []
+    folds: list[int] | str = []
+    after_fold: int | None = None  # fold N's summary plus what followed it (up to the next fold)
+    idempotency_key: str | None = None
+
+
+def _conversation(request, pk: int, permission: str) -> tuple[Conversation | None, Status | None]:
+    """The conversation if this request (a session, or a token scoped to one project) may see it,
+    and its role there allows `permission`."""
+    visible = allowed_projects(request, "view")
+    conv = Conversation.objects.filter(project__in=visible).select_related("project").filter(pk=pk).first()
+    if conv is None:
+        return None, Status(404, {"detail": "No such conversation."})
+    membership = membership_for(request, conv.project)
+    if membership is None or not membership.can(permission):
+        return None, Status(403, {"detail": f"Your role in {conv.project.name} may not do this ({permission})."})
+    return conv, None
+
+
+@router.post(
+    "/conversations/{conversation_id}/builds",
+    response={202: JobOut, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut},
+)
+def create_build(request, conversation_id: int, payload: BuildIn):
+    """Build a new conversation from selected turns (`turns`: [3, 7] or "3,7-9") and folds'
+    summaries (`folds`, numbered from 1), or `after_fold`: N for fold N's summary plus what
+    followed it up to the next fold (the loaded view, for the latest fold); answered with the job
+    to poll. A summary and the turns it stands for exclude each other, whether the summary is
+    chosen by fold number or held by a selected turn."""
+    conv, error = _conversation(request, conversation_id, "edit")
+    if error:
+        return error
+    try:
+        idempotency.check(payload.idempotency_key)
+    except idempotency.IdempotencyKeyTooLong as exc:
+        return Status(400, {"detail": str(exc)})
+    try:
+        job = builds.start_build(conv, payload.turns, payload.folds, after_fold=payload.after_fold, user=request.user, idempotency_key=payload.idempotency_key)
+    except builds.BuildError as exc:
+        return Status(400, {"detail": str(exc)})
+    return Status(202, job_out(request, job))
+
+
+@router.get(
+    "/conversations/{conversation_id}/export",
+    response={200: None, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut},
+)
+def export_conversation(request, conversation_id: int, format: str = Query(..., description="claude-code | openai | anthropic | markdown")):
+    """The conversation as a file: Claude Code JSONL, OpenAI or Anthropic messages JSON, Markdown."""
+    conv, error = _conversation(request, conversation_id, "view")
+    if error:
+        return error
+    if format not in builds.CONTENT_TYPES:
+        return Status(400, {"detail": f"Unknown format {format!r}: use one of {', '.join(builds.CONTENT_TYPES)}."})
+    try:
+        return export_response(builds.export(conv, format, actor=request))
+    except builds.ExportRefused as exc:
+        return Status(400, {"detail": str(exc)})
+
+
+def export_response(f: builds.ExportFile) -> HttpResponse:
+    response = HttpResponse(f.content.encode("utf-8"), content_type=f.content_type)
+    response["Content-Disposition"] = f'attachment; filename="{f.filename}"'
+    response["X-Content-Type-Options"] = "nosniff"
+    if f.session_id:
+        response["X-Session-Id"] = f.session_id
+    if f.notes:
+        response["X-Export-Notes"] = "; ".join(f.notes)[:2000].encode("ascii", "replace").decode()
+    return response
+
+
+class HandoffIn(Schema):
+    provider: str | None = None  # builtin | openai | anthropic; default: the project's
+    idempotency_key: str | None = None
+
+
+@router.post(
+    "/conversations/{conversation_id}/handoff",
+    tags=["handoff"],
+    response={202: JobOut, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut},
+    openapi_extra={
+        "requestBody": {
+            "required": False,
+            "content": {"application/json": {"schema": HandoffIn.model_json_schema()}},
+        }
+    },
+)
+def start_handoff(request, conversation_id: int):
+    """Fold the loaded view into a handoff summary: a new fold at the current end.
+
+    The JSON body is optional: {"provider": "builtin|openai|anthropic", "idempotency_key": "..."}."""
+    conv = get_object_or_404(Conversation.objects.filter(project__in=allowed_projects(request)), pk=conversation_id)
+    if not allowed_projects(request, "edit").filter(pk=conv.project_id).exists():
+        return Status(403, {"detail": "Your role in this project may not fold conversations."})
+    try:
+        if request.content_type == "application/json":
+            raw = json.loads(request.body) if request.body.strip() else {}
+        else:  # no body, or form fields
+            raw = {k: v for k, v in request.POST.items() if k in ("provider", "idempotency_key")}
+        data = HandoffIn(**raw) if isinstance(raw, dict) else None
+    except (ValueError, TypeError, ValidationError) as exc:
+        return Status(400, {"detail": f"The body must be a JSON object like {{\"provider\": \"builtin\"}} ({str(exc)[:200]})."})
+    if data is None:
+        return Status(400, {"detail": 'The body must be a JSON object like {"provider": "builtin"}.'})
+    try:
+        idempotency.check(data.idempotency_key)
+    except idempotency.IdempotencyKeyTooLong as exc:
+        return Status(400, {"detail": str(exc)})
+    key = f"handoff:{conv.pk}:{request.user.pk}:{data.idempotency_key}" if data.idempotency_key else None
+    try:
+        job, _ = handoff.start_handoff(conv, user=request.user, provider=data.provider or None, idempotency_key=key)
+    except ProviderError as exc:
+        return Status(400, {"detail": str(exc)})
+    return Status(202, job_out(request, job))

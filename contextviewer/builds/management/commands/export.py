@@ -1,0 +1,38 @@
+"""python manage.py export CONVERSATION --format claude-code|openai|anthropic|markdown [--output PATH]
+
+Writes the conversation (its id or its session's external id) to PATH, or to stdout."""
+
+from pathlib import Path
+
+from contextviewer.builds import services as builds
+from contextviewer.conversations.management.base import ConversationCommand
+
+
+class Command(ConversationCommand):
+    command_name = "export"
+    help = "Export a conversation as Claude Code JSONL, OpenAI or Anthropic messages JSON, or Markdown."
+
+    def add_arguments(self, parser):
+        parser.add_argument("conversation", help="conversation id or session (external) id")
+        parser.add_argument("--format", required=True, choices=list(builds.CONTENT_TYPES))
+        parser.add_argument("--output", "-o", default="", help="file to write (default: stdout)")
+
+    def handle(self, *args, **opts):
+        conv = self.conversation(opts["conversation"])
+        try:
+            f = builds.export(conv, opts["format"])
+        except builds.ExportRefused as exc:
+            self.fail(str(exc))
+        if opts["output"]:
+            path = Path(opts["output"]).expanduser()
+            try:
+                path.write_text(f.content, encoding="utf-8")
+            except OSError as exc:
+                self.fail(f"cannot write {path}: {exc.strerror or exc}")
+            self.stderr.write(f"wrote {path}")
+        else:
+            self.stdout.write(f.content, ending="")
+        for note in f.notes:
+            self.stderr.write(f"note: {note}")
+        if f.resume_hint:
+            self.stderr.write(f.resume_hint)

@@ -1,0 +1,397 @@
+"""Builds and exports: the service behind the page, the API, the commands and the build job.
+
+A build is a new conversation (kind "build") seeded with selected turns and folds' summaries of a
+source conversation. The source is only read. The job is idempotent: the new conversation's
+session id derives from the job's idempotency key and the whole build is one transaction, so a
+retried or doubled job leaves exactly one conversation.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid as uuidlib
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from contextviewer.accounts import audit
+from contextviewer.core import build as core_build
+from contextviewer.core import budget, export as core_export, registry, tokens as token_core
+from contextviewer.importers import formats
+
+from contextviewer.jobs import queue as jobs
+from contextviewer.conversations import search, segments as windows
+from contextviewer.conversations.models import Conversation, ConversationKind, Fold, Message, ModelCall
+from contextviewer.jobs.models import Job
+
+BATCH = 500
+BuildError = core_build.BuildError
+
+
+# --- reading the source -----------------------------------------------------------------------
+
+
+def build_folds(conv: Conversation) -> list[Fold]:
+    """The folds a build can take a summary from, numbered 1.. in this order (as on the page)."""
+    return windows.segment_folds(conv)
+
+
+def fold_infos(conv: Conversation, folds: list[Fold] | None = None) -> list[core_build.FoldInfo]:
+    """What each fold's summary stands for: its archived segment as the page shows it."""
+    return windows.fold_infos(conv, windows.load(conv, folds))
+
+
+def turn_spans(conv: Conversation) -> list[core_build.TurnSpan]:
+    return windows.turn_spans(conv)
+
+
+def validate(conv: Conversation, turns, folds, after_fold=None) -> core_build.Plan:
+    spans, infos = turn_spans(conv), fold_infos(conv)
+    turns, folds = with_after_fold(turns, folds, after_fold, spans, infos)
+    return core_build.validate(turns, folds, spans, infos)
+
+
+def with_after_fold(turns, folds, after_fold, spans, infos) -> tuple[list[int], list[int]]:
+    """The selection with "fold N's summary plus what followed it" added (page, API and command
+    alike); without `after_fold`, the selection as given."""
+    turns = core_build.parse_numbers(turns, "turn")
+    folds = core_build.parse_numbers(folds, "fold")
+    if after_fold in (None, ""):
+        return turns, folds
+    try:
+        number = int(str(after_fold).strip())
+    except ValueError:
+        raise BuildError(f"After fold: give one fold number (from 1), not {str(after_fold)[:40]!r}.") from None
+    if number < 1:
+        raise BuildError(f"After fold: fold numbers start at 1, not {number}.")
+    more_turns, more_folds = core_build.after_fold(number, spans, infos)
+    return sorted(set(turns) | set(more_turns)), sorted(set(folds) | set(more_folds))
+
+
+def message_dict(m: Message) -> dict:
+    return {
+        "position": m.position,
+        "source_position": m.position,
+        "turn": m.turn,
+        "role": m.role,
+        "record_type": m.record_type,
+        "subtype": m.subtype,
+        "blocks": m.blocks or [],
+        "timestamp": m.timestamp,
+        "is_meta": m.is_meta,
+        "is_compact_summary": m.is_compact_summary,
+        "is_sidechain": m.is_sidechain,
+        "flags": m.flags or {},
+        "api_message_id": m.api_message_id,
+        "tokens": m.tokens or {},
+        "token_total": m.token_total,
+        "raw": None if "raw" in m.get_deferred_fields() else m.raw,
+        "source_id": m.source_id,
+        "line_no": m.line_no,
+        "id": m.pk,
+    }
+
+
+# --- the build --------------------------------------------------------------------------------
+
+
+def start_build(
+    conv: Conversation, turns, folds, *, after_fold=None, user=None, idempotency_key: str | None = None, enqueue: bool = True
+) -> Job:
+    """Check the selection now (a clear error beats a failed job) and enqueue the build job."""
+    plan = validate(conv, turns, folds, after_fold)
+    key = f"build:{user.pk if user else 0}:{idempotency_key}" if idempotency_key else None
+    job, _ = jobs.create_job(
+        conv.project,
+        "build",
+        {"conversation_id": conv.pk, "turns": plan.turns, "folds": plan.folds}
+        | ({"after_fold": int(str(after_fold).strip())} if after_fold not in (None, "") else {}),
+        user=user,
+        idempotency_key=key,
+        enqueue=enqueue,
+    )
+    return job
+
+
+def build_session_id(job: Job) -> str:
+    return str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"contextviewer-build:{job.idempotency_key}"))
+
+
+@dataclass
+class Preview:
+    plan: core_build.Plan
+    result: core_build.BuildResult
+    categories: dict
+    gauge: object
+    spec: object
+
+
+def assemble(conv: Conversation, plan: core_build.Plan, infos=None, *, with_raw: bool = True) -> core_build.BuildResult:
+    infos = fold_infos(conv) if infos is None else infos
+    by_turn: dict[int, list[dict]] = {}
+    qs = conv.messages.filter(turn__in=plan.turns).order_by("position")
+    if not with_raw:
+        qs = qs.defer("raw")
+    for m in qs.iterator(chunk_size=2000):
+        by_turn.setdefault(m.turn, []).append(message_dict(m))
+    return core_build.assemble(plan, by_turn, infos)
+
+
+def preview(conv: Conversation, turns, folds, after_fold=None) -> Preview:
+    """What a build of this selection would hold, and its window gauge (estimated)."""
+    infos = fold_infos(conv)
+    spans = turn_spans(conv)
+    turns, folds = with_after_fold(turns, folds, after_fold, spans, infos)
+    plan = core_build.validate(turns, folds, spans, infos)
+    result = assemble(conv, plan, infos, with_raw=False)
+    categories: dict[str, int] = {}
+    for m in result.messages:
+        counts = _count(m) if m.get("repaired") or not m.get("tokens") else m["tokens"]
+        for k, v in counts.items():
+            categories[k] = categories.get(k, 0) + int(v or 0)
+    spec = registry.lookup((conv.model_names or [""])[-1], override_window=conv.window)
+    gauge = budget.gauge(categories, spec=spec, measured=None, agent=conv.agent) if spec and spec.window else None
+    return Preview(plan, result, categories, gauge, spec)
+
+
+def _count(m: dict) -> dict:
+    return token_core.count_message(
+        m["role"], m["blocks"], is_compact_summary=bool(m.get("is_compact_summary")), record_type=m.get("record_type") or m["role"]
+    )
+
+
+def run_build(job: Job, progress) -> dict:
+    params = job.params or {}
+    source = Conversation.objects.filter(pk=params.get("conversation_id"), project=job.project).first()
+    if source is None:
+        raise BuildError("The source conversation no longer exists.")
+    session_id = build_session_id(job)
+    existing = Conversation.objects.filter(project=job.project, agent=source.agent, external_id=session_id).first()
+    if existing is not None:  # a retry after the commit: the build is already there
+        return build_result(existing)
+    progress(0.02, "reading the selection")
+    infos = fold_infos(source)
+    plan = core_build.validate(params.get("turns"), params.get("folds"), turn_spans(source), infos)
+    result = assemble(source, plan, infos)
+    progress(0.1, f"copying {len(result.messages)} messages")
+    with transaction.atomic():
+        conv = _create_build(job, source, plan, result, session_id, progress)
+    return build_result(conv)
+
+
+def _create_build(job, source, plan, result, session_id, progress) -> Conversation:
+    now = timezone.now()
+    user = job.created_by
+    title = f"Build of {source.title or source.external_id}"[:500]
+    stamps = [m["timestamp"] for m in result.messages if m.get("timestamp")]
+    conv = Conversation.objects.create(
+        project=job.project,
+        agent=source.agent,
+        external_id=session_id,
+        kind=ConversationKind.BUILD,
+        title=title,
+        cwd=source.cwd,
+        git_branch=source.git_branch,
+        cli_version=source.cli_version,
+        model_names=list(source.model_names or []),
+        window=source.window,
+        started_at=min(stamps) if stamps else now,
+        ended_at=max(stamps) if stamps else now,
+        lineage={
+            "source": {"id": source.pk, "external_id": source.external_id, "title": source.title},
+            "selection": {"turns": plan.turns, "folds": plan.folds}
+            | ({"after_fold": job.params["after_fold"]} if job.params.get("after_fold") else {}),
+            "created_by": {"id": user.pk, "username": user.get_username()} if user else None,
+            "created_at": now.isoformat(),
+            "job": job.pk,
+            "notes": result.notes,
+        },
+    )
+    # A summary has no time of its own here: it takes the time of what follows it (else precedes).
+    msgs = result.messages
+    later = None
+    fill: list = [None] * len(msgs)
+    for i in range(len(msgs) - 1, -1, -1):
+        fill[i] = later
+        later = msgs[i].get("timestamp") or later
+    earlier = None
+    for i, m in enumerate(msgs):
+        if not m.get("timestamp"):
+            m["timestamp"] = fill[i] or earlier or now
+        earlier = m["timestamp"]
+    namespace = uuidlib.UUID(session_id)
+    parent = None
+    rows = []
+    total = max(len(result.messages), 1)
+    tool_calls = 0
+    for m in result.messages:
+        uid = str(uuidlib.uuid5(namespace, f"message:{m['position']}"))
+        counts = _count(m) if m.get("repaired") or not m.get("tokens") else m["tokens"]
+        tool_calls += sum(1 for b in m["blocks"] if b.get("kind") == "tool_call")
+        flags = dict(m.get("flags") or {})
+        if "source_position" in m:
+            flags["copied_from"] = {"conversation": source.pk, "position": m["source_position"]}
+        # A fold's summary has no line of its own in the source: its record says where it came from.
+        raw = m.get("raw") or json.dumps(
+            {"contextviewer": "fold summary", "role": "user", "content": m["blocks"][0]["text"],
+             "from_fold": m.get("from_fold"), "source_conversation": source.pk},
+            ensure_ascii=False,
+        )
+        rows.append(
+            dict(
+                conversation_id=conv.pk,
+                position=m["position"],
+                turn=m["turn"],
+                uuid=uid,
+                parent_uuid=parent,
+                role=m["role"],
+                record_type=(m.get("record_type") or m["role"])[:60],
+                subtype=(m.get("subtype") or "")[:60],
+                blocks=m["blocks"],
+                raw=raw,
+                timestamp=m.get("timestamp") or now,
+                is_sidechain=False,
+                agent_id="",
+                is_meta=bool(m.get("is_meta")),
+                is_compact_summary=bool(m.get("is_compact_summary")),
+                flags=flags,
+                api_message_id=m.get("api_message_id") or "",
+                tokens=counts,
+                token_total=sum(counts.values()),
+                source_id=m.get("source_id"),
+                line_no=m.get("line_no"),
+            )
+        )
+        parent = uid
+        if len(rows) >= BATCH:
+            _flush(conv, rows)
+            progress(0.1 + 0.85 * (m["position"] + 1) / total, f"copied {m['position'] + 1} of {total} messages")
+            rows = []
+    _flush(conv, rows)
+    progress(0.97, f"copied {len(result.messages)} messages")
+    conv.tool_call_count = tool_calls
+    conv.message_count = len(result.messages)
+    conv.save(update_fields=["tool_call_count", "message_count"])
+    return conv
+
+
+def _flush(conv: Conversation, rows: list[dict]) -> None:
+    if not rows:
+        return
+    Message.objects.bulk_create([Message(**r) for r in rows])
+    texts = {r["position"]: search.text_of_blocks(r["blocks"]) for r in rows}
+    ids = Message.objects.filter(
+        conversation_id=conv.pk, position__gte=min(texts), position__lte=max(texts)
+    ).values_list("pk", "position")
+    search.index_messages(conv.pk, ((pk, texts[pos]) for pk, pos in ids if pos in texts))
+
+
+def build_result(conv: Conversation) -> dict:
+    lineage = conv.lineage or {}
+    return {
+        "conversation_id": conv.pk,
+        "external_id": conv.external_id,
+        "title": conv.title,
+        "messages": conv.message_count,
+        "turns": conv.messages.values("turn").distinct().count(),
+        "source_id": (lineage.get("source") or {}).get("id"),
+        "selection": lineage.get("selection"),
+        "notes": lineage.get("notes") or [],
+        # The job page lists these with a link (as it does for imports).
+        "conversations": [
+            {
+                "id": conv.pk, "external_id": conv.external_id, "parent_external_id": None, "kind": conv.kind,
+                "title": conv.title, "messages": conv.message_count, "model_calls": 0,
+                "tool_calls": conv.tool_call_count, "folds": [], "bad_lines": 0,
+            }
+        ],
+    }
+
+
+# --- exports ----------------------------------------------------------------------------------
+
+CONTENT_TYPES = {name: t.content_type for name, t in core_export.TARGETS.items()}  # the export formats
+
+
+class ExportRefused(ValueError):
+    """An export format that would misrepresent the conversation (another agent's session file)."""
+
+
+@dataclass
+class ExportFile:
+    format: str
+    filename: str
+    content_type: str
+    content: str
+    notes: list[str]
+    session_id: str | None = None
+    resume_hint: str = ""
+
+
+def export_messages(conv: Conversation):
+    """The conversation's messages as exporter dicts (raw-enriched), with measured usage on the
+    first message of each model call."""
+    usage = {
+        c.position: {
+            "input_tokens": c.input_uncached,
+            "cache_creation_input_tokens": c.cache_write,
+            "cache_read_input_tokens": c.cache_read,
+            "output_tokens": c.output,
+        }
+        for c in ModelCall.objects.filter(conversation=conv)
+    }
+    folds = {f.position: f for f in conv.folds.filter(kind="compact")}
+    fmt = formats.get(conv.agent)
+    enrich = fmt.enrich if fmt is not None else (lambda d: d)
+    out = []
+    for m in conv.messages.order_by("position").iterator(chunk_size=2000):
+        d = enrich(message_dict(m))
+        fold = folds.get(m.position) if m.role == "system" else None
+        if fold is not None:
+            d["pre_tokens"], d["trigger"] = fold.tokens_before, fold.trigger
+        d.pop("raw", None)
+        if m.role == "assistant" and m.position in usage:
+            d["usage"] = usage[m.position]
+        d["api_message_id"] = (m.api_message_id or None) if m.role == "assistant" else None
+        out.append(d)
+    return out
+
+
+def export(conv: Conversation, fmt: str, *, actor=None) -> ExportFile:
+    """The conversation as a file. Exports are audited (who took which conversation out, how);
+    `actor` is the request (page, API) or None (the command line)."""
+    if fmt not in CONTENT_TYPES:
+        raise ValueError(f"Unknown export format {fmt!r}: use one of {', '.join(core_export.FORMATS)}.")
+    if fmt not in core_export.formats_for(conv.agent):
+        raise ExportRefused(
+            f"A {formats.label(conv.agent)} conversation cannot be exported as {core_export.LABELS[fmt]}: that is "
+            f"another agent's own session file. Use one of {', '.join(core_export.formats_for(conv.agent))}."
+        )
+    f = _export(conv, fmt)
+    audit.record(actor, conv.project, "export.conversation", f"conversation {conv.pk}", format=fmt,
+                 external_id=conv.external_id, filename=f.filename, via="web" if actor is not None else "command")
+    return f
+
+
+def _export(conv: Conversation, fmt: str) -> ExportFile:
+    target = core_export.TARGETS[fmt]
+    header = [f"{conv.agent} · {conv.kind} · {conv.message_count} messages"]
+    if conv.cwd:
+        header.append(f"cwd: {conv.cwd}")
+    source = (conv.lineage or {}).get("source")
+    if source:
+        header.append(f"built from conversation {source.get('id')} ({source.get('title') or source.get('external_id')})")
+    meta = core_export.ExportMeta(
+        session_seed=f"{conv.project_id}:{conv.agent}:{conv.external_id}",
+        base=f"conversation-{conv.pk}",
+        title=conv.title,
+        heading=conv.title or conv.external_id,
+        header=header,
+        cwd=conv.cwd,
+        git_branch=conv.git_branch,
+        model=(conv.model_names or [""])[-1],
+    )
+    written = target.write(export_messages(conv), meta)
+    return ExportFile(fmt, written.filename, target.content_type, written.content, written.notes,
+                      written.session_id, written.resume_hint)

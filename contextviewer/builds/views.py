@@ -1,0 +1,262 @@
+"""Curation pages: builds (select, preview, start the job) and exports; handoffs live here too.
+
+Views check access and pick the template; the work is in builds.py (and handoff.py)."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from contextviewer.accounts.models import Membership
+from contextviewer.core import build as core_build
+from contextviewer.refusals import refuse
+
+from contextviewer.builds import services as builds
+from contextviewer.jobs import idempotency
+from contextviewer.conversations.models import Conversation
+
+
+def _get_conversation_for_user(request: HttpRequest, pk: int, permission: str = "view") -> Conversation:
+    """The conversation if the user's role in its project allows `permission`; else 404 (not a
+    member) or 403 (a member whose role may not)."""
+    conv = Conversation.objects.for_user(request.user).select_related("project").filter(pk=pk).first()
+    if conv is None:
+        raise Http404("No such conversation")
+    if permission != "view":
+        membership = Membership.objects.filter(project=conv.project, user=request.user).first()
+        if membership is None or not membership.can(permission):
+            raise PermissionError(f"Your role in {conv.project.name} may not build conversations.")
+    return conv
+
+
+def _forbidden(request: HttpRequest, exc: PermissionError) -> HttpResponse:
+    return refuse(request, str(exc))
+
+
+def _selection(data) -> tuple[list[str], list[str]]:
+    """Turns and folds from checkboxes (repeated fields) or from text fields ('3,7-9')."""
+    turns = [v for v in data.getlist("turns") if v.strip()]
+    folds = [v for v in data.getlist("folds") if v.strip()]
+    return ",".join(turns), ",".join(folds)
+
+
+def _gauge_bars(gauge) -> list[dict]:
+    if gauge is None:
+        return []
+    parts = gauge.bar()
+    scale = max(gauge.window, sum(t for _, _, t in parts), 1)
+    bars, x = [], 0.0
+    for key, label, value in parts:
+        width = 100.0 * value / scale
+        bars.append({"key": key, "label": label, "tokens": value, "x": x, "width": width})
+        x += width
+    return bars
+
+
+def _preview_context(conv: Conversation, turns: str, folds: str, after_fold: str = "") -> dict:
+    if not turns and not folds and not after_fold:
+        return {"conv": conv, "empty": True}
+    try:
+        p = builds.preview(conv, turns, folds, after_fold or None)
+    except core_build.BuildError as exc:
+        return {"conv": conv, "error": str(exc)}
+    firsts = []
+    seen = set()
+    for m in p.result.messages:
+        if m["turn"] in seen:
+            continue
+        seen.add(m["turn"])
+        text = next((b.get("text") for b in m["blocks"] if b.get("kind") == "text" and b.get("text")), "")
+        firsts.append({"turn": m["turn"], "summary": bool(m.get("is_compact_summary")), "text": " ".join(text.split()).lstrip("#> ")[:140]})
+    used = p.gauge.used if p.gauge else sum(p.categories.values())
+    return {
+        "conv": conv,
+        "preview": p,
+        "turn_count": len(seen),
+        "message_count": len(p.result.messages),
+        "firsts": firsts[:40],
+        "more_turns": max(0, len(firsts) - 40),
+        "bars": _gauge_bars(p.gauge),
+        "used": used,
+        "used_pct": 100.0 * used / p.gauge.window if p.gauge and p.gauge.window else None,
+    }
+
+
+@login_required
+@require_GET
+def build_page(request: HttpRequest, pk: int) -> HttpResponse:
+    """The build form without JavaScript: turn and fold numbers as text, a preview, export links."""
+    conv = _get_conversation_for_user(request, pk)
+    turns, folds = _selection(request.GET)
+    after = request.GET.get("after_fold", "").strip()
+    context = _preview_context(conv, turns, folds, after)
+    context.update(
+        turns_text=request.GET.get("turns", ""),
+        folds_text=request.GET.get("folds", ""),
+        after_text=after,
+        folds=builds.build_folds(conv),
+        last_turn=conv.messages.order_by("-position").values_list("turn", flat=True).first(),
+    )
+    return render(request, "conversations/build.html", context, status=400 if context.get("error") else 200)
+
+
+@login_required
+@require_GET
+def build_options(request: HttpRequest, pk: int) -> JsonResponse:
+    """For the page's script: the turns each fold's summary stands for, as [first, last] ranges,
+    and the turn that holds each fold's summary as a message (a turn it opens), if one does: that
+    turn excludes the turns the fold put away, as a chosen summary does (core.build.validate)."""
+    conv = _get_conversation_for_user(request, pk)
+    spans, infos = builds.turn_spans(conv), builds.fold_infos(conv)
+    excl = core_build.exclusions(spans, infos)
+    holders = {}
+    for f in infos:
+        if f.number in excl and f.summary_position is not None:
+            turn = next((t.turn for t in spans if t.first <= f.summary_position <= t.last), None)
+            if turn is not None:
+                holders[str(f.number)] = turn
+    out = {}
+    for number, turns in excl.items():
+        ranges: list[list[int]] = []
+        for t in turns:
+            if ranges and ranges[-1][1] == t - 1:
+                ranges[-1][1] = t
+            else:
+                ranges.append([t, t])
+        out[str(number)] = ranges
+    return JsonResponse({"folds": out, "holders": holders})
+
+
+@login_required
+@require_GET
+def build_preview(request: HttpRequest, pk: int) -> HttpResponse:
+    conv = _get_conversation_for_user(request, pk)
+    turns, folds = _selection(request.GET)
+    context = _preview_context(conv, turns, folds)
+    return render(request, "conversations/_build.html#preview", context)
+
+
+@login_required
+@require_POST
+def build_create(request: HttpRequest, pk: int) -> HttpResponse:
+    try:
+        conv = _get_conversation_for_user(request, pk, "edit")
+    except PermissionError as exc:
+        return _forbidden(request, exc)
+    turns, folds = _selection(request.POST)
+    after = request.POST.get("after_fold", "").strip()
+    try:
+        key = idempotency.check(request.POST.get("idempotency_key") or None)
+        job = builds.start_build(conv, turns, folds, after_fold=after or None, user=request.user, idempotency_key=key)
+    except (core_build.BuildError, idempotency.IdempotencyKeyTooLong) as exc:
+        context = _preview_context(conv, "", "")
+        context.update(error=str(exc), turns_text=turns, folds_text=folds, after_text=after, folds=builds.build_folds(conv))
+        return render(request, "conversations/build.html", context, status=400)
+    return redirect("job_detail", job_id=job.pk)
+
+
+@login_required
+@require_GET
+def export_download(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
+    conv = _get_conversation_for_user(request, pk)
+    if fmt not in builds.CONTENT_TYPES:
+        raise Http404("No such export format")
+    from contextviewer.builds.api import export_response
+
+    try:
+        return export_response(builds.export(conv, fmt, actor=request))
+    except builds.ExportRefused as exc:
+        return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
+
+
+# Handoff and "fold at X %" (helper-4a) ------------------------------------------------------
+
+def _handoff_context(request: HttpRequest, conv: Conversation, **extra) -> dict:
+    from contextviewer.builds import handoffs as handoff
+
+    return {**handoff.panel_context(request.user, conv), **extra}
+
+
+@login_required
+@require_POST
+def handoff_start(request: HttpRequest, pk: int) -> HttpResponse:
+    from contextviewer.providers.base import ProviderError
+
+    from contextviewer.builds import handoffs as handoff
+
+    try:
+        conv = _get_conversation_for_user(request, pk, "edit")
+    except PermissionError:
+        return _forbidden(request, PermissionError("Your role in this project may not fold conversations."))
+    provider = request.POST.get("provider") or None
+    try:
+        job, _ = handoff.start_handoff(conv, user=request.user, provider=provider)
+    except ProviderError as exc:
+        if request.htmx:
+            return render(request, "conversations/_handoff.html#handoff-status", _handoff_context(request, conv, error=str(exc)))
+        from django.contrib import messages
+
+        messages.error(request, str(exc))
+        return redirect("conversation", pk=conv.pk)
+    if request.htmx:
+        return render(request, "conversations/_handoff.html#handoff-status", _handoff_context(request, conv, job=job, **_progress(job)))
+    return redirect("handoff_status", pk=conv.pk, job_id=job.pk)
+
+
+def _progress(job) -> dict:
+    from contextviewer.jobs import queue as jobs
+
+    progress, text = jobs.current_progress(job)
+    return {"progress_pct": int(progress * 100), "progress_text": text}
+
+
+@login_required
+@require_GET
+def handoff_status(request: HttpRequest, pk: int, job_id: int) -> HttpResponse:
+    """The self-polling progress of a handoff; once its fold exists the page reloads to show it."""
+    from contextviewer.jobs.models import Job
+
+    conv = _get_conversation_for_user(request, pk)
+    job = Job.objects.filter(project=conv.project, kind="handoff", pk=job_id, params__conversation_id=conv.pk).first()
+    if job is None:
+        raise Http404("No such handoff")
+    if job.status == "succeeded" and request.htmx:
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = f"{conv_url(conv)}?folded={job.result.get('fold_id', '')}#segments"
+        return response
+    context = _handoff_context(request, conv, job=job, **_progress(job))
+    if not request.htmx:  # without JavaScript: a page that refreshes itself until the job ends
+        return render(request, "conversations/handoff_job.html", context)
+    return render(request, "conversations/_handoff.html#handoff-status", context)
+
+
+def conv_url(conv: Conversation) -> str:
+    from django.urls import reverse
+
+    return reverse("conversation", args=[conv.pk])
+
+
+@login_required
+@require_GET
+def fold_preview(request: HttpRequest, pk: int) -> HttpResponse:
+    """Where an automatic fold at X % would have fired along the measured curve (open loop)."""
+    from contextviewer.builds import handoffs as handoff
+
+    conv = _get_conversation_for_user(request, pk)
+    raw = (request.GET.get("at") or str(handoff.default_fold_percent(conv))).strip().rstrip("%").strip()
+    context: dict = {"conv": conv, "at": raw}
+    status = 200
+    try:
+        at = int(float(raw))
+        if not 10 <= at <= 99:
+            raise ValueError
+    except ValueError:
+        context["error"] = f"Enter a threshold between 10 and 99 % (got {raw[:20]!r})."
+        status = 200 if request.htmx else 400
+    else:
+        context["preview"] = handoff.fold_preview(conv, at)
+        context["at"] = at
+    template = "conversations/_fold_preview.html#fold-preview-result" if request.htmx else "conversations/fold_preview.html"
+    return render(request, template, context, status=status)

@@ -1,8 +1,0 @@
-from django.urls import path
-
-from . import policylab_views
-
-urlpatterns = [
-    path("c/<int:pk>/lab/", policylab_views.lab, name="policy_lab"),
-    path("policies/", policylab_views.project_table, name="policy_table"),
-]

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class LabConfig(AppConfig):
+    name = "contextviewer.lab"
+    label = "lab"

@@ -1,0 +1,244 @@
+"""python manage.py bench import [--mb 200] | bench pages [--sizes 1000,10000,50000]
+| bench load [--clients 20] [--seconds 30] [--messages 41000] | bench startup
+| bench vs-claude-code-log [--file SESSION.jsonl]
+
+Benchmarks print figures; they are not timed tests. `bench import` runs in a throw-away SQLite
+database (or the configured PostgreSQL) under a temporary data folder, never in your own data.
+`bench load` starts the default web server on a free port of 127.0.0.1 over a scratch data folder
+with a synthetic conversation, runs concurrent readers for a bounded time and number of requests,
+and prints p50/p95/errors (conversations/bench_load.py).
+"""
+
+import json
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class Command(BaseCommand):
+    help = ("Benchmarks: `bench import` (import speed and memory), `bench pages` (page speed) and "
+            "`bench load` (concurrent readers against the web server).")
+
+    def add_arguments(self, parser):
+        parser.add_argument("what", choices=["import", "pages", "load", "startup", "vs-claude-code-log"])
+        parser.add_argument("--mb", type=float, default=200.0, help="bench import: size of the synthetic session "
+                            "(a Claude Code session, then a Codex rollout of the same size)")
+        parser.add_argument("--no-codex", action="store_true", help="bench import: only the Claude Code session")
+        parser.add_argument("--file", help="bench import: an existing session file instead of a synthetic one")
+        parser.add_argument("--sizes", default="1000,10000,50000", help="bench pages: conversation sizes")
+        parser.add_argument("--folds-mb", type=float, default=55.0, help="bench pages: size of the synthetic "
+                            "Claude Code session with --folds compactions whose first page is measured (0: none)")
+        parser.add_argument("--folds", type=int, default=16, help="bench pages: compactions of that session")
+        parser.add_argument("--keep", action="store_true", help="keep the generated files")
+        parser.add_argument("--repeat", type=int, default=None, help="bench import: runs of the floor and the import, "
+                            "interleaved; the figures are the fastest of each (a noisy machine slows runs, never speeds them) "
+                            "(default 3); bench load: load runs against the same server, then the best and the spread (default 1)")
+        parser.add_argument("--database-url", default="", help="bench import: a scratch PostgreSQL database "
+                            "(default: a fresh SQLite file in a temporary folder)")
+        parser.add_argument("--clients", type=int, default=20, help="bench load: concurrent readers")
+        parser.add_argument("--seconds", type=float, default=30.0, help="bench load: length of a run (it stops then)")
+        parser.add_argument("--messages", type=int, default=41_000, help="bench load: messages of the conversation")
+        parser.add_argument("--requests", type=int, default=None, help="bench load: at most this many requests "
+                            "in a run (default 500 per client)")
+        parser.add_argument("--workers", type=int, default=None, help="bench load: server processes "
+                            "(default CONTEXTVIEWER_WEB_WORKERS or 2)")
+        parser.add_argument("--threads", type=int, default=None, help="bench load: threads per server process "
+                            "(default CONTEXTVIEWER_WEB_THREADS or 8)")
+        parser.add_argument("--worker-class", choices=["gthread", "sync"], default="gthread",
+                            help="bench load: sync is the server as it was before threads, to compare")
+        parser.add_argument("--reuse", help="bench load: a folder kept by an earlier `bench load --keep` "
+                            "(its conversation, no new import)")
+
+    def handle(self, *args, **opts):
+        if opts["what"] == "import":
+            opts["repeat"] = 3 if opts["repeat"] is None else opts["repeat"]
+            self.bench_import(opts)
+        elif opts["what"] == "startup":
+            from ops.bench import startup as bench_startup
+
+            bench_startup.run(self.stdout, repeat=opts["repeat"] or 5)
+        elif opts["what"] == "vs-claude-code-log":
+            from ops.bench import ccl as bench_ccl
+
+            try:
+                bench_ccl.run(self.stdout, path=opts["file"], repeat=opts["repeat"] or 3, keep=opts["keep"])
+            except RuntimeError as e:
+                raise CommandError(str(e)) from e
+        elif opts["what"] == "load":
+            from ops.bench import load as bench_load
+
+            if opts["clients"] < 1 or opts["seconds"] <= 0 or opts["messages"] < 1:
+                raise CommandError("--clients, --seconds and --messages must be positive")
+            try:
+                bench_load.run(
+                    self.stdout, clients=opts["clients"], seconds=opts["seconds"], messages=opts["messages"],
+                    max_requests=opts["requests"], repeat=opts["repeat"] or 1, workers=opts["workers"],
+                    threads=opts["threads"], worker_class=opts["worker_class"], keep=opts["keep"], reuse=opts["reuse"],
+                )
+            except RuntimeError as e:
+                raise CommandError(str(e)) from e
+        else:
+            from ops.bench import pages as bench_pages
+
+            sizes = tuple(int(s) for s in opts["sizes"].split(",") if s)
+            bench_pages.run(self.stdout, sizes=sizes, folds_mb=opts["folds_mb"], folds=opts["folds"])
+
+    def bench_import(self, opts):
+        # The floor and the import run in separate child processes so that each peak RSS is its own.
+        from contextviewer.importers import synthetic
+
+        workdir = Path(tempfile.mkdtemp(prefix="contextviewer-bench-"))
+        if opts["file"]:
+            path = Path(opts["file"]).resolve()
+            if not path.exists():
+                raise CommandError(f"no such file: {path}")
+        else:
+            t0 = time.perf_counter()
+            path = synthetic.write_session(workdir / "sessions", target_bytes=int(opts["mb"] * 1e6), seed=1)
+            self.stdout.write(f"generated {path.stat().st_size / 1e6:.1f} MB in {time.perf_counter() - t0:.1f} s: {path}")
+        self.measure(path, workdir, opts, "main + sub-agent files")
+        if not opts["file"] and not opts["no_codex"]:
+            # The same method on a Codex rollout of the same size (its own format, its own figures).
+            from contextviewer.importers import codex_synthetic
+
+            t0 = time.perf_counter()
+            codex_path = codex_synthetic.write_rollout(workdir / "codex", target_bytes=int(opts["mb"] * 1e6), seed=1)
+            self.stdout.write("")
+            self.stdout.write(f"generated a Codex rollout of {codex_path.stat().st_size / 1e6:.1f} MB in "
+                              f"{time.perf_counter() - t0:.1f} s: {codex_path}")
+            self.measure(codex_path, workdir, opts, "Codex rollout")
+        if not opts["keep"]:
+            import shutil
+
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def measure(self, path: Path, workdir: Path, opts, what: str) -> None:
+        """Floor and import of the files beside `path`, in child processes, the fastest of --repeat."""
+        import os
+        import subprocess
+
+        from django.conf import settings
+
+        size_mb = sum(p.stat().st_size for p in path.parent.rglob("*.jsonl")) / 1e6
+        env = {
+            "CONTEXTVIEWER_DATA_DIR": str(workdir / "data"),
+            "TIKTOKEN_CACHE_DIR": str(settings.TIKTOKEN_CACHE_DIR),
+            "DATABASE_URL": opts["database_url"],
+        }
+        child_env = {**os.environ, **env}
+        base = [sys.executable, "-c", _CHILD, str(path)]
+        floors, runs = [], []
+        for n in range(max(1, opts["repeat"])):
+            # Every import starts from an empty database: a fresh SQLite file, or emptied tables.
+            child_env["CONTEXTVIEWER_SQLITE_PATH"] = str(workdir / "data" / f"bench-{n}.sqlite3")
+            floor = subprocess.run([*base, "floor"], env=child_env, capture_output=True, text=True)
+            if floor.returncode != 0:
+                raise CommandError(floor.stderr[-3000:])
+            floors.append(json.loads(floor.stdout))
+            run = subprocess.run([*base, "import"], env=child_env, capture_output=True, text=True)
+            if run.returncode != 0:
+                raise CommandError(run.stderr[-3000:])
+            runs.append(json.loads(run.stdout))
+            if not opts["keep"]:
+                for leftover in (workdir / "data").glob(f"bench-{n}.sqlite3*"):
+                    leftover.unlink()
+        floor = min(floors, key=lambda r: r["seconds"])
+        result = min(runs, key=lambda r: r["seconds"])
+        ratio = result["seconds"] / floor["seconds"] if floor["seconds"] else float("nan")
+        w = self.stdout.write
+        w(f"file:     {size_mb:.1f} MB ({what}), {result['messages']} messages, "
+          f"{result['model_calls']} model calls, {result['folds']} folds")
+        w(f"database: {result['database']}")
+        w(f"import:   {result['seconds']:.2f} s  {size_mb / result['seconds']:.1f} MB/s  "
+          f"{result['messages'] / result['seconds']:.0f} messages/s  CPU {result['cpu_seconds']:.1f} s "
+          f"(parsing process {result['cpu_children']:.1f} s)  "
+          f"peak RSS {result['peak_rss_mb']:.0f} MB (+ parsing process {result['child_peak_rss_mb']:.0f} MB)")
+        w(f"floor:    {floor['seconds']:.2f} s  {size_mb / floor['seconds']:.1f} MB/s  (json.loads + tiktoken o200k of "
+          f"the same text, same process kind)  peak RSS {floor['peak_rss_mb']:.0f} MB")
+        if len(runs) > 1:
+            imports = ", ".join("%.1f" % r["seconds"] for r in runs)
+            floor_times = ", ".join("%.1f" % r["seconds"] for r in floors)
+            w(f"runs:     import {imports} s; floor {floor_times} s (the fastest of each is used)")
+        w(f"ratio:    import / floor = {ratio:.2f}x (target <= 2x); peak RSS target < 512 MB")
+
+
+# Runs in a child process: "floor" parses and tokenizes the same texts; "import" runs the real import.
+_CHILD = r"""
+import json, os, resource, sys, time
+path, mode = sys.argv[1], sys.argv[2]
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextviewer.settings")
+import django
+django.setup()
+from pathlib import Path
+from contextviewer.core import tokens
+
+def rss():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+tokens.get_encoding()
+files = sorted(Path(path).parent.rglob("*.jsonl"))
+if mode == "floor":
+    enc = tokens.get_encoding()
+    t0 = time.perf_counter()
+    n = 0
+    def texts(obj):
+        if isinstance(obj, str):
+            yield obj
+        elif isinstance(obj, dict):
+            for k, v in obj.items():
+                if k in ("data", "signature", "encrypted_content"):
+                    continue
+                yield from texts(v)
+        elif isinstance(obj, list):
+            for v in obj:
+                yield from texts(v)
+    for f in files:
+        with open(f, "rb") as fh:
+            for line in fh:
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    continue
+                msg = obj.get("message") if isinstance(obj, dict) else None
+                if isinstance(msg, dict):
+                    for t in texts(msg.get("content")):
+                        n += len(enc.encode_ordinary(t))
+                elif isinstance(obj, dict) and obj.get("type") in ("response_item", "compacted"):
+                    # Codex: the item as the model saw it (encrypted content is not text)
+                    for t in texts(obj.get("payload")):
+                        n += len(enc.encode_ordinary(t))
+    print(json.dumps({"seconds": time.perf_counter() - t0, "tokens": n, "peak_rss_mb": rss()}))
+else:
+    from django.conf import settings
+    from django.core.management import call_command
+    call_command("migrate", verbosity=0)
+    from contextviewer.accounts.services import get_or_create_project
+    from contextviewer.ingest import files as ingest
+    from contextviewer.conversations.models import Fold, Message, ModelCall
+    project = get_or_create_project("Bench")
+    from contextviewer.conversations.models import Conversation, Source
+    Conversation.objects.filter(project=project).delete()  # a PostgreSQL scratch database, run again
+    Source.objects.filter(project=project).delete()
+    t0 = time.perf_counter()
+    c0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    ingest.import_path(project, path)
+    seconds = time.perf_counter() - t0
+    c1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_self, cpu_children = (b.ru_utime + b.ru_stime - a.ru_utime - a.ru_stime for a, b in zip(c0, c1))
+    db = settings.DATABASES["default"]
+    print(json.dumps({
+        "seconds": seconds, "peak_rss_mb": rss(), "cpu_seconds": cpu_self + cpu_children, "cpu_children": cpu_children,
+        "child_peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+        "messages": Message.objects.count(),
+        "model_calls": ModelCall.objects.count(), "folds": Fold.objects.count(),
+        "database": db["ENGINE"].rsplit(".", 1)[-1] + " " + str(db["NAME"]),
+    }))
+"""
