@@ -4,7 +4,7 @@ being queued: conversations/tasks.py), not at every start: `manage.py import --h
 
 def __getattr__(name: str):
     if name == "celery_app":
-        from .celery import app
+        from .celery import app  # lazy: Celery loads when a job is sent, not with every command
 
         return app
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,6 +21,6 @@ def warm() -> None:
     reverse("index")  # builds the reverse lookup tables
     for name in TEMPLATES:
         get_template(name)
-    from contextviewer.conversations import rendering
+    from contextviewer.conversations import rendering  # lazy: wsgi.py imports this module before Django is set up
 
     rendering.markdown_html("**warm** `up`\n\n1. a\n2. b")

@@ -18,7 +18,7 @@ def _actor_and_ip(request_or_user) -> tuple[Any, str | None]:
     if request_or_user is None:
         return None, None
     if hasattr(request_or_user, "META"):  # a request
-        from .throttle import client_ip  # REMOTE_ADDR, or the client's address behind a trusted proxy
+        from .throttle import client_ip  # lazy: throttle loads auth's and admin's forms, which commands never need
 
         ip = client_ip(request_or_user) or None
         try:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Count
 from django.utils import timezone
 
 from contextviewer.accounts import audit
@@ -30,6 +31,7 @@ from contextviewer.core.secrets import mask_text
 
 from contextviewer.conversations import search
 from contextviewer.conversations.models import Conversation, ConversationKind, Fold, Message, ModelCall, Source
+from contextviewer.conversations.uploads import UPLOAD_DIR, safe_name
 from contextviewer.jobs.models import Job, JobStatus
 
 log = logging.getLogger(__name__)
@@ -97,17 +99,17 @@ class Plan:
 
 
 def plan(conv: Conversation) -> Plan:
-    from contextviewer.review.models import FactProbe, ReviewItem
-
     ids = tree_ids(conv)
+    folds = Fold.objects.filter(conversation_id__in=ids)
     return Plan(
         conversation=conv,
         ids=ids,
         messages=Message.objects.filter(conversation_id__in=ids).count(),
         model_calls=ModelCall.objects.filter(conversation_id__in=ids).count(),
         folds=Fold.objects.filter(conversation_id__in=ids).count(),
-        probes=FactProbe.objects.filter(conversation_id__in=ids).count(),
-        review_items=ReviewItem.objects.filter(fold__conversation_id__in=ids).count(),
+        # What review keeps on these folds, through the folds' relations (review sits above this app).
+        probes=folds.filter(probe__isnull=False).count(),
+        review_items=folds.aggregate(n=Count("review_items"))["n"],
         builds_kept=builds_of(ids).count(),
     )
 
@@ -137,8 +139,6 @@ def _upload_dir(source: Source) -> Path | None:
     m = _UPLOAD.match(source.path or "")
     if m is None:
         return None
-    from contextviewer.ingest.imports import UPLOAD_DIR
-
     return Path(settings.MEDIA_ROOT) / UPLOAD_DIR / m.group(1)
 
 
@@ -149,9 +149,7 @@ def _upload_file(source: Source) -> Path | None:
     folder = _upload_dir(source)
     if folder is None:
         return None
-    from contextviewer.ingest.imports import _safe_name
-
-    return folder / _safe_name(source.path.split("/", 1)[1])
+    return folder / safe_name(source.path.split("/", 1)[1])
 
 
 def _waiting_import_uses(folder: Path) -> bool:

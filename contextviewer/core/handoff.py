@@ -23,6 +23,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from contextviewer.core import titles
+
 SECTIONS = ("Goal", "State and what is done", "Next steps", "Constraints and preferences")
 
 # Per-entry and whole-transcript caps: a loaded view is at most one window, but a tool result can
@@ -343,6 +345,4 @@ def request_of(prompt: str) -> str:
 
 def clean_title(text: str, limit: int = 120) -> str:
     """One line, no harness tags, surrounding quotes or heading marks, cut on a word to `limit`."""
-    from . import titles
-
     return titles.from_request(text, limit)

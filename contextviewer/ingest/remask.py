@@ -21,13 +21,13 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from django.apps import apps
 from django.db import connection, transaction
 
 from contextviewer.core.secrets import mask, mask_text, mask_value, may_hold_secret
 
 from contextviewer.conversations import search
-from contextviewer.conversations.models import Conversation, Fold, Message
-from contextviewer.jobs.models import Job
+from contextviewer.conversations.models import Message
 
 BATCH = 1000
 
@@ -70,20 +70,14 @@ def _json_fields(*names: str):
 
 
 def _tables() -> list[tuple[str, type, list]]:
-    """(name, model, [(field, masker)]) of every stored copy but messages (see _messages)."""
-    tables: list[tuple[str, type, list]] = [
-        ("folds", Fold, _text_fields(Fold, "summary_text")),
-        ("conversations", Conversation, _text_fields(Conversation, "title") + _json_fields("agent_links", "lineage")),
-        ("jobs", Job, _json_fields("result") + _text_fields(Job, "error", "progress_text")),
-    ]
-    try:
-        from contextviewer.review.models import FactProbe, JudgeRun
-    except ImportError:  # the review app not installed
-        return tables
-    tables += [
-        ("fact probes", FactProbe, _json_fields("facts")),
-        ("judge runs", JudgeRun, _text_fields(JudgeRun, "prompt", "answer") + _json_fields("details")),
-    ]
+    """(name, model, [(field, masker)]) of every stored copy but messages (see _messages). Each app
+    declares its stored copies of transcript text on its AppConfig (`masked_copies`: name, model,
+    text fields, JSON fields), so this module needs no import of the apps above it (review)."""
+    tables: list[tuple[str, type, list]] = []
+    for config in apps.get_app_configs():
+        for name, model_name, texts, jsons in getattr(config, "masked_copies", ()):
+            model = config.get_model(model_name)
+            tables.append((name, model, _text_fields(model, *texts) + _json_fields(*jsons)))
     return tables
 
 

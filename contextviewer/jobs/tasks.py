@@ -22,7 +22,7 @@ from contextviewer.jobs import queue as jobs
 log = logging.getLogger(__name__)
 
 
-@shared_task(name="contextviewer.run_job", acks_late=True, reject_on_worker_lost=True)
+@shared_task(name=jobs.RUN_JOB, acks_late=True, reject_on_worker_lost=True)
 def run_job_task(job_id: int) -> None:
     jobs.run(job_id)  # the job's kind names its runner (job_kinds.JOB_KINDS)
 

@@ -12,6 +12,7 @@ from contextviewer.accounts.models import Project
 
 from . import ssrf
 from .base import Completion, Provider, ProviderError, RetryableProviderError
+from .builtin import BuiltinProvider
 from .models import PROVIDER_NAMES, ProviderCall, ProviderConfig, SpendEntry
 
 log = logging.getLogger(__name__)
@@ -50,8 +51,6 @@ def default_config(project: Project) -> ProviderConfig | None:
 
 
 def build_provider(config: ProviderConfig | None) -> Provider:
-    from .builtin import BuiltinProvider
-
     if config is None or config.provider == "builtin":
         return BuiltinProvider()
     # Resolved once and checked; the client connects only to the checked addresses (no DNS rebinding).
@@ -59,7 +58,7 @@ def build_provider(config: ProviderConfig | None) -> Provider:
     base_url = checked.url if checked else ""
     model = config.model or DEFAULT_MODELS.get(config.provider, "")
     if config.provider == "openai":
-        from .openai_provider import OpenAIProvider
+        from .openai_provider import OpenAIProvider  # lazy: the openai SDK loads only for a project that uses it
 
         if not base_url:
             base_url = "https://api.openai.com/v1"
@@ -67,7 +66,7 @@ def build_provider(config: ProviderConfig | None) -> Provider:
             base_url=base_url, api_key=config.api_key, model=model, timeout=provider_timeout(), checked=checked
         )
     if config.provider == "anthropic":
-        from .anthropic_provider import AnthropicProvider
+        from .anthropic_provider import AnthropicProvider  # lazy: the anthropic SDK loads only for a project that uses it
 
         return AnthropicProvider(
             base_url=base_url, api_key=config.api_key, model=model, timeout=provider_timeout(), checked=checked

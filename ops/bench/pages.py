@@ -16,6 +16,11 @@ import sys
 import time
 from typing import TextIO
 
+from contextviewer.accounts.models import Membership, Project, Role
+from contextviewer.conversations.models import Conversation
+from contextviewer.importers import synthetic
+from contextviewer.ingest import files as ingest
+
 REPEAT = 10
 
 
@@ -37,9 +42,6 @@ def _many_folds(out: TextIO, client, project, mb: float, folds: int) -> dict:
 
     from django.urls import reverse
 
-    from contextviewer.ingest import files as ingest
-    from contextviewer.conversations.models import Conversation
-    from contextviewer.importers import synthetic
 
     folder = Path(tempfile.mkdtemp(prefix="contextviewer-bench-folds-"))
     try:
@@ -96,10 +98,6 @@ def run(stdout: TextIO | None = None, sizes: tuple[int, ...] = (1000, 10000, 500
 
         from django.contrib.auth import get_user_model
 
-        from contextviewer.accounts.models import Membership, Project, Role
-        from contextviewer.conversations.models import Conversation
-        from contextviewer.importers import synthetic
-        from contextviewer.ingest import files as ingest
 
         project = Project.objects.create(slug="bench", name="Bench")
         user = get_user_model().objects.create_user("bench", password=None)
@@ -149,12 +147,3 @@ def run(stdout: TextIO | None = None, sizes: tuple[int, ...] = (1000, 10000, 500
         connection.creation.destroy_test_db(old_name, verbosity=0)
         teardown_test_environment()
     return results
-
-
-if __name__ == "__main__":  # python -m ops.bench.pages
-    import django
-    import os
-
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextviewer.settings")
-    django.setup()
-    run()

@@ -33,7 +33,7 @@ def _run(code: str) -> dict:
 def test_setup_and_the_import_command_load_no_heavy_module():
     got = _run(
         "from django.core.management import load_command_class\n"
-        "load_command_class('contextviewer.conversations', 'import')\n"
+        "load_command_class('contextviewer.ingest', 'import')\n"
         "print(json.dumps({'loaded': loaded()}))\n"
     )
     assert got["loaded"] == []

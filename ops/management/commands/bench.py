@@ -18,6 +18,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from contextviewer.importers import codex_synthetic, synthetic
+from ops.bench import ccl as bench_ccl, load as bench_load, pages as bench_pages, startup as bench_startup
+
 
 def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -62,19 +65,13 @@ class Command(BaseCommand):
             opts["repeat"] = 3 if opts["repeat"] is None else opts["repeat"]
             self.bench_import(opts)
         elif opts["what"] == "startup":
-            from ops.bench import startup as bench_startup
-
             bench_startup.run(self.stdout, repeat=opts["repeat"] or 5)
         elif opts["what"] == "vs-claude-code-log":
-            from ops.bench import ccl as bench_ccl
-
             try:
                 bench_ccl.run(self.stdout, path=opts["file"], repeat=opts["repeat"] or 3, keep=opts["keep"])
             except RuntimeError as e:
                 raise CommandError(str(e)) from e
         elif opts["what"] == "load":
-            from ops.bench import load as bench_load
-
             if opts["clients"] < 1 or opts["seconds"] <= 0 or opts["messages"] < 1:
                 raise CommandError("--clients, --seconds and --messages must be positive")
             try:
@@ -86,15 +83,11 @@ class Command(BaseCommand):
             except RuntimeError as e:
                 raise CommandError(str(e)) from e
         else:
-            from ops.bench import pages as bench_pages
-
             sizes = tuple(int(s) for s in opts["sizes"].split(",") if s)
             bench_pages.run(self.stdout, sizes=sizes, folds_mb=opts["folds_mb"], folds=opts["folds"])
 
     def bench_import(self, opts):
         # The floor and the import run in separate child processes so that each peak RSS is its own.
-        from contextviewer.importers import synthetic
-
         workdir = Path(tempfile.mkdtemp(prefix="contextviewer-bench-"))
         if opts["file"]:
             path = Path(opts["file"]).resolve()
@@ -107,8 +100,6 @@ class Command(BaseCommand):
         self.measure(path, workdir, opts, "main + sub-agent files")
         if not opts["file"] and not opts["no_codex"]:
             # The same method on a Codex rollout of the same size (its own format, its own figures).
-            from contextviewer.importers import codex_synthetic
-
             t0 = time.perf_counter()
             codex_path = codex_synthetic.write_rollout(workdir / "codex", target_bytes=int(opts["mb"] * 1e6), seed=1)
             self.stdout.write("")
@@ -179,6 +170,7 @@ import django
 django.setup()
 from pathlib import Path
 from contextviewer.core import tokens
+
 
 def rss():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
