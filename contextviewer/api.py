@@ -4,6 +4,8 @@ Each app declares its operations on one ninja Router in its own `api` module; th
 
 import json
 
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
 from django.shortcuts import render
 from ninja import NinjaAPI
 from ninja.openapi.docs import DocsBase, _csrf_needed
@@ -39,6 +41,18 @@ class VendoredSwagger(DocsBase):
 
 
 api = NinjaAPI(title="contextviewer", version="1", auth=[token_auth, django_auth], docs=VendoredSwagger())
+
+
+# The permission helpers (accounts/permissions.py) raise these; the API answers with their reason.
+@api.exception_handler(Http404)
+def _not_found(request, exc):
+    return api.create_response(request, {"detail": str(exc) or "Not found."}, status=404)
+
+
+@api.exception_handler(PermissionDenied)
+def _refused(request, exc):
+    return api.create_response(request, {"detail": str(exc) or "Your role in this project does not allow this."}, status=403)
+
 
 # Each app's operations are one Router in its api module, mounted here (no app imports this module).
 for _router in (ingest_api.router, jobs_api.router, conversations_api.router, builds_api.router,

@@ -5,6 +5,8 @@ from django.urls import include, path
 from contextviewer.accounts.throttle import ThrottledLoginView
 from contextviewer.api import api
 
+handler403 = "contextviewer.refusals.permission_denied"  # a PermissionDenied looks like refuse()
+
 admin.autodiscover()  # SimpleAdminConfig (settings.py): the admin modules load with the URLs, not at start-up
 
 urlpatterns = [

@@ -12,7 +12,7 @@ from ninja.responses import Status
 
 
 from . import services
-from .auth import allowed_projects, membership_for
+from .permissions import get_membership_for_user, get_project_for_user, membership, projects_for
 from .models import AuditEvent, Membership, Project, Role
 
 router = Router(tags=["projects"])
@@ -59,42 +59,27 @@ class AuditOut(Schema):
     details: dict
 
 
-def _project(request, slug: str, permission: str) -> tuple[Project | None, Status | None]:
-    """The project when this request may use it for `permission`; else an error answer (404 when it
-    may not even see the project, 403 when its role lacks the permission)."""
-    project = allowed_projects(request, "view").filter(slug=slug).first()
-    if project is None:
-        return None, Status(404, {"detail": "No such project."})
-    if not allowed_projects(request, permission).filter(pk=project.pk).exists():
-        return None, Status(403, {"detail": f"Your role in {project.name} may not do this ({permission})."})
-    return project, None
-
-
 @router.get("/projects", response=list[ProjectOut])
 def list_projects(request):
     """The projects this request can see (a token: only its own project)."""
     out = []
-    for project in allowed_projects(request, "view").order_by("name"):
-        member = membership_for(request, project)
+    for project in projects_for(request, "view"):
+        member = membership(request, project)
         out.append({"slug": project.slug, "name": project.name, "role": member.role if member else ""})
     return out
 
 
 @router.get("/projects/{project}/members", response={200: list[MemberOut], 404: ErrorOut})
 def list_members(request, project: str):
-    proj, error = _project(request, project, "view")
-    if error:
-        return error
+    proj = get_project_for_user(request, project, "view")
     rows = Membership.objects.filter(project=proj).select_related("user").order_by("user__username")
     return [{"id": m.pk, "username": m.user.get_username(), "role": m.role, "since": m.created_at} for m in rows]
 
 
 @router.post("/projects/{project}/invitations", response={201: InvitationOut, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut})
 def invite(request, project: str, body: InviteIn):
-    proj, error = _project(request, project, "manage_members")
-    if error:
-        return error
-    me = membership_for(request, proj)
+    me = get_membership_for_user(request, project, "manage_members")
+    proj = me.project
     if body.role == Role.OWNER and me.role != Role.OWNER:
         return Status(403, {"detail": "Only an owner can invite an owner."})
     try:
@@ -110,9 +95,7 @@ def _member(proj: Project, membership_id: int) -> Membership | None:
 
 @router.patch("/projects/{project}/members/{membership_id}", response={200: MemberOut, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut})
 def change_role(request, project: str, membership_id: int, body: RoleIn):
-    proj, error = _project(request, project, "manage_members")
-    if error:
-        return error
+    proj = get_project_for_user(request, project, "manage_members")
     member = _member(proj, membership_id)
     if member is None:
         return Status(404, {"detail": "No such member."})
@@ -125,9 +108,7 @@ def change_role(request, project: str, membership_id: int, body: RoleIn):
 
 @router.delete("/projects/{project}/members/{membership_id}", response={204: None, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut})
 def remove_member(request, project: str, membership_id: int):
-    proj, error = _project(request, project, "manage_members")
-    if error:
-        return error
+    proj = get_project_for_user(request, project, "manage_members")
     member = _member(proj, membership_id)
     if member is None:
         return Status(404, {"detail": "No such member."})
@@ -140,9 +121,7 @@ def remove_member(request, project: str, membership_id: int):
 
 @router.get("/projects/{project}/audit", response={200: list[AuditOut], 403: ErrorOut, 404: ErrorOut})
 def audit_log(request, project: str, action: str = "", limit: int = 200):
-    proj, error = _project(request, project, "manage_members")
-    if error:
-        return error
+    proj = get_project_for_user(request, project, "manage_members")
     events = AuditEvent.objects.filter(project=proj)
     if action:
         events = events.filter(action__startswith=action[:60])

@@ -1,31 +1,25 @@
 """Project pages: the project list (switcher), members and invitations, API tokens, audit log.
 
-Each view declares who may use it: `_project_for(request, slug, permission)` answers 404 to
-non-members (a project's existence is not disclosed) and 403 to members whose role lacks the
-permission."""
+Each view declares who may use it: `_project_for(request, slug, permission)` (permissions.py)
+answers 404 to non-members (a project's existence is not disclosed) and 403 to members whose role
+lacks the permission."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from . import services
+from .permissions import get_membership_for_user
 from .models import ApiToken, AuditEvent, Invitation, Membership, Project, Role
 
 
 def _project_for(request: HttpRequest, slug: str, permission: str = "view") -> tuple[Project, Membership]:
-    member = (
-        Membership.objects.select_related("project").filter(user=request.user, project__slug=slug).first()
-    )
-    if member is None:
-        raise Http404("No such project")
-    if not member.can(permission):
-        raise PermissionDenied(f"Your role ({member.role}) in {member.project.name} may not do this.")
+    member = get_membership_for_user(request, slug, permission)
     return member.project, member
 
 
@@ -92,9 +86,9 @@ def members(request: HttpRequest, project: str) -> HttpResponse:
 @login_required
 @require_POST
 def member_invite(request: HttpRequest, project: str) -> HttpResponse:
-    proj, _ = _project_for(request, project, "manage_members")
+    proj, me = _project_for(request, project, "manage_members")
     role = request.POST.get("role", Role.MEMBER)
-    if role == Role.OWNER and not Membership.objects.filter(project=proj, user=request.user, role=Role.OWNER).exists():
+    if role == Role.OWNER and me.role != Role.OWNER:
         return _refused(request, services.AccountError("Only an owner can invite an owner."), "project_members", project=proj.slug)
     try:
         invitation = services.invite(proj, request.POST.get("who", ""), role, by=request.user, request=request)

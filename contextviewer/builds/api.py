@@ -1,21 +1,20 @@
-"""API operations for builds, exports and handoffs. Every operation checks project membership and role."""
+"""API operations for builds, exports and handoffs. Every operation checks project membership and role
+(accounts/permissions.py: 404 when not visible to the request, 403 with the reason when the role may not)."""
 
 from __future__ import annotations
 
 import json
 
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404
 from ninja import Query, Router, Schema
 from ninja.responses import Status
 from pydantic import ValidationError
 
-from contextviewer.accounts.auth import allowed_projects, membership_for
+from contextviewer.accounts.permissions import get_conversation_for_user
 from contextviewer.builds import handoffs as handoff, services as builds
 from contextviewer.providers.base import ProviderError
 from contextviewer.jobs import idempotency
 from contextviewer.jobs.api import ErrorOut, JobOut, job_out
-from contextviewer.conversations.models import Conversation
 
 router = Router(tags=["builds"])
 
@@ -25,19 +24,6 @@ class BuildIn(Schema):
     folds: list[int] | str = []
     after_fold: int | None = None  # fold N's summary plus what followed it (up to the next fold)
     idempotency_key: str | None = None
-
-
-def _conversation(request, pk: int, permission: str) -> tuple[Conversation | None, Status | None]:
-    """The conversation if this request (a session, or a token scoped to one project) may see it,
-    and its role there allows `permission`."""
-    visible = allowed_projects(request, "view")
-    conv = Conversation.objects.filter(project__in=visible).select_related("project").filter(pk=pk).first()
-    if conv is None:
-        return None, Status(404, {"detail": "No such conversation."})
-    membership = membership_for(request, conv.project)
-    if membership is None or not membership.can(permission):
-        return None, Status(403, {"detail": f"Your role in {conv.project.name} may not do this ({permission})."})
-    return conv, None
 
 
 @router.post(
@@ -50,9 +36,7 @@ def create_build(request, conversation_id: int, payload: BuildIn):
     followed it up to the next fold (the loaded view, for the latest fold); answered with the job
     to poll. A summary and the turns it stands for exclude each other, whether the summary is
     chosen by fold number or held by a selected turn."""
-    conv, error = _conversation(request, conversation_id, "edit")
-    if error:
-        return error
+    conv = get_conversation_for_user(request, conversation_id, "edit", doing="build conversations")
     try:
         idempotency.check(payload.idempotency_key)
     except idempotency.IdempotencyKeyTooLong as exc:
@@ -70,9 +54,7 @@ def create_build(request, conversation_id: int, payload: BuildIn):
 )
 def export_conversation(request, conversation_id: int, format: str = Query(..., description="claude-code | openai | anthropic | markdown")):
     """The conversation as a file: Claude Code JSONL, OpenAI or Anthropic messages JSON, Markdown."""
-    conv, error = _conversation(request, conversation_id, "view")
-    if error:
-        return error
+    conv = get_conversation_for_user(request, conversation_id)
     if format not in builds.CONTENT_TYPES:
         return Status(400, {"detail": f"Unknown format {format!r}: use one of {', '.join(builds.CONTENT_TYPES)}."})
     try:
@@ -112,9 +94,7 @@ def start_handoff(request, conversation_id: int):
     """Fold the loaded view into a handoff summary: a new fold at the current end.
 
     The JSON body is optional: {"provider": "builtin|openai|anthropic", "idempotency_key": "..."}."""
-    conv = get_object_or_404(Conversation.objects.filter(project__in=allowed_projects(request)), pk=conversation_id)
-    if not allowed_projects(request, "edit").filter(pk=conv.project_id).exists():
-        return Status(403, {"detail": "Your role in this project may not fold conversations."})
+    conv = get_conversation_for_user(request, conversation_id, "edit", doing="fold conversations")
     try:
         if request.content_type == "application/json":
             raw = json.loads(request.body) if request.body.strip() else {}

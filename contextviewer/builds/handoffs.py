@@ -13,14 +13,18 @@ from dataclasses import dataclass, field
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from contextviewer.core import handoff as core
+from contextviewer.accounts.models import Membership
+from contextviewer.core import handoff as core, harness
+from contextviewer.core.policies import fire_points
 from contextviewer.core.secrets import mask_text
 from contextviewer.core.tokens import count_text
 from contextviewer.providers import services as providers
 from contextviewer.providers.base import ProviderError
+from contextviewer.providers.models import ProviderConfig
 
 from contextviewer.jobs import queue as jobs
 from contextviewer.conversations import segments as windows
+from contextviewer.conversations.panels import Panel
 from contextviewer.conversations.models import Conversation, Fold, FoldOrigin, Message, ModelCall
 from contextviewer.jobs.models import Job
 
@@ -176,9 +180,8 @@ def run_handoff(job: Job, progress) -> dict:
             Conversation.objects.filter(pk=conv.pk).update(fold_count=conv.folds.exclude(kind=windows.ALTERNATIVE).count())
     except IntegrityError:  # the same job, run twice at once: the other run wrote it
         fold = Fold.objects.get(conversation=conv, key=job.idempotency_key[:255])
-    from contextviewer.review.services import enqueue_probes
-
-    enqueue_probes(conv)  # did the new summary keep the facts it replaced? (once per set of folds)
+    # The result names the conversation and the fold: once the job is finished, review probes the
+    # new fold (jobs/kinds.py FOLLOW_UPS): did the new summary keep the facts it replaced?
     return fold_result(fold)
 
 
@@ -199,16 +202,12 @@ def default_fold_percent(conv: Conversation) -> int:
     """Where the conversation's own harness folds, as a whole percent of its window (rounded
     down, so the preview fires no later than the harness would); 85 when it does not fold by
     tokens."""
-    from contextviewer.core import harness
-
     spec = windows.call_spec(conv, None)
     fraction = harness.rules(conv.agent, spec).auto_fold_fraction(spec)
     return min(99, max(10, int(fraction * 100))) if fraction else 85
 
 
 def fold_preview(conv: Conversation, threshold_pct: int) -> FoldPreview:
-    from contextviewer.core.policies import fire_points
-
     points = windows.call_points(conv)  # the curve's own points: same windows as the page
     fires = fire_points(points, threshold_pct / 100)
     width, height = 600.0, 80.0
@@ -234,8 +233,6 @@ def fold_preview(conv: Conversation, threshold_pct: int) -> FoldPreview:
 
 def panel_context(user, conv: Conversation) -> dict:
     """What the Handoff card of the conversation page shows."""
-    from contextviewer.accounts.models import Membership
-    from contextviewer.providers.models import ProviderConfig
 
     membership = Membership.objects.filter(project=conv.project, user=user).first()
     configs = list(ProviderConfig.objects.filter(project=conv.project).exclude(provider="builtin"))
@@ -246,3 +243,13 @@ def panel_context(user, conv: Conversation) -> dict:
         "default_provider": next((c.provider for c in configs if c.is_default), "builtin"),
         "spend": providers.conversation_spend(conv),
     }
+
+
+def handoff_card(request, conv: Conversation, *, can_edit: bool) -> Panel:
+    """The Handoff card of the conversation page (declared in BuildsConfig.conversation_panels)."""
+    return Panel("conversations/_handoff.html", {**panel_context(request.user, conv), "can_handoff": can_edit})
+
+
+def fold_preview_card(request, conv: Conversation, *, can_edit: bool) -> Panel:
+    """The "Fold at X %" card; its threshold starts where the conversation's own harness folds."""
+    return Panel("conversations/_fold_preview.html", {"conv": conv, "at": default_fold_percent(conv)})

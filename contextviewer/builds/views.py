@@ -1,6 +1,7 @@
 """Curation pages: builds (select, preview, start the job) and exports; handoffs live here too.
 
-Views check access and pick the template; the work is in builds.py (and handoff.py)."""
+Views check access (accounts/permissions.py: a refusal is a PermissionDenied, rendered by
+refusals.py) and pick the template; the work is in services.py (and handoffs.py)."""
 
 from __future__ import annotations
 
@@ -9,30 +10,12 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from contextviewer.accounts.models import Membership
+from contextviewer.accounts.permissions import get_conversation_for_user
 from contextviewer.core import build as core_build
-from contextviewer.refusals import refuse
 
 from contextviewer.builds import services as builds
 from contextviewer.jobs import idempotency
 from contextviewer.conversations.models import Conversation
-
-
-def _get_conversation_for_user(request: HttpRequest, pk: int, permission: str = "view") -> Conversation:
-    """The conversation if the user's role in its project allows `permission`; else 404 (not a
-    member) or 403 (a member whose role may not)."""
-    conv = Conversation.objects.for_user(request.user).select_related("project").filter(pk=pk).first()
-    if conv is None:
-        raise Http404("No such conversation")
-    if permission != "view":
-        membership = Membership.objects.filter(project=conv.project, user=request.user).first()
-        if membership is None or not membership.can(permission):
-            raise PermissionError(f"Your role in {conv.project.name} may not build conversations.")
-    return conv
-
-
-def _forbidden(request: HttpRequest, exc: PermissionError) -> HttpResponse:
-    return refuse(request, str(exc))
 
 
 def _selection(data) -> tuple[list[str], list[str]]:
@@ -88,7 +71,7 @@ def _preview_context(conv: Conversation, turns: str, folds: str, after_fold: str
 @require_GET
 def build_page(request: HttpRequest, pk: int) -> HttpResponse:
     """The build form without JavaScript: turn and fold numbers as text, a preview, export links."""
-    conv = _get_conversation_for_user(request, pk)
+    conv = get_conversation_for_user(request, pk)
     turns, folds = _selection(request.GET)
     after = request.GET.get("after_fold", "").strip()
     context = _preview_context(conv, turns, folds, after)
@@ -108,7 +91,7 @@ def build_options(request: HttpRequest, pk: int) -> JsonResponse:
     """For the page's script: the turns each fold's summary stands for, as [first, last] ranges,
     and the turn that holds each fold's summary as a message (a turn it opens), if one does: that
     turn excludes the turns the fold put away, as a chosen summary does (core.build.validate)."""
-    conv = _get_conversation_for_user(request, pk)
+    conv = get_conversation_for_user(request, pk)
     spans, infos = builds.turn_spans(conv), builds.fold_infos(conv)
     excl = core_build.exclusions(spans, infos)
     holders = {}
@@ -132,7 +115,7 @@ def build_options(request: HttpRequest, pk: int) -> JsonResponse:
 @login_required
 @require_GET
 def build_preview(request: HttpRequest, pk: int) -> HttpResponse:
-    conv = _get_conversation_for_user(request, pk)
+    conv = get_conversation_for_user(request, pk)
     turns, folds = _selection(request.GET)
     context = _preview_context(conv, turns, folds)
     return render(request, "conversations/_build.html#preview", context)
@@ -141,10 +124,7 @@ def build_preview(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_POST
 def build_create(request: HttpRequest, pk: int) -> HttpResponse:
-    try:
-        conv = _get_conversation_for_user(request, pk, "edit")
-    except PermissionError as exc:
-        return _forbidden(request, exc)
+    conv = get_conversation_for_user(request, pk, "edit", doing="build conversations")
     turns, folds = _selection(request.POST)
     after = request.POST.get("after_fold", "").strip()
     try:
@@ -160,7 +140,7 @@ def build_create(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_GET
 def export_download(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
-    conv = _get_conversation_for_user(request, pk)
+    conv = get_conversation_for_user(request, pk)
     if fmt not in builds.CONTENT_TYPES:
         raise Http404("No such export format")
     from contextviewer.builds.api import export_response
@@ -186,10 +166,7 @@ def handoff_start(request: HttpRequest, pk: int) -> HttpResponse:
 
     from contextviewer.builds import handoffs as handoff
 
-    try:
-        conv = _get_conversation_for_user(request, pk, "edit")
-    except PermissionError:
-        return _forbidden(request, PermissionError("Your role in this project may not fold conversations."))
+    conv = get_conversation_for_user(request, pk, "edit", doing="fold conversations")
     provider = request.POST.get("provider") or None
     try:
         job, _ = handoff.start_handoff(conv, user=request.user, provider=provider)
@@ -218,7 +195,7 @@ def handoff_status(request: HttpRequest, pk: int, job_id: int) -> HttpResponse:
     """The self-polling progress of a handoff; once its fold exists the page reloads to show it."""
     from contextviewer.jobs.models import Job
 
-    conv = _get_conversation_for_user(request, pk)
+    conv = get_conversation_for_user(request, pk)
     job = Job.objects.filter(project=conv.project, kind="handoff", pk=job_id, params__conversation_id=conv.pk).first()
     if job is None:
         raise Http404("No such handoff")
@@ -244,7 +221,7 @@ def fold_preview(request: HttpRequest, pk: int) -> HttpResponse:
     """Where an automatic fold at X % would have fired along the measured curve (open loop)."""
     from contextviewer.builds import handoffs as handoff
 
-    conv = _get_conversation_for_user(request, pk)
+    conv = get_conversation_for_user(request, pk)
     raw = (request.GET.get("at") or str(handoff.default_fold_percent(conv))).strip().rstrip("%").strip()
     context: dict = {"conv": conv, "at": raw}
     status = 200

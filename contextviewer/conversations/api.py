@@ -1,17 +1,17 @@
-"""API operations on conversations themselves (deletion). Every operation checks project membership."""
+"""API operations on conversations themselves (deletion). Every operation checks project membership
+(accounts/permissions.py: 404 when not visible to the request, 403 with the reason when the role may not)."""
 
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
 from ninja import Router, Schema
 from ninja.responses import Status
 
-from contextviewer.accounts.auth import allowed_projects
-from contextviewer.conversations.deletion import delete_conversation as delete, refusal
-from contextviewer.conversations.models import Conversation
+from contextviewer.accounts.permissions import get_conversation_for_user
+from contextviewer.conversations.deletion import delete_conversation as delete
 from contextviewer.jobs.api import ErrorOut
 
 router = Router(tags=["imports"])
+DELETE_REFUSAL = "delete conversations: only owners and admins may"
 
 
 class DeletedOut(Schema):
@@ -33,7 +33,5 @@ class DeletedOut(Schema):
 def delete_conversation(request, conversation_id: int):
     """Delete a conversation with its sub-agents, folds, probes, review items, search entries and
     unused upload (owners and admins; builds made from it keep their copy). Answers what went."""
-    conv = get_object_or_404(Conversation.objects.filter(project__in=allowed_projects(request)), pk=conversation_id)
-    if not allowed_projects(request, "delete").filter(pk=conv.project_id).exists():
-        return Status(403, {"detail": refusal(request.user, conv) or "Your role in this project may not delete conversations."})
+    conv = get_conversation_for_user(request, conversation_id, "delete", doing=DELETE_REFUSAL)
     return Status(200, delete(conv, actor=request, via="api").as_dict())

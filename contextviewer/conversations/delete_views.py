@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from contextviewer.accounts import permissions
+from contextviewer.accounts.permissions import get_conversation_for_user
 from contextviewer.conversations import deletion
 from contextviewer.conversations.models import Conversation
 
@@ -20,10 +22,8 @@ def _refused(request: HttpRequest, conv: Conversation, reason: str) -> HttpRespo
 @login_required
 @require_http_methods(["GET", "POST"])
 def conversation_delete(request: HttpRequest, pk: int) -> HttpResponse:
-    conv = Conversation.objects.for_user(request.user).select_related("project", "parent").filter(pk=pk).first()
-    if conv is None:
-        raise Http404("No such conversation")
-    reason = deletion.refusal(request.user, conv)
+    conv = get_conversation_for_user(request, pk)
+    reason = deletion.refusal(request.user, conv, permissions.membership(request, conv.project_id))
     if reason is not None:
         return _refused(request, conv, reason)
     if request.method == "POST" and request.POST.get("confirm") == "yes":

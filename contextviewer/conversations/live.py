@@ -23,9 +23,10 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from contextviewer.conversations import pages
+from contextviewer.conversations import conversation_page, turn_content
 from contextviewer.conversations.models import Conversation, Message
-from contextviewer.conversations.views import _get_conversation_for_user, _int
+from contextviewer.accounts.permissions import get_conversation_for_user
+from contextviewer.conversations.views import _int
 
 POLL_EVERY = "2s"
 STOP_POLLING = 286  # htmx: swap this response, then stop polling
@@ -60,7 +61,7 @@ def last_position(conv: Conversation) -> int:
     return -1 if found is None else found
 
 
-def poll_state(page: pages.ConversationPage, segment: pages.SegmentView) -> PollState | None:
+def poll_state(page: conversation_page.ConversationPage, segment: conversation_page.SegmentView) -> PollState | None:
     """The poll of a page showing ``segment`` (the loaded one), or None when it is not live."""
     conv = page.conversation
     if not conv.is_live:
@@ -80,7 +81,7 @@ def poll_state(page: pages.ConversationPage, segment: pages.SegmentView) -> Poll
 @require_GET
 def conversation_live(request: HttpRequest, pk: int) -> HttpResponse:
     """What a live conversation's open page does not have yet (same access as the page)."""
-    conv = _get_conversation_for_user(request, pk)
+    conv = get_conversation_for_user(request, pk)
     live = conv.is_live
     pos = _int(request.GET.get("pos"), -1)
     hi = last_position(conv)
@@ -92,20 +93,20 @@ def conversation_live(request: HttpRequest, pk: int) -> HttpResponse:
     turn = _int(request.GET.get("turn"))
     append = request.GET.get("append") == "1"
     open_pos = _int(request.GET.get("open_pos"))
-    page = pages.conversation_page(conv)
+    page = conversation_page.conversation_page(conv)
     loaded = next((s for s in reversed(page.segments) if s.kind == "loaded"), None)
     window = grown = grown_body = None
     if loaded is not None and turn is not None:
         if append:
-            found = pages.turn_window(conv, loaded.index, loaded.start, loaded.end, from_turn=turn + 1)
+            found = conversation_page.turn_window(conv, loaded.index, loaded.start, loaded.end, from_turn=turn + 1)
             if found.turns:
                 # The rest (past one window) comes with the next poll, after these.
                 found.earlier_from = found.later_from = None
                 window = found
-        same = pages.turn_window(conv, loaded.index, loaded.start, loaded.end, from_turn=turn, to_turn=turn).turns
+        same = conversation_page.turn_window(conv, loaded.index, loaded.start, loaded.end, from_turn=turn, to_turn=turn).turns
         grown = same[0] if same else None
         if grown is not None and open_pos is not None:
-            body = pages.turn_view(conv, turn, from_position=open_pos + 1)
+            body = turn_content.turn_view(conv, turn, from_position=open_pos + 1)
             grown_body = body if body.messages else None
     shown = window.turns[-1].turn if window else turn
     poll = PollState(conv.pk, hi, shown, append, len(page.folds))

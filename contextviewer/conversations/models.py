@@ -6,6 +6,9 @@ from django.db import models
 from django.db.models import Q
 
 from contextviewer.accounts.models import Project
+# The format registry: a row's default format, and (imported here, so every Django process has it)
+# the lookup core/harness.py asks for an agent's harness rules.
+from contextviewer.importers import formats
 
 
 class SourceStatus(models.TextChoices):
@@ -21,7 +24,7 @@ class Source(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="sources")
     path = models.CharField(max_length=1024, help_text="absolute path, or upload:<sha256>/<name>")
     name = models.CharField(max_length=512)
-    format = models.CharField(max_length=40, default="claude-code")
+    format = models.CharField(max_length=40, default=formats.default_name)
     compression = models.CharField(max_length=10, default="", blank=True)
     sha256 = models.CharField(max_length=64, blank=True)
     size = models.BigIntegerField(default=0)
@@ -72,7 +75,7 @@ class ConversationQuerySet(models.QuerySet):
 class Conversation(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="conversations")
     source = models.ForeignKey(Source, null=True, blank=True, on_delete=models.SET_NULL, related_name="conversations")
-    agent = models.CharField(max_length=40, default="claude-code")
+    agent = models.CharField(max_length=40, default=formats.default_name)
     external_id = models.CharField(max_length=255, help_text="session id; sub-agents: <session id>/<agent id>")
     kind = models.CharField(max_length=20, choices=ConversationKind.choices, default=ConversationKind.MAIN)
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
@@ -115,6 +118,14 @@ class Conversation(models.Model):
 
     def __str__(self) -> str:
         return self.title or self.external_id
+
+    def refresh_fold_count(self, save: bool = True) -> int:
+        """Set `fold_count` from the stored folds: every fold but an alternative summary (another
+        summary of a fold already counted). The one place it is computed (ingest, handoffs)."""
+        self.fold_count = self.folds.counted().count()
+        if save and self.pk is not None:
+            Conversation.objects.filter(pk=self.pk).update(fold_count=self.fold_count)
+        return self.fold_count
 
     @property
     def is_live(self) -> bool:
@@ -196,6 +207,34 @@ class FoldOrigin(models.TextChoices):
     GENERATED = "generated"
 
 
+class FoldKind(models.TextChoices):
+    """What wrote a fold. Importers write COMPACT and MICROCOMPACT (core/records.py FoldRecord.kind);
+    a handoff job here writes HANDOFF, "summarize this fold again" ALTERNATIVE."""
+
+    COMPACT = "compact", "compaction"  # the agent's own: a summary stands in for the archived messages
+    # Old tool results cleared in place (Claude Code's microcompact_boundary): no summary, no segment.
+    MICROCOMPACT = "microcompact", "microcompaction"
+    HANDOFF = "handoff", "handoff"  # a fold made here (builds/handoffs.py): a new summary at the end
+    # Another summary of a fold's archived segment (review/alternatives.py): same position, never in
+    # play, only for review to probe and compare.
+    ALTERNATIVE = "alternative", "alternative summary"
+
+
+# Kinds that make no segment: they clear content in place and stand in for nothing.
+NO_SEGMENT_KINDS = frozenset({FoldKind.MICROCOMPACT.value})
+
+
+class FoldQuerySet(models.QuerySet):
+    def segment_makers(self):
+        """Folds that make segments (conversations/segments.py): not a microcompact (it stands in for
+        nothing) and not an alternative summary (it shares the segment of the fold in play)."""
+        return self.exclude(kind__in=[*NO_SEGMENT_KINDS, FoldKind.ALTERNATIVE])
+
+    def counted(self):
+        """Folds a conversation's fold_count counts: every fold but an alternative summary."""
+        return self.exclude(kind=FoldKind.ALTERNATIVE)
+
+
 class Fold(models.Model):
     """A summary that stands in for every message up to `position` (inclusive). Deletes nothing."""
 
@@ -205,7 +244,7 @@ class Fold(models.Model):
     boundary = models.ForeignKey(Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     summary_message = models.ForeignKey(Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     summary_text = models.TextField(blank=True)
-    kind = models.CharField(max_length=20, default="compact")  # compact | microcompact | handoff
+    kind = models.CharField(max_length=20, choices=FoldKind.choices, default=FoldKind.COMPACT)
     origin = models.CharField(max_length=20, choices=FoldOrigin.choices, default=FoldOrigin.IMPORTED)
     trigger = models.CharField(max_length=40, blank=True)
     tokens_before = models.IntegerField(null=True, blank=True)
@@ -214,6 +253,8 @@ class Fold(models.Model):
     cost = models.JSONField(default=dict, blank=True, help_text="usage of the summarizer's own call(s)")
     timestamp = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = FoldQuerySet.as_manager()
 
     class Meta:
         ordering = ["position"]

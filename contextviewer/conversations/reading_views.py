@@ -11,9 +11,10 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from contextviewer.conversations import pages
-from contextviewer.conversations.models import Fold, Message
-from contextviewer.conversations.views import _get_conversation_for_user, fragment_or_page
+from contextviewer.conversations import conversation_page
+from contextviewer.conversations.models import Message
+from contextviewer.accounts.permissions import get_conversation_for_user, get_fold_for_user
+from contextviewer.conversations.views import fragment_or_page
 
 
 @login_required
@@ -21,9 +22,9 @@ from contextviewer.conversations.views import _get_conversation_for_user, fragme
 @vary_on_headers("HX-Request")
 def fold_summary(request: HttpRequest, pk: int, fold_id: int) -> HttpResponse:
     """The whole summary of one fold (the page shows its first SUMMARY_HEAD characters)."""
-    conv = _get_conversation_for_user(request, pk)
-    fold = Fold.objects.filter(conversation=conv, pk=fold_id).first()
-    if fold is None or not fold.summary_text:
+    conv = get_conversation_for_user(request, pk)
+    fold = get_fold_for_user(request, conv, fold_id)
+    if not fold.summary_text:
         raise Http404("No such fold summary")
     context = {"conv": conv, "fold": fold}
     return fragment_or_page(request, "conversations/_summary.html#summary-full", "conversations/fold_summary.html", context)
@@ -34,10 +35,10 @@ def fold_summary(request: HttpRequest, pk: int, fold_id: int) -> HttpResponse:
 @vary_on_headers("HX-Request")
 def subagent_turns(request: HttpRequest, pk: int) -> HttpResponse:
     """The first turns of a sub-agent conversation, listed inside the Task call that started it."""
-    conv = _get_conversation_for_user(request, pk)
+    conv = get_conversation_for_user(request, pk)
     span = Message.objects.filter(conversation=conv).aggregate(first=Min("position"), last=Max("position"))
     window = None
     if span["first"] is not None:
-        window = pages.turn_window(conv, 0, span["first"], span["last"])
+        window = conversation_page.turn_window(conv, 0, span["first"], span["last"])
     context = {"conv": conv, "window": window}
     return fragment_or_page(request, "conversations/_subagent_turns.html", "conversations/subagent_turns.html", context)

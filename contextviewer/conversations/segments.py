@@ -30,14 +30,14 @@ from django.db.models import F, Max, Min, OuterRef, Q, Subquery
 from contextviewer.core import build as core_build, curve as core_curve, registry, tokens
 from contextviewer.core.segments import ARCHIVED, LOADED, FoldSpan, Segment, segments as split_segments
 
-from contextviewer.conversations.models import Conversation, Fold, FoldOrigin, Message, ModelCall
+from contextviewer.conversations.models import NO_SEGMENT_KINDS, Conversation, Fold, FoldKind, FoldOrigin, Message, ModelCall
 
-# Fold kinds that clear content in place and stand in for nothing (no summary, no boundary).
-NO_SEGMENT_KINDS = frozenset({"microcompact"})
-# Another summary of a fold's archived segment, made here ("summarize this fold again"): it shares
-# the segment of the fold at its position, for review to probe and compare, but it is never in play
-# (the page, the loaded view, builds and the curve read the original).
-ALTERNATIVE = "alternative"
+# Fold kinds that clear content in place and stand in for nothing (no summary, no boundary):
+# NO_SEGMENT_KINDS (models.py, beside FoldKind). Another summary of a fold's archived segment, made
+# here ("summarize this fold again"): it shares the segment of the fold at its position, for review
+# to probe and compare, but it is never in play (the page, the loaded view, builds and the curve
+# read the original). Fold.objects.segment_makers() leaves both out.
+ALTERNATIVE = FoldKind.ALTERNATIVE
 _UUID_BATCH = 500
 
 
@@ -52,7 +52,7 @@ def segment_folds(conv: Conversation) -> list[Fold]:
     """The folds that make segments, in position order (ties: first stored first). Each carries
     `summary_at`: the position of its summary message, or None."""
     return list(
-        conv.folds.exclude(kind__in=NO_SEGMENT_KINDS | {ALTERNATIVE})
+        conv.folds.segment_makers()
         .annotate(summary_at=F("summary_message__position"))
         .order_by("position", "id")
     )

@@ -491,6 +491,18 @@ def _shell_view(tool_input: dict, result_text: str | None, result_extra: dict | 
     return view
 
 
+# Claude Code writes a Bash result's stdout and stderr apart only on the result's log line (its
+# toolUseResult), not in the content block the importer keeps: for these tools the page reads them
+# from the stored line.
+LINE_RESULT_TOOLS = frozenset({"Bash"})
+
+
+def result_on_line(tool_name: str) -> bool:
+    """Whether a tool's run (stdout, stderr, notes) is read from its result's log line
+    (tool_use_result) rather than from the result block's own `extra`."""
+    return tool_name in LINE_RESULT_TOOLS
+
+
 def tool_use_result(raw: str) -> dict | None:
     """The `toolUseResult` object of a Claude Code line (stdout/stderr of a Bash call), if any."""
     try:

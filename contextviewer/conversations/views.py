@@ -1,8 +1,8 @@
 """The viewer: conversation index, conversation page, and the htmx fragments of the page.
 
 Every URL works without JavaScript (a full page); with htmx it answers with a partial of the same
-template (`page.html#partial`). Page data comes from pages.py; views only check access and pick
-the template.
+template (`page.html#partial`). Page data comes from index_page.py, conversation_page.py and
+turn_content.py; views only check access and pick the template.
 """
 
 from __future__ import annotations
@@ -13,16 +13,10 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from contextviewer.conversations import pages, search
+from contextviewer.accounts import permissions
+from contextviewer.accounts.permissions import get_conversation_for_user
+from contextviewer.conversations import conversation_page, index_page, panels, search, turn_content
 from contextviewer.conversations.models import Conversation, Message
-
-
-def _get_conversation_for_user(request: HttpRequest, pk: int) -> Conversation:
-    """The conversation, if the user is a member of its project (any role may view); else 404."""
-    conv = Conversation.objects.for_user(request.user).select_related("project", "parent").filter(pk=pk).first()
-    if conv is None:
-        raise Http404("No such conversation")
-    return conv
 
 
 def _get_message(conv: Conversation, message_id: int, *, with_raw: bool = False) -> Message:
@@ -60,7 +54,7 @@ def _int(value: str | None, default: int | None = None) -> int | None:
 @require_GET
 @vary_on_headers("HX-Request")
 def index(request: HttpRequest) -> HttpResponse:
-    data = pages.index_page(request.user, request.GET)
+    data = index_page.index_page(request.user, request.GET)
     hits = None
     if data.filters.q.strip():
         hits = search.hit_page(request.user, data.filters.q, request.GET.get("hits"), request.GET.get("order"))
@@ -73,13 +67,25 @@ def index(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def conversation(request: HttpRequest, pk: int) -> HttpResponse:
-    conv = _get_conversation_for_user(request, pk)
+    conv = get_conversation_for_user(request, pk)
     found = search.in_conversation(request.user, conv.pk, request.GET.get("q"))
     focus = _int(request.GET.get("turn"))
     if focus is None and found and found.steps:
         focus = found.steps[0][1]  # a search opens at its first match
-    page = pages.conversation_page(conv, focus_turn=focus)
-    return render(request, "conversations/conversation.html", {"page": page, "conv": conv, "found": found})
+    page = conversation_page.conversation_page(conv, focus_turn=focus)
+    member = permissions.membership(request, conv.project_id)  # what the page offers (any member may view)
+    can_delete = bool(member and member.can("delete"))  # the danger zone
+    can_edit = bool(member and member.can("edit"))  # build and handoff
+    summarized = [s.fold for s in page.segments if s.fold is not None and s.fold.summary_text]
+    context = {
+        "page": page, "conv": conv, "found": found,
+        "can_edit": can_edit,
+        "panels": panels.conversation_panels(request, conv, can_edit=can_edit),  # cards of the apps above
+        "fold_panels": panels.fold_panels(request, summarized),
+        "can_delete": can_delete,
+        "has_subagents": can_delete and conv.children.exists(),  # what deleting also removes
+    }
+    return render(request, "conversations/conversation.html", context)
 
 
 @login_required
@@ -87,10 +93,10 @@ def conversation(request: HttpRequest, pk: int) -> HttpResponse:
 @vary_on_headers("HX-Request")
 def fold_list(request: HttpRequest, pk: int) -> HttpResponse:
     """Older archived segments, one line each (the conversation page lists the newest of them)."""
-    conv = _get_conversation_for_user(request, pk)
-    older = pages.fold_list(conv, before=_int(request.GET.get("before")))
+    conv = get_conversation_for_user(request, pk)
+    older = conversation_page.fold_list(conv, before=_int(request.GET.get("before")))
     context = {"conv": conv, "rows": older.rows, "hidden": older.hidden, "before": older.before,
-               "folds": pages.segment_folds(conv)}
+               "folds": conversation_page.segment_folds(conv)}
     return fragment_or_page(request, "conversations/_fold_list.html", "conversations/fold_list.html", context)
 
 
@@ -99,12 +105,12 @@ def fold_list(request: HttpRequest, pk: int) -> HttpResponse:
 @vary_on_headers("HX-Request")
 def segment_body(request: HttpRequest, pk: int, index: int) -> HttpResponse:
     """An archived segment listed on one line, unfolded: its summary and its first turns."""
-    conv = _get_conversation_for_user(request, pk)
-    segment = pages.segment_by_index(conv, index)
+    conv = get_conversation_for_user(request, pk)
+    segment = conversation_page.segment_by_index(conv, index)
     if segment is None or segment.kind != "archived":
         raise Http404("No such archived segment")
-    window = pages.turn_window(conv, index, segment.start, segment.end)
-    context = {"conv": conv, "window": window, "segment": segment, "folds": pages.segment_folds(conv)}
+    window = conversation_page.turn_window(conv, index, segment.start, segment.end)
+    context = {"conv": conv, "window": window, "segment": segment, "folds": conversation_page.segment_folds(conv)}
     return fragment_or_page(request, "conversations/_fold_list.html#segment-body", "conversations/segment.html", context)
 
 
@@ -113,11 +119,11 @@ def segment_body(request: HttpRequest, pk: int, index: int) -> HttpResponse:
 @vary_on_headers("HX-Request")
 def segment_turns(request: HttpRequest, pk: int, index: int) -> HttpResponse:
     """One window of turn headers of a segment (unfolding an archived segment, scrolling on)."""
-    conv = _get_conversation_for_user(request, pk)
-    segment = pages.segment_by_index(conv, index)
+    conv = get_conversation_for_user(request, pk)
+    segment = conversation_page.segment_by_index(conv, index)
     if segment is None:
         raise Http404("No such segment")
-    window = pages.turn_window(
+    window = conversation_page.turn_window(
         conv, index, segment.start, segment.end, _int(request.GET.get("from")), _int(request.GET.get("to"))
     )
     context = {"conv": conv, "window": window, "segment": segment}
@@ -129,8 +135,8 @@ def segment_turns(request: HttpRequest, pk: int, index: int) -> HttpResponse:
 @vary_on_headers("HX-Request")
 def turn(request: HttpRequest, pk: int, turn: int) -> HttpResponse:
     """The messages and blocks of one turn (expanding a turn header)."""
-    conv = _get_conversation_for_user(request, pk)
-    view = pages.turn_view(conv, turn, from_position=_int(request.GET.get("from")))
+    conv = get_conversation_for_user(request, pk)
+    view = turn_content.turn_view(conv, turn, from_position=_int(request.GET.get("from")))
     if not view.messages and request.GET.get("from") is None:
         raise Http404("No such turn")
     context = {"conv": conv, "turn": view}
@@ -142,9 +148,9 @@ def turn(request: HttpRequest, pk: int, turn: int) -> HttpResponse:
 @vary_on_headers("HX-Request")
 def block(request: HttpRequest, pk: int, message_id: int, index: int) -> HttpResponse:
     """The whole of a long block (its head and tail were shown)."""
-    conv = _get_conversation_for_user(request, pk)
+    conv = get_conversation_for_user(request, pk)
     message = _get_message(conv, message_id)
-    view = pages.full_block(message, index)
+    view = turn_content.full_block(message, index)
     if view is None:
         raise Http404("No such block")
     context = {"conv": conv, "b": view, "message": message}
@@ -155,9 +161,9 @@ def block(request: HttpRequest, pk: int, message_id: int, index: int) -> HttpRes
 @require_GET
 def image(request: HttpRequest, pk: int, message_id: int, index: int) -> HttpResponse:
     """An image carried in a message (base64 in the raw line), served from here, never from afar."""
-    conv = _get_conversation_for_user(request, pk)
+    conv = get_conversation_for_user(request, pk)
     message = _get_message(conv, message_id, with_raw=True)
-    found = pages.image_data(message, index)
+    found = turn_content.image_data(message, index)
     if found is None:
         raise Http404("No such image")
     media_type, data = found

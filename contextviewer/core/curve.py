@@ -2,17 +2,19 @@
 
 Pure and streaming: the ingest service feeds (position, token_total) pairs in position order on
 every import; the pages feed the stored calls back in to draw the curve, its severity bands, the
-drops at folds, the velocity (tokens per turn) and where a fold policy would have fired.
+drops at folds, the velocity (tokens per turn) and where a fold policy would have fired; and the
+chart's geometry (SVG coordinates, the severity bands, the axis ticks, which points to draw).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .segments import FoldSpan
-from .severity import CRITICAL_AT, fraction as _fraction, severity as _severity
+from .severity import CRITICAL, CRITICAL_AT, WARN, WARN_AT, fraction as _fraction, severity as _severity
 
 MEASURED = "measured"
 ESTIMATED = "estimated"
@@ -178,3 +180,104 @@ def fold_preview(points: Sequence[Point], threshold_fraction: float, window: int
         elif not above:
             armed = True
     return fired
+
+
+# --- the chart: SVG geometry ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """The chart's coordinates: `n` calls spread over `width`, tokens 0..`ymax` over `height`
+    (SVG: y grows downwards)."""
+
+    width: int
+    height: int
+    ymax: int
+    n: int
+
+    def y(self, value: float) -> float:
+        return round(self.height - self.height * min(value, self.ymax) / self.ymax, 1)
+
+    def x(self, i: int) -> float:
+        if self.n == 1:  # one call: its point (drawn as a dot, a path through one point draws nothing) mid-chart
+            return round(self.width / 2, 1)
+        return round(self.width * i / (self.n - 1), 1)
+
+
+def severity_bands(frame: Frame, window: int | None) -> list[tuple[str, float, float]]:
+    """(severity, y, height) of the warn and critical bands of a window, at the thresholds of
+    core.severity; none when the window is unknown."""
+    if not window:
+        return []
+    warn, critical = frame.y(window * WARN_AT), frame.y(window * CRITICAL_AT)
+    return [(WARN, critical, warn - critical), (CRITICAL, frame.y(window), critical - frame.y(window))]
+
+
+def svg_path(points: Iterable[tuple[float, float | None]]) -> str:
+    """An SVG path through the points; a point without y lifts the pen."""
+    parts = []
+    pen = False
+    for x, y in points:
+        if y is None:
+            pen = False
+            continue
+        parts.append(f"{'L' if pen else 'M'}{x} {y}")
+        pen = True
+    return " ".join(parts)
+
+
+def ticks(ymax: int) -> list[int]:
+    """Three to six round values up to `ymax` for the y axis (0 left out)."""
+    step = 10 ** max(0, int(math.log10(max(ymax, 1))))
+    while ymax / step < 3:
+        step //= 2 if step > 1 else 1
+        if step <= 1:
+            break
+    while ymax / step > 6:
+        step *= 2
+    return list(range(0, ymax + 1, max(step, 1)))[1:]
+
+
+def tick_label(value: int) -> str:
+    if value >= 1_000_000:
+        return f"{value / 1_000_000:.1f}M"
+    if value >= 1000:
+        return f"{value / 1000:.0f}k"
+    return str(value)
+
+
+def merge_marks(marks: list[dict], width: int, limit: int) -> list[dict]:
+    """At most `limit` fold marks (dicts with x and after): marks closer than width / limit become
+    one (its `count` says how many), so a conversation of hundreds of folds draws a bounded curve."""
+    out: list[dict] = []
+    step = width / limit
+    for m in marks:
+        if out and m["x"] - out[-1]["x"] < step:
+            out[-1]["count"] = out[-1].get("count", 1) + 1
+            out[-1]["after"] = m["after"]
+            continue
+        out.append(dict(m))
+    return out
+
+
+def downsample(values: list[int], positions: list[int], fold_positions: list[int], limit: int) -> list[int]:
+    """Indices to draw: every point when few; else per bucket the maximum and the minimum, plus the
+    last call before and the first call after each fold (so drops stay drops), plus both ends."""
+    n = len(values)
+    if n <= limit:
+        return list(range(n))
+    keep = {0, n - 1}
+    for fp in fold_positions:
+        i = bisect.bisect_right(positions, fp)
+        if 0 < i < n:
+            keep.update((i - 1, i))
+    buckets = max(1, (limit - len(keep)) // 2)
+    size = n / buckets
+    for b in range(buckets):
+        lo, hi = int(b * size), min(n, int((b + 1) * size))
+        if lo >= hi:
+            continue
+        chunk = range(lo, hi)
+        keep.add(max(chunk, key=values.__getitem__))
+        keep.add(min(chunk, key=values.__getitem__))
+    return sorted(keep)

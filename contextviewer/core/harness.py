@@ -1,37 +1,19 @@
-"""Harness rules, keyed by agent: the window a harness runs a model in, the output it reserves,
-where it folds on its own, and how it estimates tokens. Pure.
+"""Harness rules: the window a harness runs a model in, the output it reserves, where it folds on
+its own, and how it estimates tokens. Pure, and it names no harness.
 
-The model registry (registry.py) knows models; this module knows the harnesses that run them. The
-same model folds at different points under different harnesses (a 200k Claude model: Claude Code
-at 167k, deepagents at 170k, efferent at 170k, Gemini-style 50 % at 100k), so every surface that
-draws a harness's rule (the gauge, the curve, the "Fold at X %" preview, later the policy lab)
-asks for the conversation's agent here, never the model's provider.
+The model registry (registry.py) knows models; this module knows what a harness's rules can say.
+The same model folds at different points under different harnesses (a 200k Claude model: Claude
+Code at 167k, deepagents at 170k, efferent at 170k, Gemini-style 50 % at 100k), so every surface
+that draws a harness's rule (the gauge, the curve, the "Fold at X %" preview, the policy lab) asks
+for the rules of the conversation's agent, never the model's provider.
 
-Numbers, from DESIGN.md "Policies" and ../shared/docs/policy-lab.md (section in brackets):
-
-- claude-code [3.1]: effective window = window - min(max output, 20,000); auto-compact at the
-  effective window - 13,000 (167,000 on 200k); output reserve min(max output, 20,000); runs
-  Anthropic models in a 200k window unless the user opted into 1M; chars/4.
-- codex [4.1]: auto-compact at 90 % of the context window (the model's input limit: 272k -> 244,800,
-  also when the conversation's window is the usable 95 % a rollout logs, 258,400); usable window 95 %
-  of it; the output lies outside an input window (no reserve in it); bytes/4.
-- langgraph (deepagents) [2.4]: summarize at 85 % of max_input_tokens, or when the request is over
-  int(0.95 * max_input) - max_output (its effective window); reserve = the model's max output;
-  ceil(chars/4), 3.3 chars per token for Anthropic models.
-- efferent [1.2, 1.4] (classic CLI, the DESIGN rule): cumulative handoff at 85 % of the window;
-  round(chars/4).
-- picoclaw [5.1, 5.2]: window = MaxTokens x 4 = 131,072 when not configured; summarize above 75 % of
-  the window; reserve MaxTokens (32,768); 2.5 chars per token (chars * 2 // 5).
-- openhands [6]: condensers count events, not tokens (app default: fold above 120 events, keep the
-  first 4 + about 55): no token threshold.
-- gemini: not in the policy docs; Gemini CLI's chatCompressionService compresses at 50 % of the
-  model's token limit (DEFAULT_COMPRESSION_TOKEN_THRESHOLD = 0.5, keeping the last 30 %).
-- opencode: not in the policy docs; opencode compacts on overflow: input above the model's input
-  limit, else the window less min(max output, 32,000) (session/compaction.ts isOverflow).
-- swe-agent, aider, messages: no automatic fold of the window is recorded (SWE-agent's history
-  processors and aider's chat summary are not logged; a plain message array has no harness).
-- default (any other agent): no automatic fold; reserve the model's output limit, at most 20 % of
-  the window; chars/4.
+Each format declares its harness's rules on its own module (``HARNESS = Harness(...)`` in
+``importers/<format>.py``, passed as ``Format(harness=HARNESS)``, with the numbers and their sources
+beside them); ``importers/formats.py`` looks them up by name (``formats.harness(agent, spec)``).
+The core sits below the importers and never imports them: the format registry installs its lookup
+here when it is imported (``install``), so ``rules(agent)`` (and budget.py, which receives agent
+names) answer by the registry. A format that declares nothing gets ``DEFAULT_RULES`` under its own
+name: no automatic fold; reserve the model's output limit, at most 20 % of the window; chars/4.
 
 Every harness is bound by the model's own split first: a model whose input limit is below its
 window (GPT-5 family: 272k of 400k) reserves the rest of the window for output.
@@ -40,6 +22,7 @@ window (GPT-5 family: 272k of 400k) reserves the rest of the window for output.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .registry import ModelSpec, lookup, normalize
@@ -47,17 +30,6 @@ from .registry import ModelSpec, lookup, normalize
 DEFAULT = "default"
 DEFAULT_RESERVE_FRACTION = 0.20  # the output limit, but never more than a fifth of the window
 DEFAULT_CHARS_PER_TOKEN = 4.0
-
-# Claude Code (policy-lab 3.1): MAX_OUTPUT_TOKENS_FOR_SUMMARY and AUTOCOMPACT_BUFFER_TOKENS.
-CLAUDE_CODE_OUTPUT_RESERVE = 20_000
-CLAUDE_CODE_AUTOCOMPACT_BUFFER = 13_000
-CLAUDE_CODE_DEFAULT_WINDOW = 200_000
-# Codex CLI (policy-lab 4.1): auto_compact_token_limit = 90 % of the context window;
-# effective_context_window_percent = 95.
-CODEX_COMPACT_AT = 0.90
-CODEX_USABLE = 0.95
-# picoclaw (policy-lab 5.1): MaxTokens default, ContextWindow = MaxTokens x 4 when not configured.
-PICOCLAW_MAX_TOKENS = 32_768
 
 # Units a harness counts when it estimates: characters, or UTF-8 bytes (Codex).
 CHARS = "chars"
@@ -69,8 +41,8 @@ class Harness:
     """The rules of one harness. Fractions are of the model's input limit (its window unless the
     provider caps input lower); `fold_margin` folds at the effective window minus that margin."""
 
-    agent: str
-    label: str
+    agent: str = ""  # the format's name (formats.harness fills it in)
+    label: str = ""  # what people call the harness (default: the format's label)
     fold_label: str = ""  # the line drawn on the gauge and the curve at the auto-fold point
     fold_fraction: float | None = None  # auto-fold at this share of the input limit
     fold_margin: int | None = None  # auto-fold at effective window - margin (Claude Code)
@@ -97,6 +69,9 @@ class Harness:
     # The harness does not log its system prompt and tool definitions: captured requests of them lie
     # under <schemas>/<this folder>/captured/ (core/captured.py).
     captured_prompt: str | None = None
+    # A bare model with no conversation (so no agent) is drawn by the rules of the harness that
+    # usually runs its provider's models: the providers this harness is that harness for.
+    usual_for: tuple[str, ...] = ()
 
     # --- the window ---------------------------------------------------------------------------
 
@@ -186,74 +161,25 @@ class Harness:
         return math.floor(value + 0.5)  # Math.round in the TypeScript harnesses: halves go up
 
 
-_HARNESSES = [
-    Harness(
-        "claude-code",
-        "Claude Code",
-        fold_label="Claude Code auto-compact",
-        fold_margin=CLAUDE_CODE_AUTOCOMPACT_BUFFER,
-        reserve_cap=CLAUDE_CODE_OUTPUT_RESERVE,
-        default_window=CLAUDE_CODE_DEFAULT_WINDOW,
-        default_window_provider="anthropic",
-        own_policy="claude_code",
-        captured_prompt="claude-code",
-    ),
-    Harness(
-        "codex",
-        "Codex CLI",
-        fold_label=f"Codex compact {round(CODEX_COMPACT_AT * 100)} %",
-        fold_fraction=CODEX_COMPACT_AT,
-        usable_fraction=CODEX_USABLE,
-        fractions_of_model_input=True,
-        units=BYTES,
-        own_policy="codex",
-    ),
-    Harness(
-        "langgraph",
-        "deepagents",
-        fold_label="deepagents summarize 85 %",
-        fold_fraction=0.85,
-        reserve_fraction=None,  # the model's whole max output
-        usable_fraction=0.95,
-        usable_less_reserve=True,
-        anthropic_chars_per_token=3.3,
-        rounding="ceil",
-        own_policy="deepagents",
-    ),
-    Harness("efferent", "efferent", fold_label="efferent handoff 85 %", fold_fraction=0.85, own_policy="efferent"),
-    Harness(
-        "picoclaw",
-        "picoclaw",
-        fold_label="picoclaw summarize 75 %",
-        fold_fraction=0.75,
-        reserve_cap=PICOCLAW_MAX_TOKENS,
-        default_window=PICOCLAW_MAX_TOKENS * 4,
-        chars_per_token=2.5,
-        rounding="floor",
-        own_policy="picoclaw",
-    ),
-    Harness("openhands", "OpenHands", fold_events=120, own_policy="openhands"),
-    Harness("gemini", "Gemini CLI", fold_label="Gemini CLI compress 50 %", fold_fraction=0.50),
-    Harness("opencode", "opencode", fold_label="opencode compact", fold_at_effective=True, reserve_cap=32_000),
-    Harness("swe-agent", "SWE-agent"),
-    Harness("aider", "aider"),
-    Harness("messages", "message array"),
-    Harness(DEFAULT, "unknown harness"),
-]
+DEFAULT_RULES = Harness(DEFAULT, "unknown harness")
 
-HARNESSES: dict[str, Harness] = {h.agent: h for h in _HARNESSES}
+# The lookup the format registry installs (importers/formats.py): (agent, spec) -> the rules.
+_lookup: Callable[[str | None, ModelSpec | None], Harness] | None = None
 
-# A bare model with no conversation (so no agent): the harness that most often runs that
-# provider's models. Every surface with a conversation passes the conversation's agent instead.
-_USUAL_AGENT = {"anthropic": "claude-code", "openai": "codex", "google": "gemini"}
+
+def install(lookup: Callable[[str | None, ModelSpec | None], Harness]) -> None:
+    """Called by the format registry when it is imported: how an agent's name finds its rules."""
+    global _lookup
+    _lookup = lookup
 
 
 def rules(agent: str | None, spec: ModelSpec | None = None) -> Harness:
-    """The rules of `agent` (a conversation's agent); an unknown agent gets the default rules.
-    With no agent at all, the usual harness of `spec`'s provider, else the default."""
-    if agent is None:
-        agent = _USUAL_AGENT.get(spec.provider if spec is not None else "", DEFAULT)
-    return HARNESSES.get(agent, HARNESSES[DEFAULT])
+    """The rules of `agent` (a conversation's agent), by the format registry: an unknown agent gets
+    the default rules; no agent at all, the usual harness of `spec`'s provider, else the default.
+    Fails loudly when no registry is installed (a silent default would draw every harness alike)."""
+    if _lookup is None:
+        raise LookupError("harness rules come from the format registry: import contextviewer.importers.formats first")
+    return _lookup(agent, spec)
 
 
 def output_reserve(agent: str | None, spec: ModelSpec) -> int:
@@ -272,7 +198,7 @@ def estimate_tokens(agent: str | None, text: str, spec: ModelSpec | None = None)
     return rules(agent, spec).estimate_tokens(text, spec)
 
 
-def harness_window(agent: str, model: str | None, peak_context: int) -> int | None:
+def harness_window(agent: str | Harness | None, model: str | None, peak_context: int) -> int | None:
     """The window a harness actually ran with, where it differs from the model's API window, or
     None (the model's window holds).
 
@@ -280,8 +206,10 @@ def harness_window(agent: str, model: str | None, peak_context: int) -> int | No
     its logs name the plain API model either way: a session whose measured context never passed
     200k ran in the 200k window (its auto-compaction at ~167k says so too). picoclaw runs in
     MaxTokens x 4 = 131,072 unless configured otherwise (nothing in its log says so)."""
-    harness = HARNESSES.get(agent)
-    if harness is None or harness.default_window is None or not model:
+    if not agent or not model:
+        return None
+    harness = agent if isinstance(agent, Harness) else rules(agent)
+    if harness.default_window is None:
         return None
     spec = lookup(model)
     if harness.default_window_provider is not None:

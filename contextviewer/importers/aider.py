@@ -450,6 +450,8 @@ def _parse(source: ParseInput) -> Iterator[Record]:
     )
 
 
+# The harness's rules (core/harness.py): the default, no automatic fold of the window is recorded
+# (aider's chat summary is not logged).
 FORMAT = Format(
     name="aider",
     label="aider",

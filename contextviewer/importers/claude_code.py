@@ -36,6 +36,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+from contextviewer.core.harness import Harness
 from contextviewer.core.records import (
     AgentLink,
     FoldRecord,
@@ -647,6 +648,25 @@ def enrich(d: dict) -> dict:
     return {**d, "blocks": out}
 
 
+# The harness's rules (core/harness.py; policy-lab 3.1): effective window = window - min(max output,
+# 20,000) (MAX_OUTPUT_TOKENS_FOR_SUMMARY); auto-compact at the effective window - 13,000
+# (AUTOCOMPACT_BUFFER_TOKENS: 167,000 on 200k); runs Anthropic models in a 200k window unless the
+# user opted into 1M; chars/4. It leaves its system prompt and tools out of the log: captured
+# requests lie under <schemas>/claude-code/captured/ (core/captured.py).
+OUTPUT_RESERVE = 20_000
+AUTOCOMPACT_BUFFER = 13_000
+DEFAULT_WINDOW = 200_000
+HARNESS = Harness(
+    fold_label="Claude Code auto-compact",
+    fold_margin=AUTOCOMPACT_BUFFER,
+    reserve_cap=OUTPUT_RESERVE,
+    default_window=DEFAULT_WINDOW,
+    default_window_provider="anthropic",
+    own_policy="claude_code",
+    captured_prompt="claude-code",
+    usual_for=("anthropic",),
+)
+
 FORMAT = Format(
     name="claude-code",
     label="Claude Code",
@@ -658,4 +678,5 @@ FORMAT = Format(
     locations=("~/.claude/projects",),
     images=images,
     enrich=enrich,
+    harness=HARNESS,
 )

@@ -68,6 +68,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+from contextviewer.core.harness import BYTES, Harness
 from contextviewer.core.records import (
     Block,
     FoldRecord,
@@ -931,6 +932,23 @@ def enrich(d: dict) -> dict:
     return put_back_images(d, images, lambda b: b.get("kind") == "image" and b.get("data_size"))
 
 
+# The harness's rules (core/harness.py; policy-lab 4.1): auto-compact at 90 % of the context window
+# (auto_compact_token_limit; the model's input limit: 272k -> 244,800, also when the conversation's
+# window is the usable 95 % a rollout logs, 258,400); usable window 95 %
+# (effective_context_window_percent); the output lies outside an input window (no reserve in it);
+# bytes/4.
+COMPACT_AT = 0.90
+USABLE = 0.95
+HARNESS = Harness(
+    fold_label=f"Codex compact {round(COMPACT_AT * 100)} %",
+    fold_fraction=COMPACT_AT,
+    usable_fraction=USABLE,
+    fractions_of_model_input=True,
+    units=BYTES,
+    own_policy="codex",
+    usual_for=("openai",),
+)
+
 FORMAT = Format(
     name="codex",
     label="Codex CLI",
@@ -942,4 +960,5 @@ FORMAT = Format(
     locations=("~/.codex/sessions", "~/.codex/archived_sessions"),
     images=images,
     enrich=enrich,
+    harness=HARNESS,
 )

@@ -47,6 +47,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from contextviewer.core.harness import Harness
 from contextviewer.core.records import (
     AgentLink,
     BadLine,
@@ -116,7 +117,7 @@ def _timestamp(value: Any) -> datetime | None:
     """efferent writes epoch milliseconds; an ISO string or epoch seconds are read too."""
     if value.__class__ is str:
         text = value.strip()
-        if text.lstrip("-").isdigit():
+        if text.lstrip("-").isascii() and text.lstrip("-").isdigit():
             value = int(text)
         else:
             return parse_timestamp(text.replace(" ", "T", 1) if len(text) > 10 and text[10] == " " else text)
@@ -647,6 +648,10 @@ def parse(source: ParseInput) -> Iterator[Record]:
         conn.close()
 
 
+# The harness's rules (core/harness.py; policy-lab 1.2, 1.4, the classic CLI): cumulative handoff at
+# 85 % of the window; round(chars/4).
+HARNESS = Harness(fold_label="efferent handoff 85 %", fold_fraction=0.85, own_policy="efferent")
+
 FORMAT = Format(
     name="efferent",
     label="efferent",
@@ -656,4 +661,5 @@ FORMAT = Format(
     multi_session=True,
     where="<workspace>/.efferent/smith.db (also math.db, canvas.db); older versions ~/.efferent/efferent.db",
     locations=("~/.efferent",),
+    harness=HARNESS,
 )

@@ -8,7 +8,11 @@ plus one line in ``REGISTRY`` below; nothing outside ``importers/`` names a form
   folder). 0 means "not mine". Where two formats claim a path, the higher score wins;
 - ``group(paths)``: its claimed paths as sessions (a main file with its sub-agent files);
 - ``parse(ParseInput)``: the records of ``core/records.py`` (see ``driver.py`` for the rules);
-- per-format helpers the pages and exports use on stored raw records (``images``, ``enrich``).
+- per-format helpers the pages and exports use on stored raw records (``images``, ``enrich``);
+- ``harness``: the rules of the harness that wrote the logs (``core/harness.py``'s ``Harness``:
+  window, auto-fold point, output reserve, estimator, own policy, captured prompt), declared on the
+  format's module as ``HARNESS``; ``harness(name, spec)`` below finds them (and core/harness.py's
+  ``rules(name)`` through it).
 
 Records, per format (the ingest service relies on these):
 - every ``MessageRecord`` has a ``uuid`` stable across re-imports (re-reading a file must give the
@@ -29,11 +33,14 @@ import importlib
 import json
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
+from contextviewer.core import harness as harness_rules
+from contextviewer.core.harness import DEFAULT_RULES, Harness
 from contextviewer.core.records import Record
+from contextviewer.core.registry import ModelSpec
 from contextviewer.importers.lines import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_LINE_BYTES, GZIP_MAGIC, GzipStream
 
 SNIFF_BYTES = 64 * 1024
@@ -121,6 +128,10 @@ class Format:
     # Files beside a session that are part of it (a SQLite -wal, a .meta.json): a change to one of
     # them makes the session be read again. None: a DATABASE's -wal, nothing for the others.
     companions: Callable[[Path], list[Path]] | None = None
+    # The rules of the harness that writes this format (core/harness.py): where it folds on its own,
+    # the output it reserves, how it estimates tokens, its own policy in the policy lab. Default: no
+    # automatic fold, the default reserve and estimator.
+    harness: Harness = DEFAULT_RULES
 
     def companion_files(self, path: Path) -> list[Path]:
         if self.companions is not None:
@@ -173,6 +184,38 @@ def label(name: str | None) -> str:
 
 def labels() -> str:
     return ", ".join(f.label for f in registry())
+
+
+def default_name() -> str:
+    """The format a row names when nothing else says (the first registered: the reference format)."""
+    return registry()[0].name
+
+
+# -- harness rules ------------------------------------------------------------------------------
+
+_HARNESSES: tuple[list[Format], dict[str, Harness]] | None = None
+
+
+def harnesses() -> dict[str, Harness]:
+    """Every format's harness rules by format name, with the format's name and label filled in."""
+    global _HARNESSES
+    formats = registry()
+    if _HARNESSES is None or _HARNESSES[0] is not formats:
+        _HARNESSES = formats, {f.name: replace(f.harness, agent=f.name, label=f.harness.label or f.label) for f in formats}
+    return _HARNESSES[1]
+
+
+def harness(name: str | None, spec: ModelSpec | None = None) -> Harness:
+    """The rules of the harness that wrote format ``name`` (a conversation's agent); an unknown name
+    gets the default rules. With no name at all (a bare model), the rules of the harness that
+    usually runs ``spec``'s provider's models (``Harness.usual_for``), else the default."""
+    if name is None:
+        provider = spec.provider if spec is not None else ""
+        return next((h for h in harnesses().values() if provider in h.usual_for), DEFAULT_RULES)
+    return harnesses().get(name, DEFAULT_RULES)
+
+
+harness_rules.install(harness)
 
 
 # -- sniffing -----------------------------------------------------------------------------------

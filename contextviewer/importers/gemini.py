@@ -62,6 +62,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from contextviewer.core.harness import Harness
 from contextviewer.core.records import (
     AgentLink,
     BadLine,
@@ -758,6 +759,11 @@ def enrich(d: dict) -> dict:
     return {**d, "blocks": out}
 
 
+# The harness's rules (core/harness.py; not in the policy docs): Gemini CLI's chatCompressionService
+# compresses at 50 % of the model's token limit (DEFAULT_COMPRESSION_TOKEN_THRESHOLD = 0.5, keeping
+# the last 30 %).
+HARNESS = Harness(fold_label="Gemini CLI compress 50 %", fold_fraction=0.50, usual_for=("google",))
+
 FORMAT = Format(
     name="gemini",
     label="Gemini CLI",
@@ -769,4 +775,5 @@ FORMAT = Format(
     locations=("~/.gemini/tmp",),
     images=images,
     enrich=enrich,
+    harness=HARNESS,
 )

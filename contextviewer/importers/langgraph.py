@@ -46,6 +46,7 @@ from typing import Any
 
 import msgpack
 
+from contextviewer.core.harness import Harness
 from contextviewer.core.records import (
     AgentLink,
     BadLine,
@@ -792,6 +793,21 @@ def parse(source: ParseInput) -> Iterator[Record]:
         conn.close()
 
 
+# The harness's rules (core/harness.py; deepagents, policy-lab 2.4): summarize at 85 % of
+# max_input_tokens, or when the request is over int(0.95 * max_input) - max_output (its effective
+# window); reserve = the model's max output; ceil(chars/4), 3.3 chars per token for Anthropic models.
+HARNESS = Harness(
+    label="deepagents",
+    fold_label="deepagents summarize 85 %",
+    fold_fraction=0.85,
+    reserve_fraction=None,  # the model's whole max output
+    usable_fraction=0.95,
+    usable_less_reserve=True,
+    anthropic_chars_per_token=3.3,
+    rounding="ceil",
+    own_policy="deepagents",
+)
+
 FORMAT = Format(
     name="langgraph",
     label="LangGraph / deepagents",
@@ -804,4 +820,5 @@ FORMAT = Format(
         "e.g. SqliteSaver.from_conn_string(\"checkpoints.sqlite\"): wherever the app opens it; "
         "import that file (one conversation per thread)"
     ),
+    harness=HARNESS,
 )

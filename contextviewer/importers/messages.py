@@ -42,6 +42,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from contextviewer.core.harness import Harness
 from contextviewer.core.records import BadLine, Block, MessageRecord, Record, SessionInfo, UsageRecord
 from contextviewer.importers.common import (
     OpenCalls,
@@ -565,6 +566,9 @@ def enrich(d: dict) -> dict:
     return put_back_images(d, images)
 
 
+# The harness's rules (core/harness.py): a plain message array has no harness: no automatic fold.
+HARNESS = Harness(label="message array")
+
 FORMAT = Format(
     name="messages",
     label="Message arrays",
@@ -575,4 +579,5 @@ FORMAT = Format(
     locations=(),
     images=images,
     enrich=enrich,
+    harness=HARNESS,
 )

@@ -50,6 +50,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from contextviewer.core.harness import Harness
 from contextviewer.core.records import (
     AgentLink,
     BadLine,
@@ -713,6 +714,11 @@ def images(raw: str) -> list[dict]:
     return found
 
 
+# The harness's rules (core/harness.py; not in the policy docs): opencode compacts on overflow: input
+# above the model's input limit, else the window less min(max output, 32,000) (session/compaction.ts
+# isOverflow).
+HARNESS = Harness(fold_label="opencode compact", fold_at_effective=True, reserve_cap=32_000)
+
 FORMAT = Format(
     name="opencode",
     label="opencode",
@@ -724,4 +730,5 @@ FORMAT = Format(
     where="~/.local/share/opencode/storage/{session,message,part}/ (opencode ≤ 1.1) or ~/.local/share/opencode/opencode.db (≥ 1.2)",
     locations=("~/.local/share/opencode",),
     images=images,
+    harness=HARNESS,
 )

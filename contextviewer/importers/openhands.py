@@ -54,6 +54,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from contextviewer.core.harness import Harness
 from contextviewer.core.records import (
     BadLine,
     Block,
@@ -347,7 +348,7 @@ class _Session(TimeSpan):
         def is_forgotten(eid: str) -> bool:
             if forgot_all or eid in forgotten:
                 return True
-            if forgotten_range is not None and eid.isdigit():
+            if forgotten_range is not None and eid.isascii() and eid.isdigit():  # not "²": int() refuses it
                 return forgotten_range[0] <= int(eid) <= forgotten_range[1]
             return False
 
@@ -836,6 +837,10 @@ def images(raw: str) -> list[dict]:
     return found
 
 
+# The harness's rules (core/harness.py; policy-lab 6): condensers count events, not tokens (app
+# default: fold above 120 events, keep the first 4 + about 55): no token threshold.
+HARNESS = Harness(fold_events=120, own_policy="openhands")
+
 FORMAT = Format(
     name=NAME,
     label="OpenHands",
@@ -845,4 +850,5 @@ FORMAT = Format(
     where="v0: a trajectory JSON (event list); v1: ~/.openhands/conversations/<id>/ (base_state.json + events/)",
     locations=("~/.openhands/conversations",),
     images=images,
+    harness=HARNESS,
 )

@@ -44,6 +44,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from contextviewer.core.harness import Harness
 from contextviewer.core.records import BadLine, Block, FoldRecord, MessageRecord, Record, SessionInfo, UsageRecord
 from contextviewer.importers.common import TimeSpan, compact_json, json_kind, parse_timestamp, pos_int, str_or_none
 from contextviewer.importers.driver import JsonParser
@@ -497,6 +498,20 @@ def parse(source: ParseInput) -> Iterator[Record]:
 
 FORMAT_NAME = "picoclaw"
 
+# The harness's rules (core/harness.py; policy-lab 5.1, 5.2): window = MaxTokens x 4 = 131,072 when
+# not configured; summarize above 75 % of the window; reserve MaxTokens (32,768); 2.5 chars per
+# token (chars * 2 // 5).
+MAX_TOKENS = 32_768
+HARNESS = Harness(
+    fold_label="picoclaw summarize 75 %",
+    fold_fraction=0.75,
+    reserve_cap=MAX_TOKENS,
+    default_window=MAX_TOKENS * 4,
+    chars_per_token=2.5,
+    rounding="floor",
+    own_policy="picoclaw",
+)
+
 FORMAT = Format(
     name=FORMAT_NAME,
     label="picoclaw",
@@ -507,4 +522,5 @@ FORMAT = Format(
     where="~/.picoclaw/workspace/sessions/<key>.jsonl + <key>.meta.json (named agents: ~/.picoclaw/workspace-<id>/sessions)",
     locations=("~/.picoclaw/workspace/sessions",),
     companions=lambda path: [meta_path(path)],  # a new summary in the meta file is a change too
+    harness=HARNESS,
 )

@@ -295,6 +295,8 @@ def parse(source: ParseInput) -> Iterator[Record]:
     yield from guarded(_parse(source))
 
 
+# The harness's rules (core/harness.py): the default, no automatic fold of the window is recorded
+# (SWE-agent's history processors are not logged).
 FORMAT = Format(
     name=NAME,
     label="SWE-agent",

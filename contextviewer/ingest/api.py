@@ -7,7 +7,7 @@ from ninja import File, Form, Router
 from ninja.files import UploadedFile
 from ninja.responses import Status
 
-from contextviewer.accounts.auth import allowed_projects
+from contextviewer.accounts.permissions import projects_for
 from contextviewer.ingest import imports as services
 from contextviewer.jobs import idempotency
 from contextviewer.jobs.api import ErrorOut, JobOut, job_out
@@ -23,7 +23,7 @@ def create_import(
     idempotency_key: str | None = Form(None),
 ):
     """Upload one or more session files (multipart field `files`); answered with the job to poll."""
-    projects = list(allowed_projects(request, "import").order_by("name"))
+    projects = list(projects_for(request, "import"))
     if project:
         projects = [p for p in projects if p.slug == project]
     if not projects:

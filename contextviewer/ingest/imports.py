@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import tempfile
 from pathlib import Path
 
@@ -16,24 +15,17 @@ from contextviewer.core import tokens
 from contextviewer.ingest import files as ingest
 from contextviewer.jobs import queue as jobs
 from contextviewer.conversations.models import Conversation, Source
+from contextviewer.conversations.uploads import UPLOAD_DIR, safe_name
 from contextviewer.jobs.models import Job
-
-UPLOAD_DIR = "uploads"
-
 
 class UploadTooLarge(Exception):
     pass
 
 
-def _safe_name(name: str) -> str:
-    name = os.path.basename(name.replace("\\", "/")) or "upload.jsonl"
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:200] or "upload.jsonl"
-
-
 def store_upload(uploaded, max_bytes: int | None = None) -> dict:
     """Stream an uploaded file to MEDIA_ROOT/uploads/<sha256>/<name>; return its descriptor."""
     max_bytes = max_bytes or settings.MAX_UPLOAD_BYTES
-    name = _safe_name(uploaded.name)
+    name = safe_name(uploaded.name)
     root = Path(settings.MEDIA_ROOT) / UPLOAD_DIR
     root.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
@@ -111,21 +103,23 @@ def run_import(job: Job, progress) -> dict:
     if items and refused == len(items):
         # Nothing named is a session log any format reads: nothing was stored; say what it was.
         raise jobs.JobRefused("; ".join(e["reason"] for e in report.errors), import_result(report))
-    # Fact probes for every conversation that now has folds (idempotent per set of folds).
-    from contextviewer.review.services import enqueue_probes
+    # Fact probes and titles follow the finished job (jobs/kinds.py FOLLOW_UPS): its result lists
+    # the conversations it touched, sub-agents included (import_result).
+    from contextviewer.conversations import calibration as gauges
 
     imported = Conversation.objects.filter(pk__in=report.conversation_ids)
     imported |= Conversation.objects.filter(parent_id__in=report.conversation_ids)  # sub-agents compact too
-    for conv in imported.filter(fold_count__gt=0):
-        enqueue_probes(conv, user=job.created_by)
-    # Titles for the new conversations (builtin, or the project's provider when one is set).
-    from contextviewer.ingest import titles
-
-    titles.after_import(project, report.conversation_ids, user=job.created_by)
-    from contextviewer.conversations import calibration as gauges
-
     gauges.after_import(imported.only("agent", "cli_version"))
     return import_result(report)
+
+
+def titles_after_job(job: Job, result: dict) -> None:
+    """Follow-up of an import (jobs/kinds.py FOLLOW_UPS): titles for the new conversations (builtin,
+    or the project's provider when one is set); titles.after_import keeps the top-level ones."""
+    from contextviewer.ingest import titles
+
+    ids = [c["id"] for c in result.get("conversations") or () if isinstance(c, dict) and c.get("id")]
+    titles.after_import(job.project, ids, user=job.created_by)
 
 
 def import_result(report: ingest.ImportReport) -> dict:

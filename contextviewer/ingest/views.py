@@ -7,23 +7,15 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from contextviewer.accounts.models import Project
+from contextviewer.accounts.permissions import projects_for
 from contextviewer.ingest import imports as services
 from contextviewer.refusals import refuse
-
-
-def _projects_for(request: HttpRequest, permission: str) -> list[Project]:
-    return [
-        m.project
-        for m in request.user.memberships.select_related("project").order_by("project__name")
-        if m.can(permission)
-    ]
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def upload(request: HttpRequest) -> HttpResponse:
-    projects = _projects_for(request, "import")
+    projects = list(projects_for(request, "import"))
     context = {"projects": projects, "max_upload_mb": settings.MAX_UPLOAD_BYTES // 1_000_000}
     if not projects:
         return refuse(request, "Import is not offered: your role in your projects may view conversations but not import them.")

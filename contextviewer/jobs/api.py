@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from ninja import Router, Schema
 from ninja.responses import Status
 
-from contextviewer.accounts.auth import allowed_projects
+from contextviewer.accounts.permissions import get_job_for_user
 from contextviewer.jobs import queue as jobs
 from contextviewer.jobs.models import Job
 
@@ -49,15 +48,13 @@ def job_out(request, job: Job) -> dict:
 
 @router.get("/jobs/{job_id}", response={200: JobOut, 404: ErrorOut})
 def get_job(request, job_id: int):
-    job = get_object_or_404(Job.objects.filter(project__in=allowed_projects(request)), pk=job_id)
+    job = get_job_for_user(request, job_id)
     return Status(200, job_out(request, job))
 
 
 @router.post("/jobs/{job_id}/cancel", response={200: JobOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut})
 def cancel_job(request, job_id: int):
-    job = get_object_or_404(Job.objects.filter(project__in=allowed_projects(request)), pk=job_id)
-    if not allowed_projects(request, "import").filter(pk=job.project_id).exists():
-        return Status(403, {"detail": "Your role in this project may not cancel jobs."})
+    job = get_job_for_user(request, job_id, "import", doing="cancel jobs")
     if not jobs.cancel(job):
         return Status(409, {"detail": "This job has already ended."})
     job.refresh_from_db()

@@ -6,6 +6,12 @@ import circle, and a worker needs no list of modules to import "so that the runn
 
 A runner is ``fn(job, progress) -> dict`` (the job's result); ``progress(fraction, text)`` reports
 and raises JobCancelled when the job was cancelled. Adding a kind is one line here.
+
+Follow-ups are declared here too, not imported by the job that produces their input: when a job of
+a kind in FOLLOW_UPS succeeds, queue.py calls each ``fn(job, result)`` in order, after the job is
+finished (its result written). The producer's result says what they need (the conversations an
+import touched, the conversation a handoff folded); a follow-up that fails is logged and the job
+stays succeeded. So an import or a handoff imports nothing of review (an app above theirs).
 """
 
 from __future__ import annotations
@@ -20,9 +26,17 @@ JOB_KINDS: dict[str, str] = {
     "handoff": "contextviewer.builds.handoffs.run_handoff",
     "build": "contextviewer.builds.services.run_build",
     "title": "contextviewer.ingest.titles.run_title",
-    "probes": "contextviewer.review.services.run_probes",
-    "judge": "contextviewer.review.services.run_judge",
+    "probes": "contextviewer.review.probes.run_probes",
+    "judge": "contextviewer.review.judge.run_judge",
     "summarize_again": "contextviewer.review.alternatives.run",
+}
+
+
+FOLLOW_UPS: dict[str, tuple[str, ...]] = {
+    # Fact probes for every conversation that now has folds; titles for the new conversations.
+    "import": ("contextviewer.review.probes.after_job", "contextviewer.ingest.imports.titles_after_job"),
+    # Did the new summary keep the facts it replaced?
+    "handoff": ("contextviewer.review.probes.after_job",),
 }
 
 
@@ -38,3 +52,10 @@ def runner(kind: str) -> Callable:
     except KeyError:
         raise UnknownJobKind(f"no runner for job kind {kind!r}") from None
     return import_string(path)
+
+
+@cache
+def follow_ups(kind: str) -> tuple[Callable, ...]:
+    """The functions called with ``(job, result)`` when a job of ``kind`` succeeds (imported on
+    first use)."""
+    return tuple(import_string(path) for path in FOLLOW_UPS.get(kind, ()))

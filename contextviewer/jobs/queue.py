@@ -35,6 +35,7 @@ STALE_AFTER = timedelta(
 )
 # The reconciler gives a job left running by a dead worker (or past its time limit) this many runs.
 MAX_RUNS = 3
+RUN_JOB = "contextviewer.run_job"  # the Celery task that runs any job by id (jobs/tasks.py)
 
 class JobRefused(Exception):
     """A job that cannot do what was asked because of its input (a file no format reads): the
@@ -70,9 +71,11 @@ def create_job(project, kind: str, params: dict, *, user=None, idempotency_key: 
 
 
 def enqueue_job(job_id: int) -> None:
-    from contextviewer.jobs.tasks import run_job_task
+    """Send the job to a worker by the task's name (jobs/tasks.py RUN_JOB): this module imports
+    nothing of the Celery side, which imports it."""
+    from contextviewer.celery import app  # lazy: Celery's modules load only when a job is sent (0.14 s of every start-up)
 
-    run_job_task.delay(job_id)
+    app.send_task(RUN_JOB, args=[job_id])
 
 
 def claim(job_id: int) -> Job | None:
@@ -244,3 +247,22 @@ def _finish(job: Job, status: str, result: dict, error: str, text: str) -> None:
         log.warning("job %s: no longer this worker's; its %s result is dropped", job.pk, status)
         return
     cache.delete(progress_key(job.pk))
+    if status == JobStatus.SUCCEEDED:
+        _follow_up(job, result or {})
+
+
+def _follow_up(job: Job, result: dict) -> None:
+    """The follow-ups the job's kind declares (job_kinds.FOLLOW_UPS), called with the job and its
+    result once it is finished: each in its own savepoint, and one that fails is logged, never
+    the finished job's failure."""
+    try:
+        follow_ups = job_kinds.follow_ups(job.kind)
+    except Exception:
+        log.exception("job %s: the follow-ups of kind %s cannot be loaded", job.pk, job.kind)
+        return
+    for fn in follow_ups:
+        try:
+            with transaction.atomic():
+                fn(job, result)
+        except Exception:
+            log.exception("job %s: its follow-up %s.%s failed", job.pk, fn.__module__, fn.__qualname__)

@@ -1,31 +1,15 @@
 """Jobs page and the self-polling job progress fragment."""
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from contextviewer.accounts.models import Project
-from contextviewer.refusals import refuse
+from contextviewer.accounts.permissions import get_job_for_user
 
 from contextviewer.jobs import queue as jobs
 from contextviewer.jobs.models import Job
-
-
-def _projects_for(request: HttpRequest, permission: str) -> list[Project]:
-    return [
-        m.project
-        for m in request.user.memberships.select_related("project").order_by("project__name")
-        if m.can(permission)
-    ]
-
-
-def _get_job_for_user(request: HttpRequest, job_id: int) -> Job:
-    job = Job.objects.for_user(request.user).filter(pk=job_id).first()
-    if job is None:
-        raise Http404("No such job")
-    return job
 
 
 @login_required
@@ -37,7 +21,7 @@ def jobs_page(request: HttpRequest) -> HttpResponse:
 @login_required
 @vary_on_headers("HX-Request")
 def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
-    job = _get_job_for_user(request, job_id)
+    job = get_job_for_user(request, job_id)
     progress, text = jobs.current_progress(job)
     context = {"job": job, "progress": progress, "progress_pct": int(progress * 100), "progress_text": text}
     template = "jobs/detail.html#progress" if request.htmx else "jobs/detail.html"
@@ -47,9 +31,7 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
-    job = _get_job_for_user(request, job_id)
-    if not any(m.can("import") for m in request.user.memberships.filter(project=job.project)):
-        return refuse(request, f"Your role in {job.project.name} may not cancel jobs.")
+    job = get_job_for_user(request, job_id, "import", doing="cancel jobs")
     if not jobs.cancel(job):
         return HttpResponseBadRequest("This job has already ended.")
     return redirect("job_detail", job_id=job.pk)
@@ -58,8 +40,6 @@ def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def job_retry(request: HttpRequest, job_id: int) -> HttpResponse:
-    job = _get_job_for_user(request, job_id)
-    if not any(m.can("import") for m in request.user.memberships.filter(project=job.project)):
-        return refuse(request, f"Your role in {job.project.name} may not retry jobs.")
+    job = get_job_for_user(request, job_id, "import", doing="retry jobs")
     jobs.retry(job)
     return redirect("job_detail", job_id=job.pk)

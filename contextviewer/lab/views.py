@@ -12,14 +12,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from contextviewer.accounts.models import Project
 from contextviewer.core import harness
 from contextviewer.core.policylab import get as get_policy, names as policy_names
 from contextviewer.core.severity import CRITICAL_AT, WARN_AT
 
 from contextviewer.lab import replays as policylab
 from contextviewer.conversations.models import Conversation, ConversationKind
-from contextviewer.conversations.views import _get_conversation_for_user
+from contextviewer.accounts.permissions import get_conversation_for_user, projects_for
 
 DEFAULT_POLICIES = ("claude_code", "efferent", "deepagents")
 CLIP_SHOWN = 6000  # characters of each side of a clip shown (the counts say how much more there is)
@@ -112,7 +111,7 @@ def _ends(text: str) -> tuple[str, int, str]:
 @login_required
 @require_GET
 def lab(request: HttpRequest, pk: int) -> HttpResponse:
-    conv = _get_conversation_for_user(request, pk)
+    conv = get_conversation_for_user(request, pk)
     chosen, unknown = _chosen(request, conv)
     lab_session, results = policylab.cached_replays(conv, [policylab.BASELINE, *chosen])
     baseline, results = results[0], results[1:]
@@ -151,7 +150,7 @@ def lab(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_GET
 def project_table(request: HttpRequest) -> HttpResponse:
-    projects = list(Project.objects.for_user(request.user))
+    projects = list(projects_for(request))
     slug = request.GET.get("project", "")
     project = next((p for p in projects if p.slug == slug), projects[0] if projects else None)
     error = f"No project {slug!r} of yours; showing {project.name}." if slug and project and project.slug != slug else ""

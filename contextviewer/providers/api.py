@@ -5,13 +5,11 @@ Reading settings and spend needs membership ("view"); changing settings needs "s
 
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
 from ninja import Router, Schema
 from ninja.responses import Status
 
 from contextviewer.accounts import audit
-from contextviewer.accounts.auth import allowed_projects
-from contextviewer.conversations.models import Conversation
+from contextviewer.accounts.permissions import get_conversation_for_user, get_project_for_user
 
 from . import services
 from .models import PROVIDER_NAMES, ProviderConfig
@@ -55,15 +53,13 @@ def _out(c: ProviderConfig) -> dict:
 
 @router.get("/projects/{slug}/providers", response={200: list[ProviderOut], 404: ErrorOut})
 def list_providers(request, slug: str):
-    project = get_object_or_404(allowed_projects(request), slug=slug)
+    project = get_project_for_user(request, slug)
     return Status(200, [_out(c) for c in ProviderConfig.objects.filter(project=project)])
 
 
 @router.put("/projects/{slug}/providers/{provider}", response={200: ProviderOut, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut})
 def put_provider(request, slug: str, provider: str, data: ProviderIn):
-    project = get_object_or_404(allowed_projects(request), slug=slug)
-    if not allowed_projects(request, "settings").filter(pk=project.pk).exists():
-        return Status(403, {"detail": "Only owners and admins may change provider settings."})
+    project = get_project_for_user(request, slug, "settings", doing="change provider settings: only owners and admins may")
     if provider not in PROVIDER_NAMES:
         return Status(400, {"detail": f"Unknown provider {provider!r}: choose one of {', '.join(PROVIDER_NAMES)}."})
     try:
@@ -114,11 +110,11 @@ class SpendOut(Schema):
 
 @router.get("/projects/{slug}/spend", response={200: SpendOut, 404: ErrorOut})
 def project_spend(request, slug: str):
-    project = get_object_or_404(allowed_projects(request), slug=slug)
+    project = get_project_for_user(request, slug)
     return Status(200, services.project_spend(project))
 
 
 @router.get("/conversations/{conversation_id}/spend", response={200: SpendOut, 404: ErrorOut})
 def conversation_spend(request, conversation_id: int):
-    conv = get_object_or_404(Conversation.objects.filter(project__in=allowed_projects(request)), pk=conversation_id)
+    conv = get_conversation_for_user(request, conversation_id)
     return Status(200, services.conversation_spend(conv))

@@ -7,25 +7,18 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from contextviewer.accounts import audit
-from contextviewer.accounts.models import Membership
+from contextviewer.accounts.permissions import get_membership_for_user
 
 from . import services
 from .models import PROVIDER_NAMES, ProviderConfig, ProviderName
 
 
-def _project_for(request: HttpRequest, slug: str, permission: str = "view"):
-    member = Membership.objects.select_related("project").filter(user=request.user, project__slug=slug).first()
-    if member is None:
-        raise Http404("No such project")
-    if not member.can(permission):
-        raise PermissionDenied(f"Your role ({member.role}) in {member.project.name} may not change provider settings.")
-    return member.project, member
+DOING = "change provider settings"
 
 
 def _rows(project) -> list[dict]:
@@ -53,12 +46,10 @@ def _rows(project) -> list[dict]:
 @login_required
 @require_http_methods(["GET", "POST"])
 def provider_settings(request: HttpRequest, project: str) -> HttpResponse:
-    proj, member = _project_for(request, project)
-    can_edit = member.can("settings")
+    member = get_membership_for_user(request, project, "settings" if request.method == "POST" else "view", doing=DOING)
+    proj, can_edit = member.project, member.can("settings")
     status = 200
     if request.method == "POST":
-        if not can_edit:
-            raise PermissionDenied(f"Your role ({member.role}) in {proj.name} may not change provider settings.")
         name = request.POST.get("provider", "")
         key = request.POST.get("api_key", "")
         try:

@@ -23,6 +23,7 @@ from contextviewer.jobs.models import Job
 from contextviewer.core.tokens import count_text
 from contextviewer.providers import services as providers
 from contextviewer.providers.base import ProviderError
+from contextviewer.review.probes import compute_probe
 
 KIND = "summarize_again"
 
@@ -132,7 +133,5 @@ def run(job: Job, progress) -> dict:
             )
     except IntegrityError:  # the same job, run twice at once: the other run wrote it
         alt = Fold.objects.get(conversation=conv, key=key)
-    from contextviewer.review.services import compute_probe
-
     compute_probe(alt)  # its retention, on the original's segment, for the pairwise page
     return result(alt)

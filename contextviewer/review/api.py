@@ -1,4 +1,4 @@
-"""API operations for compaction review. Each picks its projects with allowed_projects(request,
+"""API operations for compaction review. Each picks its objects with accounts/permissions.py (request,
 permission): 404 when the project is not readable by the request (a token sees its own project
 only), 403 when it is readable but the role lacks the permission."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 from ninja import Router, Schema
 from ninja.responses import Status
 
-from contextviewer.accounts.auth import allowed_projects
+from contextviewer.accounts import permissions
 from contextviewer.jobs.queue import current_progress
-from contextviewer.conversations.models import Conversation, Fold
 
-from contextviewer.review import services
+from contextviewer.review import alternatives, dashboard as figures, judge, probes as fact_probes, queues as review_queues
+from contextviewer.review.errors import ReviewError
 from contextviewer.review.models import ReviewItem, ReviewQueue
 
 router = Router(tags=["review"])
@@ -79,19 +79,13 @@ class QueueOut(Schema):
 
 
 def _check(request, project_id: int, permission: str):
-    """None when allowed; else the Status to answer."""
-    if not allowed_projects(request, "view").filter(pk=project_id).exists():
-        return Status(404, {"detail": "Not found."})
-    if not allowed_projects(request, permission).filter(pk=project_id).exists():
-        return Status(403, {"detail": f"Your role may not {permission} in this project."})
+    """None when allowed; else Http404 or PermissionDenied (accounts/permissions.py), which the API answers."""
+    permissions.require(request, project_id, permission)
     return None
 
 
 def _fold(request, fold_id: int, permission: str = "view"):
-    fold = Fold.objects.select_related("conversation").filter(pk=fold_id).first()
-    if fold is None:
-        return None, Status(404, {"detail": "Not found."})
-    return fold, _check(request, fold.conversation.project_id, permission)
+    return permissions.get_fold_for_user(request, None, fold_id, permission), None
 
 
 BLIND_KEYS = ("kept", "how")
@@ -117,17 +111,15 @@ def fold_probe(request, fold_id: int):
     fold, refused = _fold(request, fold_id)
     if refused:
         return refused
-    return Status(200, _probe_out(services.probe_for(fold), services.hides_fold(request.user, fold)))
+    return Status(200, _probe_out(fact_probes.probe_for(fold), review_queues.hides_fold(request.user, fold)))
 
 
 @router.get("/review/conversations/{conversation_id}/probes", response={200: list[dict], 404: ErrorOut})
 def conversation_probes(request, conversation_id: int):
     """Per fold: retention per kind and overall, compression, summary tokens, lost facts with turns."""
-    conv = Conversation.objects.filter(pk=conversation_id, project__in=allowed_projects(request, "view")).first()
-    if conv is None:
-        return Status(404, {"detail": "Not found."})
-    blind = services.blind_fold_ids(request.user, conv.pk)
-    rows = services.probe_report(conv)
+    conv = permissions.get_conversation_for_user(request, conversation_id)
+    blind = review_queues.blind_fold_ids(request.user, conv.pk)
+    rows = fact_probes.probe_report(conv)
     for row in rows:
         if row["fold_id"] in blind:  # a blind item of this fold waits for the user's score
             row.update(origin=None, retention=None, per_kind={}, lost=[], hidden=True)
@@ -136,17 +128,13 @@ def conversation_probes(request, conversation_id: int):
 
 @router.get("/review/projects/{slug}/dashboard", response={200: dict, 404: ErrorOut})
 def dashboard(request, slug: str, by: str = "agent"):
-    project = allowed_projects(request, "view").filter(slug=slug).first()
-    if project is None:
-        return Status(404, {"detail": "Not found."})
-    return Status(200, services.dashboard([project], by))
+    project = permissions.get_project_for_user(request, slug)
+    return Status(200, figures.dashboard([project], by))
 
 
 @router.get("/review/projects/{slug}/queues", response={200: list[QueueOut], 404: ErrorOut})
 def queues(request, slug: str):
-    project = allowed_projects(request, "view").filter(slug=slug).first()
-    if project is None:
-        return Status(404, {"detail": "Not found."})
+    project = permissions.get_project_for_user(request, slug)
     return Status(200, [
         {"id": q.pk, "name": q.name, "filters": q.filters, "reviewers_per_item": q.reviewers_per_item, "items": q.items.count(),
          "mode": q.mode, "blind": q.blind}
@@ -162,11 +150,11 @@ def submit_review(request, item_id: int, payload: ReviewIn):
     refused = _check(request, item.queue.project_id, "score")
     if refused:
         return refused
-    if not services.can_review_in(item.queue, request.user):
+    if not review_queues.can_review_in(item.queue, request.user):
         return Status(403, {"detail": "You are not assigned to this queue."})
     try:
-        review = services.submit_review(item, request.user, payload.scores)
-    except services.ReviewError as exc:
+        review = review_queues.submit_review(item, request.user, payload.scores)
+    except ReviewError as exc:
         return Status(400, {"detail": str(exc)})
     return Status(201, {"id": review.pk, "item_id": item.pk, "fold_id": item.fold_id, "scores": review.scores})
 
@@ -177,8 +165,8 @@ def add_comment(request, fold_id: int, payload: CommentIn):
     if refused:
         return refused
     try:
-        c = services.add_comment(fold, request.user, payload.text, turn=payload.turn, fact=payload.fact)
-    except services.ReviewError as exc:
+        c = review_queues.add_comment(fold, request.user, payload.text, turn=payload.turn, fact=payload.fact)
+    except ReviewError as exc:
         return Status(400, {"detail": str(exc)})
     return Status(201, {"id": c.pk, "fold_id": fold.pk, "turn": c.turn, "fact": c.fact, "text": c.text})
 
@@ -189,7 +177,7 @@ def start_judge(request, fold_id: int):
     fold, refused = _fold(request, fold_id, "edit")
     if refused:
         return refused
-    job = services.start_judge(fold, user=request.user)
+    job = judge.start_judge(fold, user=request.user)
     progress, _ = current_progress(job)
     return Status(202, {"id": job.pk, "kind": job.kind, "status": job.status, "progress": progress})
 
@@ -219,8 +207,6 @@ def summarize_again(request, fold_id: int, payload: SummarizeAgainIn):
     from contextviewer.jobs import idempotency
     from contextviewer.providers.base import ProviderError
 
-    from contextviewer.review import alternatives
-
     fold, refused = _fold(request, fold_id, "edit")
     if refused:
         return refused
@@ -237,13 +223,11 @@ def summarize_again(request, fold_id: int, payload: SummarizeAgainIn):
 @router.get("/review/folds/{fold_id}/summaries", response={200: list[SummaryOut], 403: ErrorOut, 404: ErrorOut})
 def fold_summaries(request, fold_id: int):
     """Every summary of the fold's archived segment (the original first), with its origin."""
-    from contextviewer.review import alternatives
-
     fold, refused = _fold(request, fold_id)
     if refused:
         return refused
     found = alternatives.summaries(fold)
-    blind = services.blind_fold_ids(request.user, fold.conversation_id) & {f.pk for f in found}
+    blind = review_queues.blind_fold_ids(request.user, fold.conversation_id) & {f.pk for f in found}
     if blind:  # a blind item of this segment waits for the user's score: nothing tells the original
         return Status(200, [
             {"fold_id": f.pk, "kind": "", "origin": "", "position": f.position, "summary": f.summary_text,
@@ -252,29 +236,25 @@ def fold_summaries(request, fold_id: int):
         ])
     return Status(200, [
         {"fold_id": f.pk, "kind": f.kind, "origin": alternatives.origin_label(f), "position": f.position,
-         "summary": f.summary_text, "retention": services.probe_for(f).retention}
+         "summary": f.summary_text, "retention": fact_probes.probe_for(f).retention}
         for f in found
     ])
 
 
 @router.get("/review/projects/{slug}/score-config", response={200: list[dict], 404: ErrorOut})
 def get_score_config(request, slug: str):
-    project = allowed_projects(request, "view").filter(slug=slug).first()
-    if project is None:
-        return Status(404, {"detail": "Not found."})
-    return Status(200, services.score_config(project).fields)
+    project = permissions.get_project_for_user(request, slug)
+    return Status(200, review_queues.score_config(project).fields)
 
 
 @router.put("/review/projects/{slug}/score-config", response={200: list[dict], 400: ErrorOut, 403: ErrorOut, 404: ErrorOut})
 def put_score_config(request, slug: str, payload: ScoreConfigIn):
-    project = allowed_projects(request, "view").filter(slug=slug).first()
-    if project is None:
-        return Status(404, {"detail": "Not found."})
+    project = permissions.get_project_for_user(request, slug)
     refused = _check(request, project.pk, "settings")
     if refused:
         return refused
     try:
-        config = services.save_score_config(project, payload.fields, request=request)
-    except services.ReviewError as exc:
+        config = review_queues.save_score_config(project, payload.fields, request=request)
+    except ReviewError as exc:
         return Status(400, {"detail": str(exc)})
     return Status(200, config.fields)

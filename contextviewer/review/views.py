@@ -18,12 +18,15 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from contextviewer.accounts import permissions
 from contextviewer.accounts.models import Membership, Project
 from contextviewer.conversations.models import Fold
 from contextviewer.conversations.segments import ALTERNATIVE
 
-from contextviewer.review import alternatives, services
-from contextviewer.review.models import Comment, JudgeRun, PairwiseComparison, ReviewItem, ReviewQueue
+from contextviewer.core import facts as core_facts
+from contextviewer.review import alternatives, dashboard as figures, judge, probes as fact_probes, queues as review_queues
+from contextviewer.review.errors import ReviewError
+from contextviewer.review.models import Comment, FactProbe, JudgeRun, PairwiseComparison, Review, ReviewItem, ReviewQueue
 
 SEGMENT_MESSAGE_LIMIT = 400
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
@@ -31,28 +34,17 @@ BLOCK_CHARS = 2000
 
 
 def _membership(request: HttpRequest, project: Project | int, permission: str) -> Membership:
-    project_id = project if isinstance(project, int) else project.pk
-    member = Membership.objects.select_related("project").filter(user=request.user, project_id=project_id).first()
-    if member is None:
-        raise Http404("Not found")
-    if not member.can(permission):
-        raise PermissionDenied(f"Your role ({member.role}) in {member.project.name} may not do this.")
-    return member
+    return permissions.require(request, project, permission)
 
 
 def _project_for(request: HttpRequest, slug: str, permission: str = "view") -> tuple[Project, Membership]:
-    project = Project.objects.filter(slug=slug).first()
-    if project is None:
-        raise Http404("No such project")
-    member = _membership(request, project, permission)
+    member = permissions.get_membership_for_user(request, slug, permission)
     return member.project, member
 
 
 def _get_fold_for_user(request: HttpRequest, fold_id: int, permission: str = "view") -> tuple[Fold, Membership]:
-    fold = Fold.objects.select_related("conversation", "conversation__project").filter(pk=fold_id).first()
-    if fold is None:
-        raise Http404("No such fold")
-    return fold, _membership(request, fold.conversation.project_id, permission)
+    fold = permissions.get_fold_for_user(request, None, fold_id, permission)
+    return fold, permissions.membership(request, fold.conversation.project_id)
 
 
 def _get_queue_for_user(request: HttpRequest, queue_id: int, permission: str = "view") -> tuple[ReviewQueue, Membership]:
@@ -93,8 +85,8 @@ def review_index(request: HttpRequest, project: str) -> HttpResponse:
     recent = list(
         Fold.objects.filter(conversation__project=proj).select_related("conversation").order_by("-created_at", "-pk")[:50]
     )
-    blind = services.blind_fold_ids(request.user)
-    fold_rows = [{"fold": f, "probe": services.probe_for(f), "hidden": f.pk in blind} for f in recent]
+    blind = review_queues.blind_fold_ids(request.user)
+    fold_rows = [{"fold": f, "probe": fact_probes.probe_for(f), "hidden": f.pk in blind} for f in recent]
     agents = sorted(set(Fold.objects.filter(conversation__project=proj).values_list("conversation__agent", flat=True)))
     members = proj.memberships.select_related("user").order_by("user__username")
     return render(request, "review/index.html", {
@@ -109,16 +101,16 @@ def review_index(request: HttpRequest, project: str) -> HttpResponse:
 def queue_create(request: HttpRequest, project: str) -> HttpResponse:
     proj, _ = _project_for(request, project, "edit")
     try:
-        filters = services.parse_filters(request.POST)
+        filters = review_queues.parse_filters(request.POST)
         per_item = request.POST.get("reviewers_per_item") or "1"
         if not per_item.isdigit():
-            raise services.ReviewError("Reviewers per item: from 1 to 20.")
-        queue = services.create_queue(
+            raise ReviewError("Reviewers per item: from 1 to 20.")
+        queue = review_queues.create_queue(
             proj, request.POST.get("name", ""), filters, reviewers_per_item=int(per_item),
             reviewers=request.POST.getlist("reviewers"), user=request.user,
             mode=request.POST.get("mode") or "single", blind=request.POST.get("blind") in {"on", "1", "yes", "true"},
         )
-    except services.ReviewError as exc:
+    except ReviewError as exc:
         messages.error(request, str(exc))
         return redirect("review_index", project=proj.slug)
     what = "pairs of summaries" if queue.mode == "pairwise" else "folds"
@@ -137,12 +129,12 @@ def queue_detail(request: HttpRequest, queue_id: int) -> HttpResponse:
         messages.info(request, "Reviewers saved.")
         return redirect("review_queue", queue_id=queue.pk)
     items = list(queue.items.select_related("fold", "fold__conversation", "locked_by"))
-    probes = {p.fold_id: p for p in services.FactProbe.objects.filter(fold__in=[i.fold_id for i in items])}
+    probes = {p.fold_id: p for p in FactProbe.objects.filter(fold__in=[i.fold_id for i in items])}
     for i in [i for i in items if i.fold_id not in probes][:50]:  # the probes job covers the rest
-        probes[i.fold_id] = services.probe_for(i.fold)
+        probes[i.fold_id] = fact_probes.probe_for(i.fold)
     # A blind queue shows an item's retention only to those who have scored it.
-    scored = set(services.Review.objects.filter(item__queue=queue, reviewer=request.user).values_list("item_id", flat=True))
-    blind = services.blind_fold_ids(request.user)  # another blind queue may hold the same fold
+    scored = set(Review.objects.filter(item__queue=queue, reviewer=request.user).values_list("item_id", flat=True))
+    blind = review_queues.blind_fold_ids(request.user)  # another blind queue may hold the same fold
     rows = [
         {"item": i, "probe": probes.get(i.fold_id), "hidden": (queue.blind and i.pk not in scored) or i.fold_id in blind}
         for i in items
@@ -151,7 +143,7 @@ def queue_detail(request: HttpRequest, queue_id: int) -> HttpResponse:
         "queue": queue, "member": member, "rows": rows,
         "members": queue.project.memberships.select_related("user").order_by("user__username"),
         "assigned": set(queue.reviewers.values_list("pk", flat=True)),
-        "can_review": member.can("score") and services.can_review_in(queue, request.user),
+        "can_review": member.can("score") and review_queues.can_review_in(queue, request.user),
         "can_edit": member.can("edit"),
     })
 
@@ -160,12 +152,12 @@ def queue_detail(request: HttpRequest, queue_id: int) -> HttpResponse:
 @require_GET
 def queue_next(request: HttpRequest, queue_id: int) -> HttpResponse:
     queue, _ = _get_queue_for_user(request, queue_id, "score")
-    if not services.can_review_in(queue, request.user):
+    if not review_queues.can_review_in(queue, request.user):
         raise PermissionDenied("You are not assigned to this queue.")
     after = None
     if request.GET.get("after", "").isdigit():
         after = queue.items.filter(pk=int(request.GET["after"])).first()
-    item = services.next_item(queue, request.user, after=after)
+    item = review_queues.next_item(queue, request.user, after=after)
     if item is None:
         messages.info(request, f"Nothing left for you in {queue.name}. Thank you!")
         return redirect("review_queue", queue_id=queue.pk)
@@ -175,7 +167,7 @@ def queue_next(request: HttpRequest, queue_id: int) -> HttpResponse:
 def _segment_view(fold: Fold) -> list[dict]:
     """The archived segment as turns of messages with their text blocks cut for reading."""
     turns: list[dict] = []
-    for m in services.segment_messages(fold)[:SEGMENT_MESSAGE_LIMIT]:
+    for m in fact_probes.segment_messages(fold)[:SEGMENT_MESSAGE_LIMIT]:
         blocks = []
         for b in m.blocks or ():
             text = ANSI_RE.sub("", b.get("text") or "")  # colours are noise when reading for facts
@@ -194,7 +186,7 @@ def _segment_view(fold: Fold) -> list[dict]:
 
 
 def _fold_context(request: HttpRequest, fold: Fold, member: Membership) -> dict:
-    probe = services.probe_for(fold)
+    probe = fact_probes.probe_for(fold)
     comments = list(Comment.objects.filter(fold=fold).select_related("author"))
     by_fact: dict[str, list] = {}
     for c in comments:
@@ -203,8 +195,8 @@ def _fold_context(request: HttpRequest, fold: Fold, member: Membership) -> dict:
     facts = [dict(f, anchor=f"{f['kind']}:{f['key']}", comments=by_fact.get(f"{f['kind']}:{f['key']}", [])) for f in probe.facts]
     facts.sort(key=lambda f: (f["kept"], f["position"]))  # lost first
     kinds = [
-        {"kind": k, **(probe.per_kind.get(k) or {}), "baseline": services.core_facts.BASELINE.get(k)}
-        for k in services.core_facts.KINDS
+        {"kind": k, **(probe.per_kind.get(k) or {}), "baseline": core_facts.BASELINE.get(k)}
+        for k in core_facts.KINDS
         if (probe.per_kind.get(k) or {}).get("total")
     ]
     return {
@@ -212,9 +204,23 @@ def _fold_context(request: HttpRequest, fold: Fold, member: Membership) -> dict:
         "turns": _segment_view(fold), "comments": comments,
         "turn_comments": [c for c in comments if c.turn is not None and not c.fact],
         "judge_runs": JudgeRun.objects.filter(fold=fold)[:5],
-        "pairs": services.pair_candidates(fold),
+        "pairs": review_queues.pair_candidates(fold),
         "can_score": member.can("score"), "can_edit": member.can("edit"),
+        "judge_why_not": _judge_refusal(fold.conversation.project) if member.can("edit") else "",
     }
+
+
+def _judge_refusal(project: Project) -> str:
+    """Why the judge cannot run for this project ("" when it can): it needs a provider that reads."""
+    from contextviewer.providers.base import ProviderError
+
+    try:
+        judge.project_provider(project)
+    except ReviewError as exc:
+        return str(exc)
+    except ProviderError as exc:  # a broken provider setting: say so rather than offer a failing job
+        return f"The project's provider cannot be used: {exc}"
+    return ""
 
 
 @login_required
@@ -223,7 +229,8 @@ def fold_review(request: HttpRequest, fold_id: int) -> HttpResponse:
     fold, member = _get_fold_for_user(request, fold_id)
     context = _fold_context(request, fold, member)
     context["origin"] = alternatives.origin_label(fold)
-    context["hide"] = services.hides_fold(request.user, fold)  # a blind item of this fold awaits the user's score
+    context["hide"] = review_queues.hides_fold(request.user, fold)  # a blind item of this fold awaits the user's score
+    context["summaries"] = None if context["hide"] else review_queues.summaries_panel(request.user, fold)
     return render(request, "review/item.html", context)
 
 
@@ -232,24 +239,24 @@ def fold_review(request: HttpRequest, fold_id: int) -> HttpResponse:
 def review_item(request: HttpRequest, item_id: int) -> HttpResponse:
     item, member = _get_item_for_user(request, item_id)
     queue = item.queue
-    may_score = member.can("score") and services.can_review_in(queue, request.user)
+    may_score = member.can("score") and review_queues.can_review_in(queue, request.user)
     mine = item.reviews.filter(reviewer=request.user).first()
     error = None
     if request.method == "POST":
         if not may_score:
             raise PermissionDenied("You may not score in this queue.")
         try:
-            services.submit_review(item, request.user, request.POST)
-        except services.ReviewError as exc:
+            review_queues.submit_review(item, request.user, request.POST)
+        except ReviewError as exc:
             error = str(exc)
         else:
             messages.info(request, "Review saved.")
             return redirect(reverse("review_queue_next", args=[queue.pk]) + f"?after={item.pk}")
     locked_by_other = False
     if may_score and mine is None:
-        locked_by_other = not services.lock_item(item, request.user)
-    prev, nxt = services.neighbours(item)
-    config = services.score_config(queue.project)
+        locked_by_other = not review_queues.lock_item(item, request.user)
+    prev, nxt = review_queues.neighbours(item)
+    config = review_queues.score_config(queue.project)
     posted = request.POST if error else {}
     score_fields = [
         dict(f, options=list(range(f["min"], f["max"] + 1)) if f["type"] == "scale" else [], value=posted.get(f["key"], ""))
@@ -258,18 +265,19 @@ def review_item(request: HttpRequest, item_id: int) -> HttpResponse:
     context = _fold_context(request, item.fold, member)
     context.update({
         "item": item, "queue": queue, "prev": prev, "next": nxt, "mine": mine, "error": error,
-        "score_fields": score_fields, "others": services.visible_reviews(item, request.user),
+        "score_fields": score_fields, "others": review_queues.visible_reviews(item, request.user),
         "locked_by_other": locked_by_other, "may_submit": may_score and mine is None and not locked_by_other,
-        "hide": (queue.blind and mine is None) or services.hides_fold(request.user, item.fold),
+        "hide": (queue.blind and mine is None) or review_queues.hides_fold(request.user, item.fold),
     })
     if item.is_pair:
         context.update({
-            "a": item.fold, "b": item.fold_b, "probe_a": context["probe"], "probe_b": services.probe_for(item.fold_b),
+            "a": item.fold, "b": item.fold_b, "probe_a": context["probe"], "probe_b": fact_probes.probe_for(item.fold_b),
             "origin_a": alternatives.origin_label(item.fold), "origin_b": alternatives.origin_label(item.fold_b),
             "posted_choice": request.POST.get("choice", "") if error else "",
         })
         return render(request, "review/pair_item.html", context, status=400 if error else 200)
     context["origin"] = alternatives.origin_label(item.fold)
+    context["summaries"] = None if context["hide"] else review_queues.summaries_panel(request.user, item.fold)
     return render(request, "review/item.html", context, status=400 if error else 200)
 
 
@@ -278,8 +286,8 @@ def review_item(request: HttpRequest, item_id: int) -> HttpResponse:
 def comment_add(request: HttpRequest, fold_id: int) -> HttpResponse:
     fold, _ = _get_fold_for_user(request, fold_id, "score")
     try:
-        services.add_comment(fold, request.user, request.POST.get("text", ""), turn=request.POST.get("turn"), fact=request.POST.get("fact", ""))
-    except services.ReviewError as exc:
+        review_queues.add_comment(fold, request.user, request.POST.get("text", ""), turn=request.POST.get("turn"), fact=request.POST.get("fact", ""))
+    except ReviewError as exc:
         messages.error(request, str(exc))
     back = request.POST.get("next", "")
     if back.startswith("/review/") and "//" not in back:
@@ -292,12 +300,12 @@ def comment_add(request: HttpRequest, fold_id: int) -> HttpResponse:
 def judge_start(request: HttpRequest, fold_id: int) -> HttpResponse:
     fold, _ = _get_fold_for_user(request, fold_id, "edit")
     try:
-        services._project_provider(fold.conversation.project)  # no job that can only fail
-    except services.ReviewError as exc:
+        judge.project_provider(fold.conversation.project)  # no job that can only fail
+    except ReviewError as exc:
         from contextviewer.refusals import refuse
 
         return refuse(request, f"The judge cannot run: {exc}", status=409)
-    job = services.start_judge(fold, user=request.user)
+    job = judge.start_judge(fold, user=request.user)
     messages.info(request, "The judge is running.")
     return redirect("job_detail", job.pk)
 
@@ -308,8 +316,6 @@ def summarize_again(request: HttpRequest, fold_id: int) -> HttpResponse:
     """Write another summary of the fold with the chosen provider (the job page follows it)."""
     from contextviewer.jobs import idempotency
     from contextviewer.providers.base import ProviderError
-
-    from contextviewer.review import alternatives
 
     fold, _ = _get_fold_for_user(request, fold_id, "edit")
     try:
@@ -339,17 +345,17 @@ def pairwise(request: HttpRequest, fold_id: int, other_id: int) -> HttpResponse:
     if request.method == "POST":
         _membership(request, fold_a.conversation.project_id, "score")
         try:
-            services.record_pairwise(fold_a, fold_b, request.user, request.POST.get("choice", ""), request.POST.get("comment", ""))
-        except services.ReviewError as exc:
+            review_queues.record_pairwise(fold_a, fold_b, request.user, request.POST.get("choice", ""), request.POST.get("comment", ""))
+        except ReviewError as exc:
             error = str(exc)
         else:
             messages.info(request, "Vote saved.")
             return redirect("review_pairwise", fold_id=fold_a.pk, other_id=fold_b.pk)
     mine = PairwiseComparison.objects.filter(fold_a=fold_a, fold_b=fold_b, reviewer=request.user).first()
     votes = list(PairwiseComparison.objects.filter(fold_a=fold_a, fold_b=fold_b)) if mine else []
-    blind = services.blind_fold_ids(request.user, fold_a.conversation_id)
+    blind = review_queues.blind_fold_ids(request.user, fold_a.conversation_id)
     return render(request, "review/pairwise.html", {
-        "a": fold_a, "b": fold_b, "probe_a": services.probe_for(fold_a), "probe_b": services.probe_for(fold_b),
+        "a": fold_a, "b": fold_b, "probe_a": fact_probes.probe_for(fold_a), "probe_b": fact_probes.probe_for(fold_b),
         "origin_a": alternatives.origin_label(fold_a), "origin_b": alternatives.origin_label(fold_b),
         "conv": fold_a.conversation, "member": member, "mine": mine, "votes": votes, "error": error,
         "turns": _segment_view(fold_a), "can_score": member.can("score"),
@@ -363,13 +369,13 @@ def score_settings(request: HttpRequest, project: str) -> HttpResponse:
     proj, member = _project_for(request, project)
     if request.method == "POST":
         _membership(request, proj, "settings")  # before anything is read or written
-    config = services.score_config(proj)
+    config = review_queues.score_config(proj)
     error, raw = None, json.dumps(config.fields, indent=2)
     if request.method == "POST":
         raw = request.POST.get("fields", "")
         try:
-            services.save_score_config(proj, raw, request=request)
-        except services.ReviewError as exc:
+            review_queues.save_score_config(proj, raw, request=request)
+        except ReviewError as exc:
             error = str(exc)
         else:
             messages.info(request, "Score settings saved.")
@@ -384,10 +390,10 @@ def score_settings(request: HttpRequest, project: str) -> HttpResponse:
 @require_GET
 def dashboard(request: HttpRequest, project: str) -> HttpResponse:
     proj, member = _project_for(request, project)
-    data = services.dashboard([proj], request.GET.get("by", "agent"))
+    data = figures.dashboard([proj], request.GET.get("by", "agent"))
     fmt = request.GET.get("format", "")
     if fmt in {"csv", "json"}:
-        services._audit(request, proj, "export.created", "review dashboard", format=fmt, by=data["group"])
+        review_queues._audit(request, proj, "export.created", "review dashboard", format=fmt, by=data["group"])
     if fmt == "json":
         response = JsonResponse({"project": proj.slug, **data})
         response["Content-Disposition"] = f'attachment; filename="review-{proj.slug}-{data["group"]}.json"'
@@ -396,7 +402,7 @@ def dashboard(request: HttpRequest, project: str) -> HttpResponse:
         response = HttpResponse(content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="review-{proj.slug}-{data["group"]}.csv"'
         writer = csv.writer(response)
-        for row in services.dashboard_csv_rows(data):
+        for row in figures.dashboard_csv_rows(data):
             writer.writerow(_csv_safe(v) for v in row)
         return response
     return render(request, "review/dashboard.html", {"project": proj, "member": member, "data": data})

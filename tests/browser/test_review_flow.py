@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from contextviewer.accounts.models import Role
-from contextviewer.review import services
+from contextviewer.review import queues
 from contextviewer.review.models import Review
 from tests.browser.test_viewer_flows import Watch, login
 from tests.factories import TextSource, build_conversation, make_project, make_user
@@ -29,7 +29,7 @@ def queue_of_three(live_server):
             summary=lambda k, i=i: f"Goal: fix src/parser_{i}.py without changing the public API. Next: run the suite.",
         )
         build_conversation(project, turns=4, fold_at=40_000, texts=texts, subagent_turn=None, image_turn=None, external_id=f"s-{i}")
-    queue = services.create_queue(project, "Parser compactions", {}, reviewers=[annotator])
+    queue = queues.create_queue(project, "Parser compactions", {}, reviewers=[annotator])
     assert queue.items.count() == 3
     return {"project": project, "owner": owner, "annotator": annotator, "queue": queue}
 

@@ -123,10 +123,10 @@ def build_world() -> World:
 
 def _review_objects(world: World) -> None:
     """A review queue over A's folds (the review app's queues and items)."""
-    from contextviewer.review import services as review
+    from contextviewer.review import queues
 
-    review.score_config(world.a)  # made on first use; made here so that a refused write finds it made
-    queue = review.create_queue(world.a, "zq queue", {}, user=world.users[Role.OWNER])
+    queues.score_config(world.a)  # made on first use; made here so that a refused write finds it made
+    queue = queues.create_queue(world.a, "zq queue", {}, user=world.users[Role.OWNER])
     world.objects["queue"] = queue
     world.objects["item"] = queue.items.order_by("order").first()
 

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from contextviewer.accounts.models import Membership, Role
-from contextviewer.review import alternatives, services
+from contextviewer.review import alternatives, probes, queues
 from tests.integration.test_pairwise_blind import _two_summaries
 
 pytestmark = pytest.mark.django_db
@@ -44,14 +44,14 @@ def _pages(client, original, alt) -> dict[str, str]:
 
 
 def _retention_text(fold) -> list[str]:
-    r = services.probe_for(fold).retention
+    r = probes.probe_for(fold).retention
     return [f"{r * 100:.1f} %", f'"retention": {r}']
 
 
 def test_an_unscored_blind_item_hides_origin_and_retention_on_every_page_and_answer(project, user, tmp_path):
     original, alt = _two_summaries(project, tmp_path)
-    assert services.probe_for(alt).retention is not None and services.probe_for(original).retention is not None
-    queue = services.create_queue(project, "blind", {}, blind=True, user=user)
+    assert probes.probe_for(alt).retention is not None and probes.probe_for(original).retention is not None
+    queue = queues.create_queue(project, "blind", {}, blind=True, user=user)
     queue.reviewers.set([user])
     item = queue.items.get(fold=alt)
     origins = [alternatives.origin_label(original), alternatives.origin_label(alt)]
@@ -97,7 +97,7 @@ def test_a_blind_queue_assigned_to_someone_else_hides_nothing_from_me(project, u
     original, alt = _two_summaries(project, tmp_path)
     carol = get_user_model().objects.create_user("carol", password="pw-carol-1234")
     Membership.objects.create(project=project, user=carol, role=Role.ANNOTATOR)
-    queue = services.create_queue(project, "blind for carol", {}, mode="pairwise", blind=True, user=user)
+    queue = queues.create_queue(project, "blind for carol", {}, mode="pairwise", blind=True, user=user)
     queue.reviewers.set([carol])
     mine = _pages(_client(user), original, alt)
     assert alternatives.origin_label(alt) in mine["pairwise page"] and _retention_text(alt)[0] in mine["pairwise page"]

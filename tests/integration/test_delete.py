@@ -21,7 +21,7 @@ from contextviewer.ingest import files as ingest, imports as services
 from contextviewer.jobs import queue as jobs
 from contextviewer.conversations import search
 from contextviewer.conversations.models import Conversation, Fold, Message, ModelCall, Source
-from contextviewer.review import services as review
+from contextviewer.review import probes, queues
 from contextviewer.review.models import Comment, FactProbe, Review, ReviewItem
 from tests.factories import build_conversation, make_project, make_user
 from tests.sessions import SessionBuilder, session_lines
@@ -99,8 +99,8 @@ def rich(project, user):
     conv = built.conversation
     assert built.child is not None and built.folds
     for fold in built.folds:
-        review.compute_probe(fold)
-    queue = review.create_queue(project, "All folds", {})
+        probes.compute_probe(fold)
+    queue = queues.create_queue(project, "All folds", {})
     item = ReviewItem.objects.get(queue=queue, fold=built.folds[0])
     Review.objects.create(item=item, fold=item.fold, reviewer=user, scores={"fidelity": 3})
     Comment.objects.create(project=project, fold=built.folds[0], author=user, turn=1, text="lost the path")

@@ -32,7 +32,7 @@ from contextviewer.core import build as core_build
 from contextviewer.core import export as core_export
 from contextviewer.core.tokens import count_text
 from contextviewer.importers import formats
-from contextviewer.review import services as review
+from contextviewer.review import probes
 from tests.unit import (
     test_aider_importer as aider_t,
     test_codex_importer as codex_t,
@@ -47,7 +47,7 @@ from tests.unit import (
 
 pytestmark = pytest.mark.django_db
 
-CURVE_POINTS = 400  # pages.CURVE_POINTS: below it every call is drawn
+CURVE_POINTS = 400  # curve_view.CURVE_POINTS: below it every call is drawn
 
 
 # -- samples -----------------------------------------------------------------------------------
@@ -434,7 +434,7 @@ def test_the_fact_probes_give_a_retention_for_every_fold(imported, owner):
     folds = list(conv.folds.order_by("position", "pk"))
     assert len(folds) == conv.fold_count > 0
     for fold in folds:
-        probe = review.probe_for(fold)
+        probe = probes.probe_for(fold)
         assert probe.facts, f"fold at {fold.position}: its archived segment holds no fact"
         assert probe.retention is not None and 0.0 <= probe.retention <= 1.0
         kept = sum(1 for f in probe.facts if f["kept"])
@@ -442,7 +442,7 @@ def test_the_fact_probes_give_a_retention_for_every_fold(imported, owner):
         page = owner.get(reverse("review_fold", args=[fold.pk]))
         assert page.status_code == 200
         assert '<strong id="retention">' in page.content.decode()
-    report = review.probe_report(conv)
+    report = probes.probe_report(conv)
     assert [r["fold_id"] for r in report] == [f.pk for f in folds]
     assert all(r["retention"] is not None for r in report)
 

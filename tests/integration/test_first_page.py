@@ -8,7 +8,8 @@ import pytest
 from django.urls import reverse
 
 from contextviewer.ingest import files as ingest
-from contextviewer.conversations import pages
+from contextviewer.conversations import conversation_page, curve_view, segments as windows
+from contextviewer.core import curve as core_curve
 from contextviewer.conversations.models import Conversation, Message
 from contextviewer.importers import synthetic
 from tests.factories import TextSource, build_conversation
@@ -38,7 +39,7 @@ def _turns_of(conv: Conversation, seg) -> list[int]:
         Message.objects.filter(conversation=conv, position__gte=seg.start, position__lte=seg.end)
         .order_by("turn").values_list("turn", flat=True).distinct()
     )
-    return list(turns[: pages.TURN_PAGE])
+    return list(turns[: conversation_page.TURN_PAGE])
 
 
 def _rows(html: str) -> list[int]:
@@ -53,7 +54,7 @@ def test_a_conversation_of_many_folds_has_a_small_first_page(logged_in, many_fol
     html = response.content.decode()
     assert len(response.content) < FIRST_PAGE_LIMIT
 
-    segs = pages.conversation_segments(conv, pages.windows.load(conv))
+    segs = conversation_page.conversation_segments(conv, windows.load(conv))
     archived = [s for s in segs if s.kind == "archived"]
     assert len(archived) == FOLDS
     # The latest archived segment whole, every older one a line of its own, oldest first.
@@ -70,7 +71,7 @@ def test_a_conversation_of_many_folds_has_a_small_first_page(logged_in, many_fol
 
 def test_every_archived_segment_unfolds_into_its_summary_and_turns(logged_in, many_folds):
     conv = many_folds
-    archived = [s for s in pages.conversation_segments(conv, pages.windows.load(conv)) if s.kind == "archived"]
+    archived = [s for s in conversation_page.conversation_segments(conv, windows.load(conv)) if s.kind == "archived"]
     for s in archived[:-1]:
         url = reverse("segment_body", args=[conv.id, s.index])
         fragment = logged_in.get(url, HTTP_HX_REQUEST="true").content.decode()
@@ -87,7 +88,7 @@ def test_every_archived_segment_unfolds_into_its_summary_and_turns(logged_in, ma
 
 
 def test_the_oldest_folds_load_on_request(logged_in, many_folds, monkeypatch):
-    monkeypatch.setattr(pages, "ARCHIVED_LISTED", 5)
+    monkeypatch.setattr(conversation_page, "ARCHIVED_LISTED", 5)
     conv = many_folds
     html = logged_in.get(reverse("conversation", args=[conv.id])).content.decode()
     listed = _rows(html)
@@ -123,7 +124,7 @@ def test_a_hostile_summary_headline_is_escaped(logged_in, many_folds):
 
 def test_the_page_of_a_focused_old_turn_opens_its_segment(logged_in, many_folds):
     conv = many_folds
-    archived = [s for s in pages.conversation_segments(conv, pages.windows.load(conv)) if s.kind == "archived"]
+    archived = [s for s in conversation_page.conversation_segments(conv, windows.load(conv)) if s.kind == "archived"]
     target = archived[2]
     html = logged_in.get(reverse("conversation", args=[conv.id]), {"turn": target.first_turn}).content.decode()
     assert f'id="{target.element_id}" open' in html
@@ -140,14 +141,14 @@ def test_a_conversation_of_many_long_turns_has_a_small_first_page(logged_in, pro
     assert response.status_code == 200
     assert len(response.content) < FIRST_PAGE_LIMIT
     html = response.content.decode()
-    assert html.count('<details class="turn') == pages.TURN_PAGE
+    assert html.count('<details class="turn') == conversation_page.TURN_PAGE
     assert 'hx-trigger="revealed"' in html
 
 
 def test_fold_marks_on_the_curve_are_bounded():
     marks = [{"x": 1000 * i / 499, "trigger": "auto", "before": 1, "after": 2, "position": i} for i in range(500)]
-    merged = pages._merge_marks(marks, 1000)
-    assert len(merged) <= pages.FOLD_MARKS
+    merged = core_curve.merge_marks(marks, 1000, curve_view.FOLD_MARKS)
+    assert len(merged) <= curve_view.FOLD_MARKS
     assert sum(m.get("count", 1) for m in merged) == 500
     few = marks[::50]
-    assert pages._merge_marks(few, 1000) == few
+    assert core_curve.merge_marks(few, 1000, curve_view.FOLD_MARKS) == few

@@ -11,7 +11,7 @@ import re
 import pytest
 from django.test import override_settings
 
-from contextviewer.conversations import calibration as gauges, pages
+from contextviewer.conversations import calibration as gauges, conversation_page
 from contextviewer.ingest import files as ingest
 from contextviewer.jobs import queue as jobs
 from contextviewer.conversations.models import Conversation
@@ -36,7 +36,7 @@ def real(project, fixtures_dir):
 
 
 def test_real_session_categories_add_up_to_the_measurement(real):
-    page = pages.conversation_page(real)
+    page = conversation_page.conversation_page(real)
     g = page.gauge.gauge
     assert g.is_measured
     assert abs(sum(g.scaled.values()) - g.measured) <= 0.01 * g.measured
@@ -61,7 +61,7 @@ def test_real_session_overhead_is_measured_once_per_segment_not_a_growing_gap(re
     last_gap = first_segment[-1][1] - first_segment[-1][2]
     assert last_gap > fitted.overhead_at(0) + 15_000
     # At the latest call the gauge shows its segment's overhead, not the gap of that call.
-    g = pages.conversation_page(real).gauge.gauge
+    g = conversation_page.conversation_page(real).gauge.gauge
     unlogged = g.scaled["system_prompt"] + g.scaled["tool_definitions"] + g.scaled["harness_overhead"]
     assert unlogged == g.overhead == fitted.overhead_at(fitted.segment_of(real.model_calls.order_by("-position").first().position))
     assert unlogged < g.measured - g.estimate - 10_000  # the old "overhead" was ~55k here
@@ -118,11 +118,11 @@ def test_after_a_handoff_the_summary_is_its_own_category(client, user, project, 
     write_lines(path, session_lines(6))
     ingest.import_file(project, path)
     conv = Conversation.objects.get()
-    before = pages.conversation_page(conv).gauge.gauge
+    before = conversation_page.conversation_page(conv).gauge.gauge
     client.force_login(user)
     client.post(f"/c/{conv.pk}/handoff/", {"provider": "builtin"})
     jobs.run(Job.objects.get(kind="handoff").pk)
-    g = pages.conversation_page(conv).gauge.gauge
+    g = conversation_page.conversation_page(conv).gauge.gauge
     assert not g.is_measured  # the latest measurement was of the window before the fold
     assert g.scaled["summary"] > 0
     assert g.scaled["harness_overhead"] <= before.overhead  # the segment's overhead, not the whole window
@@ -140,7 +140,7 @@ def test_the_latest_calls_own_output_is_not_its_input(project, tmp_path):
     write_lines(path, lines)
     ingest.import_file(project, path)
     conv = Conversation.objects.get()
-    g = pages.conversation_page(conv).gauge.gauge
+    g = conversation_page.conversation_page(conv).gauge.gauge
     assert g.categories["assistant"] < 200  # only the earlier, short replies
     latest = conv.model_calls.order_by("-position").first()
     assert g.estimate == latest.estimated_context  # the same input as the curve's estimate

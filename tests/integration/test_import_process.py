@@ -12,7 +12,7 @@ import signal
 
 import pytest
 
-from contextviewer.ingest import files as ingest, prepare
+from contextviewer.ingest import files as ingest, prepare, rows as ingest_rows
 from contextviewer.conversations import search
 from contextviewer.conversations.models import Conversation, Message, Source
 from contextviewer.importers import claude_code, synthetic
@@ -263,4 +263,4 @@ def test_timestamps_go_into_sqlite_as_the_backend_would_write_them():
         datetime(2026, 3, 1, 23, 30, tzinfo=timezone(timedelta(hours=-5))),
         datetime(2026, 3, 1, 12, 0),
     ):
-        assert ingest._sqlite_datetime(value) == connection.ops.adapt_datetimefield_value(value)
+        assert ingest_rows._sqlite_datetime(value) == connection.ops.adapt_datetimefield_value(value)

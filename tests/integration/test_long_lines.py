@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from contextviewer.ingest import files as ingest
-from contextviewer.conversations import pages
+from contextviewer.conversations import turn_content
 from contextviewer.conversations.models import Conversation, Message
 from contextviewer.importers.lines import human_size
 from tests.sessions import SessionBuilder
@@ -243,7 +243,7 @@ def test_big_lines_import_with_their_results_paired_and_marked_on_the_page(big_f
             assert result["text"].endswith(marker)
             assert marker in message.raw and len(message.raw) < 2 * MB
             # Paired with its call: the page shows the result, marker and all, under the call.
-            view = pages.turn_view(conv, message.turn)
+            view = turn_content.turn_view(conv, message.turn)
             (call,) = [b for m in view.messages for b in m.blocks if b.kind == "tool_call" and b.tool_id == big["tool_id"]]
             assert call.result is not None and call.result.text.endswith(marker)
             assert client.get(f"/c/{conv.pk}/?turn={message.turn}").status_code == 200

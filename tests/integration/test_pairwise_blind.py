@@ -7,7 +7,7 @@ from django.test import Client
 from contextviewer.jobs import queue as jobs
 from contextviewer.conversations import segments as windows
 from contextviewer.jobs.models import JobStatus
-from contextviewer.review import alternatives, services
+from contextviewer.review import alternatives, probes, queues
 from contextviewer.review.models import PairwiseComparison, ReviewItem, ReviewQueue
 from tests.integration.test_summarize_again import _import
 
@@ -46,11 +46,11 @@ def test_a_pairwise_queue_needs_two_summaries_and_says_how_to_get_them(project, 
 
 def test_a_blind_pairwise_item_hides_origin_and_retention_until_the_vote_is_in(project, user, tmp_path):
     original, alt = _two_summaries(project, tmp_path)
-    queue = services.create_queue(project, "blind pairs", {}, mode="pairwise", blind=True, user=user)
+    queue = queues.create_queue(project, "blind pairs", {}, mode="pairwise", blind=True, user=user)
     item = queue.items.get()
     client = _client(user)
     origins = [alternatives.origin_label(original), alternatives.origin_label(alt)]
-    retention = services.probe_for(alt).retention
+    retention = probes.probe_for(alt).retention
     shown_retention = f"{retention * 100:.1f} %"
 
     before = client.get(f"/review/items/{item.pk}/").content.decode()
@@ -70,14 +70,14 @@ def test_a_blind_pairwise_item_hides_origin_and_retention_until_the_vote_is_in(p
     assert "You voted: b." in after and 'id="blind-note"' not in after
     for text in origins:
         assert text in after, text
-    assert "retention" in after and f"{services.probe_for(item.fold_b).retention * 100:.1f} %" in after
+    assert "retention" in after and f"{probes.probe_for(item.fold_b).retention * 100:.1f} %" in after
     vote = PairwiseComparison.objects.get()
     assert (vote.fold_a_id, vote.fold_b_id, vote.choice) == (item.fold_id, item.fold_b_id, "b")
 
 
 def test_a_blind_single_item_hides_origin_and_retention_until_the_score_is_in(project, user, tmp_path):
     original, alt = _two_summaries(project, tmp_path)
-    queue = services.create_queue(project, "blind single", {}, blind=True, user=user)
+    queue = queues.create_queue(project, "blind single", {}, blind=True, user=user)
     item = queue.items.get(fold=alt)
     client = _client(user)
     before = client.get(f"/review/items/{item.pk}/").content.decode()
@@ -91,12 +91,12 @@ def test_a_blind_single_item_hides_origin_and_retention_until_the_score_is_in(pr
     client.post(f"/review/items/{queue.items.get(fold=original).pk}/", {"fidelity": "3", "lost_detail": "no"})
     after = client.get(f"/review/items/{item.pk}/").content.decode()
     assert "summarized again · builtin summarizer" in after and 'id="retention"' in after
-    assert f"{services.probe_for(alt).retention * 100:.1f} %" in after
+    assert f"{probes.probe_for(alt).retention * 100:.1f} %" in after
 
 
 def test_an_open_queue_shows_origin_and_retention_from_the_start(project, user, tmp_path):
     original, alt = _two_summaries(project, tmp_path)
-    queue = services.create_queue(project, "open", {}, mode="pairwise", user=user)
+    queue = queues.create_queue(project, "open", {}, mode="pairwise", user=user)
     page = _client(user).get(f"/review/items/{queue.items.get().pk}/").content.decode()
     assert alternatives.origin_label(original) in page and alternatives.origin_label(alt) in page
     assert 'id="retention-a"' in page and 'id="blind-note"' not in page

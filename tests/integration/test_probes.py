@@ -26,7 +26,7 @@ from django.core.management.base import CommandError
 from contextviewer.ingest import files as ingest, imports as conv_services
 from contextviewer.conversations.models import Conversation, Fold
 from contextviewer.jobs.models import Job, JobStatus
-from contextviewer.review import services
+from contextviewer.review import probes
 from contextviewer.review.models import FactProbe
 from tests.worker import wait_for
 
@@ -42,7 +42,7 @@ def _facts(probe):
 def test_hand_checked_facts_of_the_fasthooks_fold(project, fixtures_dir):
     ingest.import_path(project, fixtures_dir / FASTHOOKS)
     fold = Fold.objects.get(conversation__external_id=SESSION)
-    probe = services.probe_for(fold)
+    probe = probes.probe_for(fold)
     facts = _facts(probe)
 
     def kept(kind, text, turn):
@@ -108,10 +108,10 @@ def test_a_missing_or_stale_probe_is_computed_when_read(project):
     built = build_conversation(project, turns=8, fold_at=20_000)
     fold = built.conversation.folds.first()
     assert fold is not None and not FactProbe.objects.filter(fold=fold).exists()
-    probe = services.probe_for(fold)
+    probe = probes.probe_for(fold)
     assert probe.facts and FactProbe.objects.filter(fold=fold).count() == 1
     FactProbe.objects.filter(pk=probe.pk).update(version=0, retention=None)
-    assert services.probe_for(fold).retention is not None
+    assert probes.probe_for(fold).retention is not None
 
 
 def test_an_import_that_brings_folds_runs_the_probes_job(project, user, worker, fixtures_dir):
@@ -132,13 +132,13 @@ def test_enqueue_probes_after_a_handoff_style_fold(project, user, worker):
 
     built = build_conversation(project, turns=4, fold_at=10**9)
     conv = built.conversation
-    assert services.enqueue_probes(conv) is None  # no folds, no job
+    assert probes.enqueue_probes(conv) is None  # no folds, no job
     last = conv.messages.order_by("-position").first()
     Fold.objects.create(
         conversation=conv, key="handoff:test", position=last.position, origin="generated", kind="handoff",
         summary_text="Goal: fix module_1.py. State: pytest tests/test_module_1.py -q passes.",
     )
-    job = services.enqueue_probes(conv, user=user)
+    job = probes.enqueue_probes(conv, user=user)
     done = wait_for(lambda: Job.objects.filter(pk=job.pk, status=JobStatus.SUCCEEDED).first(), message="probes job")
     assert done.result["folds"][0]["facts"] > 0
 
@@ -199,7 +199,7 @@ SPOTTER_4TE_NOT_PATHS = (
 def test_hand_checked_paths_of_the_spotter_fold_precision_and_recall(project, fixtures_dir):
     ingest.import_path(project, fixtures_dir / SPOTTER_4TE)
     fold = Fold.objects.get(conversation__external_id="ae4a77f8-aedd-4bc1-888f-c94edc91af04", kind="compact")
-    probe = services.probe_for(fold)
+    probe = probes.probe_for(fold)
     paths = {f["key"]: f for f in probe.facts if f["kind"] == "path"}
     assert set(SPOTTER_4TE_PATHS) <= set(paths), set(SPOTTER_4TE_PATHS) - set(paths)
     for word in SPOTTER_4TE_NOT_PATHS:
@@ -224,7 +224,7 @@ def test_two_builtin_handoffs_over_the_spotter_segment_keep_what_was_folded(proj
 
     ingest.import_path(project, fixtures_dir / SPOTTER_4TE)
     fold = Fold.objects.get(conversation__external_id="ae4a77f8-aedd-4bc1-888f-c94edc91af04", kind="compact")
-    messages = [services._plain(m) for m in services.segment_messages(fold)]
+    messages = [probes._plain(m) for m in probes.segment_messages(fold)]
     half = len(messages) // 2
     first, second = messages[:half], messages[half:]
 

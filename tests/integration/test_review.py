@@ -13,7 +13,7 @@ from django.urls import reverse
 from contextviewer.accounts.models import Role
 from contextviewer.conversations.models import Fold
 from contextviewer.providers.base import Completion
-from contextviewer.review import services
+from contextviewer.review import dashboard, judge, probes, queues
 from contextviewer.review.models import Comment, JudgeRun, PairwiseComparison, Review, ReviewItem, ReviewQueue
 from tests.factories import TextSource, build_conversation, make_user
 
@@ -59,7 +59,7 @@ def test_a_queue_takes_the_folds_its_filters_match(project, folds, team):
     weak = ReviewQueue.objects.get(name="weak")
     kept = {i.fold.conversation.external_id for i in weak.items.select_related("fold__conversation")}
     assert "conv-b" in kept
-    assert all(services.probe_for(i.fold).retention < 0.5 for i in weak.items.all())
+    assert all(probes.probe_for(i.fold).retention < 0.5 for i in weak.items.all())
     # Bad filters get a clear message and create nothing.
     for data, message in [
         ({"name": "x", "retention_below": "abc"}, "Retention below: give a percentage from 0 to 100."),
@@ -73,7 +73,7 @@ def test_a_queue_takes_the_folds_its_filters_match(project, folds, team):
 
 
 def _queue(project, folds, *, per_item=1, reviewers=()):
-    return services.create_queue(project, "q", {}, reviewers_per_item=per_item, reviewers=reviewers)
+    return queues.create_queue(project, "q", {}, reviewers_per_item=per_item, reviewers=reviewers)
 
 
 def test_locking_blind_scores_and_two_reviewers_per_fold(project, folds, team):
@@ -115,10 +115,10 @@ def test_an_expired_lock_can_be_taken(project, folds, team):
 
     queue = _queue(project, folds)
     item = queue.items.first()
-    assert services.lock_item(item, team["ann1"])
-    assert not services.lock_item(item, team["ann2"])
+    assert queues.lock_item(item, team["ann1"])
+    assert not queues.lock_item(item, team["ann2"])
     ReviewItem.objects.filter(pk=item.pk).update(locked_until=timezone.now() - timedelta(seconds=1))
-    assert services.lock_item(item, team["ann2"])
+    assert queues.lock_item(item, team["ann2"])
 
 
 def test_bad_scores_get_clear_messages(project, folds, team):
@@ -158,7 +158,7 @@ def test_score_settings_are_editable_by_owners_only(project, folds, team):
 
 def test_comments_anchor_to_a_turn_or_a_fact(project, folds, team):
     fold = folds[0]
-    probe = services.probe_for(fold)
+    probe = probes.probe_for(fold)
     fact = probe.facts[0]
     turn = fact["turn"]
     ann1 = login(team["ann1"])
@@ -213,7 +213,7 @@ class FakeProvider:
 
 def test_the_judge_stores_recall_precision_rubric_and_spend(project, folds):
     fold = folds[0]
-    probe = services.probe_for(fold)
+    probe = probes.probe_for(fold)
     n = len(probe.facts)
     answer = "```json\n" + json.dumps({
         "facts": [{"id": i, "kept": i % 2 == 0} for i in range(n)],
@@ -221,7 +221,7 @@ def test_the_judge_stores_recall_precision_rubric_and_spend(project, folds):
         "rubric": {"goal": 4, "constraints": 3, "decisions": 4, "state": 5, "next_steps": 4, "important_details": 2},
     }) + "\n```"
     provider = FakeProvider(answer)
-    run = services.judge_fold(fold, provider)
+    run = judge.judge_fold(fold, provider)
     (call,) = provider.calls
     assert call["role"] == "judge" and "<segment>" in call["prompt"] and fold.summary_text in call["prompt"]
     assert run.recall == pytest.approx(len(range(0, n, 2)) / n)
@@ -229,8 +229,8 @@ def test_the_judge_stores_recall_precision_rubric_and_spend(project, folds):
     assert run.rubric["state"] == 5 and run.fidelity == 4
     assert run.spend["input_tokens"] == 1234 and run.spend["cost_usd"] == 0.01
     assert run.prompt == call["prompt"] and run.answer == answer
-    with pytest.raises(services.ReviewError, match="holds no JSON object"):
-        services.judge_fold(fold, FakeProvider("I think it is fine."))
+    with pytest.raises(queues.ReviewError, match="holds no JSON object"):
+        judge.judge_fold(fold, FakeProvider("I think it is fine."))
     assert JudgeRun.objects.filter(fold=fold).count() == 2  # the failed answer is kept for reading
 
 
@@ -250,7 +250,7 @@ def test_dashboard_figures_exports_and_agreement(project, folds, team):
     assert total["folds"] == len(folds) and total["reviews"] == len(scores)
     assert total["fidelity_mean"] == pytest.approx(sum(scores) / len(scores))
     assert total["kappa"] == 1.0 and total["kappa_pairs"] == len(scores)
-    sizes = sorted(services.probe_for(f).summary_tokens for f in folds)
+    sizes = sorted(probes.probe_for(f).summary_tokens for f in folds)
     assert total["summary_p50"] == sizes[(len(sizes) + 1) // 2 - 1] and total["summary_p99"] == sizes[-1]
     rows = list(csv.reader(io.StringIO(viewer.get(url + "?format=csv&by=month").content.decode())))
     assert rows[0][:3] == ["month", "folds", "retention"] and rows[-1][0] == "all"
@@ -258,11 +258,11 @@ def test_dashboard_figures_exports_and_agreement(project, folds, team):
 
 
 def test_kappa_and_percentiles():
-    assert services.cohen_kappa([(1, 1), (2, 2), (3, 3)]) == 1.0
-    assert services.cohen_kappa([(1, 2), (2, 1)]) == pytest.approx(-1.0)
-    assert services.cohen_kappa([(1, 1)]) is None
-    assert services.percentile(list(range(1, 101)), 99) == 99
-    assert services.percentile([], 50) is None
+    assert dashboard.cohen_kappa([(1, 1), (2, 2), (3, 3)]) == 1.0
+    assert dashboard.cohen_kappa([(1, 2), (2, 1)]) == pytest.approx(-1.0)
+    assert dashboard.cohen_kappa([(1, 1)]) is None
+    assert dashboard.percentile(list(range(1, 101)), 99) == 99
+    assert dashboard.percentile([], 50) is None
 
 
 def test_roles_and_strangers(project, folds, team):
@@ -290,7 +290,7 @@ def test_roles_and_strangers(project, folds, team):
     assert outsider.post(reverse("review_comment", args=[fold.pk]), {"text": "x"}).status_code == 404
     assert outsider.post(reverse("review_item", args=[item.pk]), {"fidelity": "3"}).status_code == 404
     # A queue assigned to ann2 is not ann1's to score.
-    assigned = services.create_queue(project, "ann2 only", {}, reviewers=[team["ann2"]])
+    assigned = queues.create_queue(project, "ann2 only", {}, reviewers=[team["ann2"]])
     assert login(team["ann1"]).get(reverse("review_queue_next", args=[assigned.pk])).status_code == 403
     assert not Review.objects.exists()
 
@@ -300,11 +300,11 @@ def test_the_judge_spend_goes_to_the_ledger_and_needs_a_real_provider(project, f
     from contextviewer.providers.models import SpendEntry
 
     fold = folds[0]
-    run = services.judge_fold(fold, FakeProvider(json.dumps({"facts": [], "statements": [], "rubric": {"goal": 3}})))
+    run = judge.judge_fold(fold, FakeProvider(json.dumps({"facts": [], "statements": [], "rubric": {"goal": 3}})))
     entry = SpendEntry.objects.get(role="judge")
     assert entry.provider == "fake" and run.spend["input_tokens"] == 1234
     # With no provider configured (builtin only), the judge job fails with a message saying why.
-    job = services.start_judge(fold)
+    job = judge.start_judge(fold)
     done = jobs.run(job.pk)
     assert done.status == "failed" and "The judge needs an LLM provider" in done.error
 
@@ -326,7 +326,7 @@ def test_the_review_index_lists_folds_with_their_probes(project, folds, team):
     page = login(team["viewer"]).get(reverse("review_index", args=[project.slug])).content.decode()
     for fold in folds:
         assert reverse("review_fold", args=[fold.pk]) in page
-    retention = services.probe_for(folds[0]).retention
+    retention = probes.probe_for(folds[0]).retention
     assert f"{retention * 100:.1f} %" in page
     assert "New queue" not in page  # a viewer cannot create queues
     assert "New queue" in login(team["owner"]).get(reverse("review_index", args=[project.slug])).content.decode()

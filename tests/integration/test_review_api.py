@@ -6,7 +6,7 @@ from django.test import Client
 
 from contextviewer.accounts.models import Role
 from contextviewer.accounts.services import create_token
-from contextviewer.review import services
+from contextviewer.review import probes, queues
 from contextviewer.review.models import Review
 from tests.factories import TextSource, build_conversation, make_project, make_user
 
@@ -19,7 +19,7 @@ def setup(project, user):
     other = make_project("other")
     stranger = make_user("sam", project=other)
     build_conversation(other, turns=8, fold_at=25_000, external_id="other-conv")
-    queue = services.create_queue(project, "q", {})
+    queue = queues.create_queue(project, "q", {})
     return {
         "conv": built.conversation, "fold": built.conversation.folds.first(), "queue": queue, "other": other,
         "owner": user, "annotator": make_user("ann", project=project, role=Role.ANNOTATOR),
@@ -70,7 +70,7 @@ def test_reviews_and_comments_by_role(setup):
     fold = item.fold
     r = ann.post(f"/api/review/folds/{fold.pk}/comments", {"text": "x", "turn": 99999}, content_type="application/json")
     assert r.status_code == 400 and "not in this fold" in r.json()["detail"]
-    turn = services.probe_for(fold).facts[0]["turn"]
+    turn = probes.probe_for(fold).facts[0]["turn"]
     r = ann.post(f"/api/review/folds/{fold.pk}/comments", {"text": "important", "turn": turn}, content_type="application/json")
     assert r.status_code == 201 and r.json()["turn"] == turn
     assert session(setup["stranger"]).post(

@@ -15,7 +15,7 @@ from contextviewer.conversations import segments as windows
 from contextviewer.conversations.models import Conversation, Fold
 from contextviewer.jobs.models import Job, JobStatus
 from contextviewer.providers import services as provider_services
-from contextviewer.review import alternatives, services as review
+from contextviewer.review import alternatives, probes
 from tests.fake_providers import FakeProvider
 from tests.integration.test_builds_after_fold import SUMMARY, compaction
 from tests.sessions import SessionBuilder, session_lines, write_lines
@@ -61,7 +61,7 @@ def test_the_command_stores_a_second_summary_and_the_original_stays_in_play(proj
     assert [f.pk for f in windows.segment_folds(conv)] == [original.pk]
     assert handoff.loaded_input(conv).positions == loaded_before
     # Review probes it on the original's segment, and the two can be compared.
-    assert review.compute_probe(alt).segment_start == review.compute_probe(original).segment_start
+    assert probes.compute_probe(alt).segment_start == probes.compute_probe(original).segment_start
     assert [f.pk for f in alternatives.summaries(alt)] == [original.pk, alt.pk]
     page = _client(user).get(f"/review/folds/{original.pk}/pairwise/{alt.pk}/")
     assert page.status_code == 200 and "src/app_2.py" in page.content.decode()

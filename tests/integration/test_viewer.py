@@ -7,7 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from contextviewer.conversations import pages
+from contextviewer.conversations import conversation_page, figures
 from contextviewer.core.severity import severity
 from tests.factories import PNG_1PX, TextSource, build_conversation, make_project, make_user
 
@@ -73,7 +73,7 @@ def test_index_lists_conversations_with_figures_and_subagents_under_their_parent
     rows = re.findall(r'<tr class="conv-row( child)?">.*?href="/c/(\d+)/"', html, re.S)
     assert rows[0] == ("", str(conv.id))
     assert rows[1] == (" child", str(built.child.id))
-    spec = pages.model_spec(conv)
+    spec = figures.model_spec(conv)
     assert f"sev-{severity(conv.peak_context, spec.window)}" in html
     assert "$" in html  # cost: the model's prices are known
 
@@ -211,15 +211,15 @@ def test_query_count_does_not_grow_with_length(logged_in, project):
     n_large, response = _queries(logged_in, reverse("conversation", args=[large.id]))
     assert 0 < n_small == n_large
     html = response.content.decode()
-    assert html.count('<details class="turn') == pages.TURN_PAGE
+    assert html.count('<details class="turn') == conversation_page.TURN_PAGE
     assert 'hx-trigger="revealed"' in html
 
 
 def test_scrolling_on_loads_the_next_window(logged_in, project):
     conv = build_conversation(project, turns=100, fold_at=10**9, subagent_turn=None).conversation
-    html = logged_in.get(reverse("segment_turns", args=[conv.id, 0]), {"from": pages.TURN_PAGE + 1}, HTTP_HX_REQUEST="true").content.decode()
+    html = logged_in.get(reverse("segment_turns", args=[conv.id, 0]), {"from": conversation_page.TURN_PAGE + 1}, HTTP_HX_REQUEST="true").content.decode()
     turns = [int(t) for t in re.findall(r'id="turn-(\d+)"', html)]
-    assert turns[0] == pages.TURN_PAGE + 1 and len(turns) == pages.TURN_PAGE
+    assert turns[0] == conversation_page.TURN_PAGE + 1 and len(turns) == conversation_page.TURN_PAGE
 
 
 # --- safe rendering ---------------------------------------------------------------------------

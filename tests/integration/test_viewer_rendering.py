@@ -92,7 +92,10 @@ def test_clip_keeps_head_and_tail():
 def test_no_other_path_marks_transcript_text_safe():
     app = ROOT / "contextviewer" / "conversations"
     sources = [
-        *(app / name for name in ("views.py", "pages.py", "rendering.py", "search.py", "urls.py")),
+        *(app / name for name in (
+            "views.py", "index_page.py", "conversation_page.py", "curve_view.py", "turn_content.py", "figures.py",
+            "rendering.py", "search.py", "urls.py",
+        )),
         *(app / "templatetags").glob("*.py"),
     ]
     for path in sources:

@@ -17,11 +17,11 @@ from contextviewer.accounts.models import Membership, Role
 from contextviewer.builds import services as builds, handoffs as handoff
 from contextviewer.ingest import files as ingest
 from contextviewer.jobs import queue as jobs
-from contextviewer.conversations import pages
+from contextviewer.conversations import conversation_page, curve_view
 from contextviewer.conversations import segments as windows
 from contextviewer.conversations.models import Conversation, Fold, Message, ModelCall
 from contextviewer.core import build as core_build
-from contextviewer.review import services as review
+from contextviewer.review import probes, queues
 from tests.conftest import shared_fixtures_dir
 from tests.sessions import SessionBuilder, write_lines
 
@@ -84,9 +84,9 @@ def synthetic_lines() -> tuple[list[str], dict]:
 
 def assert_one_window(conv: Conversation) -> dict:
     """Every surface names the same positions for every fold of `conv`; returns what the page showed."""
-    page = pages.conversation_page(conv)
+    page = conversation_page.conversation_page(conv)
     # Every segment, also those the first page lists one line each (each opens into the same segment).
-    segments = pages.conversation_segments(conv, windows.load(conv))
+    segments = conversation_page.conversation_segments(conv, windows.load(conv))
     archived = [s for s in segments if s.kind == "archived"]
     loaded = next(s for s in segments if s.kind == "loaded")
     shown = [s for s in page.segments if s.kind == "archived"]
@@ -117,9 +117,9 @@ def assert_one_window(conv: Conversation) -> dict:
     for segment in archived:
         fold = Fold.objects.get(pk=segment.fold.pk)
         shown = [p for p in range(segment.start, segment.end + 1) if p in tokens]
-        assert [m.position for m in review.segment_messages(fold)] == shown
-        assert review.segment_start(fold) == segment.start
-        assert review.compute_probe(fold).segment_start == (shown[0] if shown else fold.position)
+        assert [m.position for m in probes.segment_messages(fold)] == shown
+        assert probes.segment_start(fold) == segment.start
+        assert probes.compute_probe(fold).segment_start == (shown[0] if shown else fold.position)
 
     # Handoff's input: the page's loaded segment (summary, preserved tail, everything after the fold).
     view = handoff.loaded_input(conv)
@@ -143,7 +143,7 @@ def assert_one_window(conv: Conversation) -> dict:
         for call in calls:
             by_position.setdefault(call.position, call)
         assert curve is not None and curve.total_calls == len(calls)
-        assert len(curve.points) == min(len(calls), pages.CURVE_POINTS) or len(calls) > pages.CURVE_POINTS
+        assert len(curve.points) == min(len(calls), curve_view.CURVE_POINTS) or len(calls) > curve_view.CURVE_POINTS
         for point in curve.points:  # every call when few; maxima, minima and folds when many
             call = by_position[point.position]
             before = [s for s in imported if s.end < call.position]
@@ -183,11 +183,11 @@ def test_synthetic_session_one_answer_everywhere(project, tmp_path):
     # The microcompact: a Fold row with no archived segment anywhere.
     micro = conv.folds.get(kind="microcompact")
     assert micro.position == facts["micro"]
-    assert windows.archived_segment(micro) is None and review.segment_messages(micro) == []
+    assert windows.archived_segment(micro) is None and probes.segment_messages(micro) == []
     assert all(s.fold.pk != micro.pk for s in archived)
     # ... and nothing for review to probe or queue: two compactions are reviewed, not three folds.
-    assert [r["fold_id"] for r in review.probe_report(conv)] == [s.fold.pk for s in archived]
-    assert [f.pk for f in review.folds_matching(project, {})] == [s.fold.pk for s in archived]
+    assert [r["fold_id"] for r in probes.probe_report(conv)] == [s.fold.pk for s in archived]
+    assert [f.pk for f in queues.folds_matching(project, {})] == [s.fold.pk for s in archived]
 
     # Handoff reads the second summary once, then turn 7 (preserved), then turns 8-9.
     view = seen["view"]

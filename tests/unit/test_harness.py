@@ -1,9 +1,13 @@
-"""Harness rules per agent, with the numbers DESIGN.md "Policies" and docs/policy-lab.md state."""
+"""Harness rules per agent, with the numbers DESIGN.md "Policies" and docs/policy-lab.md state.
+
+The rules are declared on each format's module (importers/<format>.py HARNESS) and found through
+the format registry (formats.harness, which core/harness.rules asks)."""
 
 import pytest
 
 from contextviewer.core import budget, harness
 from contextviewer.core.registry import ModelSpec, lookup
+from contextviewer.importers import formats
 
 # A 200k and a 400k model; small output limits unless a rule is about the output limit.
 M200 = ModelSpec("m200", 200_000, 8_000)
@@ -106,8 +110,8 @@ def test_openhands_folds_by_events():
 
 
 def test_an_unknown_agent_gets_the_default():
-    assert harness.rules("some-new-agent") is harness.HARNESSES["default"]
-    assert harness.rules("some-new-agent", lookup("claude-sonnet-4-5")) is harness.HARNESSES["default"]
+    assert harness.rules("some-new-agent") is harness.DEFAULT_RULES
+    assert harness.rules("some-new-agent", lookup("claude-sonnet-4-5")) is harness.DEFAULT_RULES
     assert at("some-new-agent", lookup("claude-sonnet-4-5")) is None
     assert harness.output_reserve("some-new-agent", M200_BIG_OUT) == 40_000
     assert harness.estimate_tokens("some-new-agent", "x" * 40) == 10
@@ -140,6 +144,16 @@ def test_every_harness_own_policy_is_a_registered_policy():
     """The lab draws a conversation's own harness policy by default: each rule names a real one."""
     from contextviewer.core import policylab
 
-    owned = {h.agent: h.own_policy for h in harness.HARNESSES.values() if h.own_policy}
+    owned = {h.agent: h.own_policy for h in formats.harnesses().values() if h.own_policy}
     assert len(owned) >= 6
     assert set(owned.values()) <= set(policylab.names())
+
+
+def test_rules_come_from_the_format_registry():
+    """A format's module declares its harness; core/harness.py's lookup is the registry's."""
+    for fmt in formats.registry():
+        assert harness.rules(fmt.name) is formats.harness(fmt.name)
+        assert harness.rules(fmt.name).agent == fmt.name
+    assert formats.harness(None, lookup("claude-sonnet-4-5")).agent == formats.harness("claude-code").agent
+    usual = [p for h in formats.harnesses().values() for p in h.usual_for]
+    assert len(usual) == len(set(usual))  # one usual harness per provider

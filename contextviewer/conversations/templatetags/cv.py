@@ -1,11 +1,13 @@
 """Filters for the viewer's templates. Only `markdown` returns HTML, through rendering.markdown_html
-(escape first, then nh3); everything else returns plain text that autoescaping prints."""
+(escape first, then nh3), and `panel` a template rendered with autoescaping; everything else
+returns plain text that autoescaping prints."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 from django import template
+from django.template.loader import render_to_string
 
 from contextviewer.conversations import rendering
 from contextviewer.core import tokens as token_core
@@ -100,3 +102,10 @@ def get(mapping, key):
         return mapping.get(key)
     except AttributeError:
         return None
+
+
+@register.simple_tag(takes_context=True)
+def panel(context, p):
+    """A card another app prepared for this page (conversations/panels.py): its template rendered
+    with its context (autoescaped as any template); nothing is queried here."""
+    return render_to_string(p.template, {**p.context, "csrf_token": context.get("csrf_token")}, request=context.get("request"))

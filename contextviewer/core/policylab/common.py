@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from ..budget import FACTOR_RANGE, MIN_FIT_CALLS
 from .model import CLIPPED, FULL, SUMMARY, Call, CallWindow, Event, Item, Msg, Replay, Session
 
 PREVIEW_CHARS = 160
@@ -308,12 +309,35 @@ def freeze(
     return CallWindow(call.index, tuple(s.item() for s in slots), t, zone_of(t, window), tuple(events))
 
 
-def baseline_totals(session: Session) -> dict[int, int]:
-    """The recorded curve per call: measured input where there is one, else overhead + every
-    message the call saw (with the session's own fold artifacts as recorded), calibrated."""
-    from .recorded import recorded_totals
+def recorded_windows(session: Session) -> Iterator[tuple[Call, list[Slot]]]:
+    """Per call, what the log says it held: every message since the session's own last fold (its
+    summary onward; the boundary marker itself is not sent). One pass: each call's window is the
+    previous one plus the messages that arrived since, started over at the session's own fold.
+    The recorded curve (recorded.py) draws it; calibrate fits the scale on it."""
+    msgs = sorted(session.messages, key=lambda m: m.seq)
+    window: list[Slot] = []
+    i = 0
+    for call in sorted(session.calls, key=lambda c: c.index):
+        while i < len(msgs) and msgs[i].seq < call.seq:
+            m = msgs[i]
+            i += 1
+            if m.is_recorded_fold:
+                window = [] if m.kind == "boundary" else [slot(m)]
+            else:
+                window.append(slot(m))
+        yield call, window
 
-    return recorded_totals(session)
+
+def recorded_estimates(session: Session) -> tuple[list[tuple[int, int, int]], list[int]]:
+    """(call seq, measured input or 0, lab tokens of its recorded window) per call, and the seqs of
+    the session's own folds: what calibrate fits the scale on."""
+    rows = []
+    for call, slots in recorded_windows(session):
+        rows.append((call.seq, call.usage_input, sum(s.tokens for s in slots)))
+    folds = sorted(m.seq for m in session.messages if m.kind == "boundary") or sorted(
+        m.seq for m in session.messages if m.kind == "summary"
+    )
+    return rows, folds
 
 
 def calibrated(session: Session, raw_total: int) -> int:
@@ -342,9 +366,6 @@ def calibrate(session: Session) -> Session:
     intercept (what every call carries besides the messages). With fewer than three measured calls,
     or a slope outside budget.FACTOR_RANGE (the gap is then not a tokenizer's), scale = 1 and the
     overhead is the first measured call's input minus its messages (§0, "Harness overhead")."""
-    from ..budget import FACTOR_RANGE, MIN_FIT_CALLS
-    from .recorded import recorded_estimates
-
     rows, folds = recorded_estimates(session)
     points = [(m, e) for seq, m, e in rows if m and (not folds or seq <= folds[0])]
     if not points:

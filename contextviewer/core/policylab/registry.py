@@ -1,7 +1,9 @@
 """The policy lab's registry: name -> policy object (policy-lab.md §0, sections 1-8).
 
 Each policy module defines `POLICY` (and `POLICIES` when it has variants), an object with `name`, `label`, `params` (defaults) and
-`replay(session, **params) -> Replay`."""
+`replay(session, **params) -> Replay`. Adding a policy is its module plus one line in MODULES
+(docs/adding-a-policy.md). Which policy replays a harness is the format's to say: `own_policy` in
+the format's HARNESS (importers/<format>.py), checked against `names()` by the tests."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import importlib
 
 from .model import Policy
 
+# One line per policy module (its file name in this package), in the order the lab lists them.
 MODULES = ("recorded", "claude_code", "efferent", "deepagents", "codex", "picoclaw", "openhands", "cwm")
 
 

@@ -40,28 +40,7 @@ def bar(value):
 
 
 @register.inclusion_tag("review/_summaries.html", takes_context=True)
-def fold_summaries(context, fold, hide_origin=False):
-    """The summaries of a fold's segment (the original and those written again), compare links
-    and the "summarize this fold again" form; `hide_origin` for a blind item not yet scored."""
-    from contextviewer.accounts.models import Membership
-    from contextviewer.providers.models import ProviderConfig
-    from contextviewer.review import alternatives
-
-    request = context["request"]
-    original = alternatives.original(fold)
-    from contextviewer.review.services import blind_fold_ids
-
-    found = alternatives.summaries(original)
-    # A blind item of this segment waits for the user's score: no origins, and not the original first.
-    hide_origin = hide_origin or bool(blind_fold_ids(request.user, original.conversation_id) & {f.pk for f in found})
-    if hide_origin:
-        found = alternatives.blind_order(found, request.user)
-    rows = [{"fold": f, "origin": alternatives.origin_label(f), "is_this": f.pk == fold.pk} for f in found]
-    member = Membership.objects.filter(project_id=original.conversation.project_id, user=request.user).first()
-    configs = list(ProviderConfig.objects.filter(project_id=original.conversation.project_id).exclude(provider="builtin"))
-    return {
-        "fold": fold, "original": original, "rows": rows, "hide_origin": hide_origin, "request": request,
-        "csrf_token": context.get("csrf_token"), "can_edit": bool(member and member.can("edit")),
-        "providers": ["builtin"] + [c.provider for c in configs],
-        "default_provider": next((c.provider for c in configs if c.is_default), "builtin"),
-    }
+def summaries_panel(context, panel):
+    """The summaries of a fold's segment, compare links and the "summarize this fold again" form,
+    from what the view prepared (review.queues.summaries_panel)."""
+    return {**panel, "request": context["request"], "csrf_token": context.get("csrf_token")}

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from contextviewer.conversations.models import Conversation
 from contextviewer.core.facts import KINDS
-from contextviewer.review import services
+from contextviewer.review import probes
 
 
 def _pct(value) -> str:
@@ -38,7 +38,7 @@ class Command(BaseCommand):
         if len(matches) > 1:
             raise CommandError(f"{ref!r} names conversations in several projects: add --project SLUG.")
         conv = matches[0]
-        rows = services.probe_report(conv)
+        rows = probes.probe_report(conv)
         if opts["json"]:
             self.stdout.write(json.dumps({"conversation": conv.pk, "external_id": conv.external_id, "folds": rows}, indent=2))
             return

@@ -1,0 +1,104 @@
+"""The curve of the conversation page: context size per model call, measured and estimated, with
+the folds as drops, the severity bands and the harness's auto-fold line, as SVG coordinates.
+
+The calls come from the one loader (segments.call_points); the geometry is core.curve's.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+from contextviewer.core import curve as core_curve, harness
+
+from contextviewer.conversations import segments as windows
+from contextviewer.conversations.models import Conversation, Fold
+
+FOLD_MARKS = 60  # fold marks drawn on the curve, at most (close ones merge)
+CURVE_POINTS = 400  # points drawn on the curve, at most
+
+
+@dataclass
+class CurvePoint:
+    x: float
+    y_measured: float | None
+    y_estimated: float | None
+    position: int
+    turn: int | None
+    measured: int
+    estimated: int
+    severity: str
+
+
+@dataclass
+class CurveView:
+    width: int
+    height: int
+    points: list[CurvePoint]
+    measured_path: str
+    estimated_path: str
+    bands: list[tuple[str, float, float]]  # (severity, y, height)
+    folds: list[dict]
+    ymax: int
+    window: int | None
+    total_calls: int
+    data: str  # compact figures for app.js hover: x,position,turn,measured,estimated;...
+    ticks: list[tuple[float, str]]
+    thresholds: list[tuple[str, int, float]] = field(default_factory=list)  # the harness's auto-fold: (label, tokens, y)
+
+
+def curve_view(conv: Conversation, spec, folds: list[Fold]) -> CurveView | None:
+    calls = windows.call_points(conv)
+    if not calls:
+        return None
+    window = calls[-1].window
+    fold_positions = sorted(f.position for f in folds)
+    measured_values = [c.measured or 0 for c in calls]
+    keep = core_curve.downsample(measured_values, [c.position for c in calls], fold_positions, CURVE_POINTS)
+    peak = max(max(measured_values), max(c.estimated or 0 for c in calls))
+    frame = core_curve.Frame(width=1000, height=250, ymax=max(window or 0, peak, 1), n=len(calls))
+    y = frame.y
+
+    points = []
+    for i in keep:
+        call = calls[i]
+        measured, est = call.measured or 0, call.estimated or 0
+        points.append(
+            CurvePoint(
+                x=frame.x(i),
+                y_measured=y(measured) if measured else None,
+                y_estimated=y(est) if est else None,
+                position=call.position,
+                turn=call.turn,
+                measured=measured,
+                estimated=est,
+                severity=call.severity,
+            )
+        )
+    measured_path = core_curve.svg_path([(p.x, p.y_measured) for p in points])
+    estimated_path = core_curve.svg_path([(p.x, p.y_estimated) for p in points])
+    bands = core_curve.severity_bands(frame, window)
+    call_positions = [c.position for c in calls]
+    fold_marks = []
+    for f in folds:
+        i = bisect.bisect_right(call_positions, f.position)
+        fold_marks.append(
+            {
+                "x": frame.x(min(i, frame.n - 1)),
+                "trigger": f.trigger or f.kind,
+                "before": f.tokens_before,
+                "after": f.tokens_after,
+                "position": f.position,
+            }
+        )
+    if len(fold_marks) > FOLD_MARKS:
+        fold_marks = core_curve.merge_marks(fold_marks, frame.width, FOLD_MARKS)
+    data = ";".join(f"{p.x},{p.position},{'' if p.turn is None else p.turn},{p.measured},{p.estimated}" for p in points)
+    ticks = [(y(v), core_curve.tick_label(v)) for v in core_curve.ticks(frame.ymax)]
+    last_spec = windows.call_spec(conv, calls[-1].model)
+    line = harness.rules(conv.agent, last_spec).fold_line(last_spec)
+    thresholds = [(line[0], line[1], y(line[1]))] if line else []
+    return CurveView(
+        frame.width, frame.height, points, measured_path, estimated_path, bands, fold_marks, frame.ymax, window,
+        frame.n, data, ticks, thresholds,
+    )  # fmt: skip
