@@ -23,7 +23,7 @@ from contextviewer.providers.base import ProviderError
 from contextviewer.providers.models import ProviderConfig
 
 from contextviewer.jobs import queue as jobs
-from contextviewer.conversations import segments as windows
+from contextviewer.conversations import segments
 from contextviewer.conversations.panels import Panel
 from contextviewer.conversations.models import Conversation, Fold, FoldOrigin, Message, ModelCall
 from contextviewer.jobs.models import Job
@@ -46,10 +46,10 @@ class LoadedInput:
     positions: list[int] = field(default_factory=list)  # the messages read (summary, preserved, active)
 
 
-def loaded_input(conv: Conversation, loaded: windows.LoadedInput | None = None) -> LoadedInput:
-    """The loaded view of a conversation as transcript entries, from the one window loader (or
-    `loaded`: the view an earlier fold's summarizer read, windows.loaded_input_at)."""
-    loaded = windows.loaded_input(conv) if loaded is None else loaded
+def loaded_input(conv: Conversation, loaded: segments.LoadedInput | None = None) -> LoadedInput:
+    """The loaded view of a conversation as transcript entries, from the one segment loader (or
+    `loaded`: the view an earlier fold's summarizer read, segments.loaded_input_at)."""
+    loaded = segments.loaded_input(conv) if loaded is None else loaded
     if loaded.segment is None or loaded.last is None:
         raise NothingToFold("this conversation has no messages to fold")
     latest = loaded.fold
@@ -64,7 +64,7 @@ def loaded_input(conv: Conversation, loaded: windows.LoadedInput | None = None) 
     messages = []
     positions = []
     fields = ("position", "role", "blocks", "is_meta", "is_compact_summary", "token_total")
-    for position, role, blocks, is_meta, is_summary, tokens in windows.loaded_messages(conv, loaded, *fields):
+    for position, role, blocks, is_meta, is_summary, tokens in segments.loaded_messages(conv, loaded, *fields):
         messages.append((role, blocks, is_meta, is_summary))
         positions.append(position)
         estimate += tokens or 0
@@ -89,7 +89,7 @@ def start_handoff(conv: Conversation, *, user=None, provider: str | None = None,
     last = Message.objects.filter(conversation=conv).order_by("-position").values_list("position", flat=True).first()
     if last is None:
         raise NothingToFold("this conversation has no messages to fold")
-    latest = conv.folds.exclude(kind__in=windows.NO_SEGMENT_KINDS).order_by("-position").values_list("position", flat=True).first()
+    latest = conv.folds.exclude(kind__in=segments.NO_SEGMENT_KINDS).order_by("-position").values_list("position", flat=True).first()
     if latest is not None and latest >= last:
         raise NothingToFold("nothing to fold: no message after the latest fold")
     params = {"conversation_id": conv.pk, "provider": provider or ""}
@@ -177,7 +177,7 @@ def run_handoff(job: Job, progress) -> dict:
                     "timestamp": timezone.now(),
                 },
             )
-            Conversation.objects.filter(pk=conv.pk).update(fold_count=conv.folds.exclude(kind=windows.ALTERNATIVE).count())
+            Conversation.objects.filter(pk=conv.pk).update(fold_count=conv.folds.exclude(kind=segments.ALTERNATIVE).count())
     except IntegrityError:  # the same job, run twice at once: the other run wrote it
         fold = Fold.objects.get(conversation=conv, key=job.idempotency_key[:255])
     # The result names the conversation and the fold: once the job is finished, review probes the
@@ -202,13 +202,13 @@ def default_fold_percent(conv: Conversation) -> int:
     """Where the conversation's own harness folds, as a whole percent of its window (rounded
     down, so the preview fires no later than the harness would); 85 when it does not fold by
     tokens."""
-    spec = windows.call_spec(conv, None)
+    spec = segments.call_spec(conv, None)
     fraction = harness.rules(conv.agent, spec).auto_fold_fraction(spec)
     return min(99, max(10, int(fraction * 100))) if fraction else 85
 
 
 def fold_preview(conv: Conversation, threshold_pct: int) -> FoldPreview:
-    points = windows.call_points(conv)  # the curve's own points: same windows as the page
+    points = segments.call_points(conv)  # the curve's own points: same windows as the page
     fires = fire_points(points, threshold_pct / 100)
     width, height = 600.0, 80.0
     top = max([p.used for p in points] + [p.window or 0 for p in points] + [1])

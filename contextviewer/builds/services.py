@@ -21,7 +21,7 @@ from contextviewer.core import budget, export as core_export, registry, tokens a
 from contextviewer.importers import formats
 
 from contextviewer.jobs import queue as jobs
-from contextviewer.conversations import search, segments as windows
+from contextviewer.conversations import search, segments
 from contextviewer.conversations.models import Conversation, ConversationKind, Fold, Message, ModelCall
 from contextviewer.jobs.models import Job
 
@@ -34,16 +34,16 @@ BuildError = core_build.BuildError
 
 def build_folds(conv: Conversation) -> list[Fold]:
     """The folds a build can take a summary from, numbered 1.. in this order (as on the page)."""
-    return windows.segment_folds(conv)
+    return segments.segment_folds(conv)
 
 
 def fold_infos(conv: Conversation, folds: list[Fold] | None = None) -> list[core_build.FoldInfo]:
     """What each fold's summary stands for: its archived segment as the page shows it."""
-    return windows.fold_infos(conv, windows.load(conv, folds))
+    return segments.fold_infos(conv, segments.load(conv, folds))
 
 
 def turn_spans(conv: Conversation) -> list[core_build.TurnSpan]:
-    return windows.turn_spans(conv)
+    return segments.turn_spans(conv)
 
 
 def validate(conv: Conversation, turns, folds, after_fold=None) -> core_build.Plan:

@@ -16,6 +16,11 @@ from contextviewer.core import build as core_build
 from contextviewer.builds import services as builds
 from contextviewer.jobs import idempotency
 from contextviewer.conversations.models import Conversation
+from contextviewer.builds.api import export_response
+from contextviewer.builds import handoffs as handoff
+from contextviewer.providers.base import ProviderError
+from contextviewer.jobs import queue as jobs
+from contextviewer.jobs.models import Job
 
 
 def _selection(data) -> tuple[list[str], list[str]]:
@@ -143,7 +148,6 @@ def export_download(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     conv = get_conversation_for_user(request, pk)
     if fmt not in builds.CONTENT_TYPES:
         raise Http404("No such export format")
-    from contextviewer.builds.api import export_response
 
     try:
         return export_response(builds.export(conv, fmt, actor=request))
@@ -154,18 +158,12 @@ def export_download(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
 # Handoff and "fold at X %" (helper-4a) ------------------------------------------------------
 
 def _handoff_context(request: HttpRequest, conv: Conversation, **extra) -> dict:
-    from contextviewer.builds import handoffs as handoff
-
     return {**handoff.panel_context(request.user, conv), **extra}
 
 
 @login_required
 @require_POST
 def handoff_start(request: HttpRequest, pk: int) -> HttpResponse:
-    from contextviewer.providers.base import ProviderError
-
-    from contextviewer.builds import handoffs as handoff
-
     conv = get_conversation_for_user(request, pk, "edit", doing="fold conversations")
     provider = request.POST.get("provider") or None
     try:
@@ -183,8 +181,6 @@ def handoff_start(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _progress(job) -> dict:
-    from contextviewer.jobs import queue as jobs
-
     progress, text = jobs.current_progress(job)
     return {"progress_pct": int(progress * 100), "progress_text": text}
 
@@ -193,7 +189,6 @@ def _progress(job) -> dict:
 @require_GET
 def handoff_status(request: HttpRequest, pk: int, job_id: int) -> HttpResponse:
     """The self-polling progress of a handoff; once its fold exists the page reloads to show it."""
-    from contextviewer.jobs.models import Job
 
     conv = get_conversation_for_user(request, pk)
     job = Job.objects.filter(project=conv.project, kind="handoff", pk=job_id, params__conversation_id=conv.pk).first()
@@ -219,7 +214,6 @@ def conv_url(conv: Conversation) -> str:
 @require_GET
 def fold_preview(request: HttpRequest, pk: int) -> HttpResponse:
     """Where an automatic fold at X % would have fired along the measured curve (open loop)."""
-    from contextviewer.builds import handoffs as handoff
 
     conv = get_conversation_for_user(request, pk)
     raw = (request.GET.get("at") or str(handoff.default_fold_percent(conv))).strip().rstrip("%").strip()

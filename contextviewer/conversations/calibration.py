@@ -12,7 +12,7 @@ from django.core.cache import cache
 
 from contextviewer.core import budget, captured, harness
 
-from contextviewer.conversations import segments as windows
+from contextviewer.conversations import segments as loader
 from contextviewer.conversations.models import Conversation, ModelCall
 
 
@@ -25,7 +25,7 @@ def calibration(conv: Conversation) -> budget.Calibration:
     calls = (
         (pos, budget.measured_context(a, b, c) or None, est) for pos, a, b, c, est in rows.iterator(chunk_size=5000)
     )
-    folds = [span.position for span in windows.curve_fold_spans(conv)]
+    folds = [span.position for span in loader.curve_fold_spans(conv)]
     return budget.fit(calls, folds)
 
 

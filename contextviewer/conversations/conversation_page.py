@@ -20,7 +20,7 @@ from django.db.models.functions import Cast
 from contextviewer.core import branches, budget, tokens
 from contextviewer.core.headline import summary_headline
 
-from contextviewer.conversations import calibration as gauges, figures, page_cache, rendering, segments as windows
+from contextviewer.conversations import calibration, figures, page_cache, rendering, segments as loader
 from contextviewer.conversations.curve_view import CurveView, curve_view
 from contextviewer.conversations.models import Conversation, Fold, Message, ModelCall
 
@@ -52,7 +52,7 @@ class GaugeView:
     unavailable: list[str] = field(default_factory=list)  # labels of categories the gauge cannot size
 
 
-def gauge_upto(latest: ModelCall | None, loaded: windows.LoadedInput) -> int | None:
+def gauge_upto(latest: ModelCall | None, loaded: loader.LoadedInput) -> int | None:
     """The gauge shows what the latest call saw (the messages before it, not its own output), or,
     when the latest fold came after that call (a handoff made here, a fold at the end of the log)
     or that call wrote the fold's summary (opencode's compaction), the loaded view as it is now:
@@ -70,24 +70,24 @@ def gauge_view(
     conv: Conversation,
     spec,
     latest: ModelCall | None,
-    loaded: windows.LoadedInput,
+    loaded: loader.LoadedInput,
     categories: dict[str, int] | None = None,
     fitted: budget.Calibration | None = None,
 ) -> GaugeView | None:
     """`categories`: the loaded categories when the caller holds them (page_cache), else summed
-    here; `fitted`: the conversation's calibration (gauges.calibration), likewise."""
+    here; `fitted`: the conversation's calibration (calibration.calibration), likewise."""
     if not spec or not spec.window:
         return None
     upto = gauge_upto(latest, loaded)
     if categories is None:
         categories = _loaded_categories(conv, loaded, upto)
     if fitted is None:
-        fitted = gauges.calibration(conv)
+        fitted = calibration.calibration(conv)
     # A call whose log records no usage (usage 0: SWE-agent's steps, a re-imported export) is not
     # "0 tokens, measured": the gauge is then an estimate. After a later fold the latest
     # measurement is of a window that is gone: an estimate too.
     measured = (latest.context_size or None) if latest is not None and upto is not None else None
-    prompt = gauges.unlogged_prompt(conv)
+    prompt = calibration.unlogged_prompt(conv)
     g = budget.gauge(
         categories,
         spec=spec,
@@ -121,7 +121,7 @@ def gauge_view(
     )
 
 
-def _loaded_categories(conv: Conversation, loaded: windows.LoadedInput, upto: int | None) -> dict[str, int]:
+def _loaded_categories(conv: Conversation, loaded: loader.LoadedInput, upto: int | None) -> dict[str, int]:
     """Estimated tokens per category of what the latest call saw: one aggregate query over the
     loaded segment (summary, preserved tail, everything after the latest fold)."""
     if loaded.segment is None:
@@ -155,7 +155,7 @@ class SegmentView:
     summary_position: int | None
     preserved_positions: list[int]
     open: bool = False
-    turns: TurnWindow | None = None
+    turns: TurnPage | None = None
     fold_cost: float | None = None  # the summarizer's own call(s), USD at list price
 
     @property
@@ -193,7 +193,7 @@ class TurnHeader:
 
 
 @dataclass
-class TurnWindow:
+class TurnPage:
     segment: int
     start: int
     end: int
@@ -203,9 +203,9 @@ class TurnWindow:
     to_turn: int | None
 
 
-def conversation_segments(conv: Conversation, win: windows.Window) -> list[SegmentView]:
-    """The segments of the conversation's window (windows.load), with their turns."""
-    raw = win.segments
+def conversation_segments(conv: Conversation, layout: loader.SegmentLayout) -> list[SegmentView]:
+    """The segments of the conversation's window (loader.load), with their turns."""
+    raw = layout.segments
     if not raw:
         return []
     # Turn numbers at every segment edge: one query, bounded by the number of segments.
@@ -214,7 +214,7 @@ def conversation_segments(conv: Conversation, win: windows.Window) -> list[Segme
     out = []
     for i, s in enumerate(raw):
         first, last = turn_at.get(s.start), turn_at.get(s.end)
-        fold = win.fold_of(s)
+        fold = layout.fold_of(s)
         out.append(
             SegmentView(
                 index=i,
@@ -235,12 +235,12 @@ def conversation_segments(conv: Conversation, win: windows.Window) -> list[Segme
 
 def segment_folds(conv: Conversation) -> list[Fold]:
     """Folds that put messages away behind a summary (microcompactions only clear tool output)."""
-    return windows.segment_folds(conv)
+    return loader.segment_folds(conv)
 
 
-def turn_window(
+def turn_page(
     conv: Conversation, segment: int, start: int, end: int, from_turn: int | None = None, to_turn: int | None = None
-) -> TurnWindow:
+) -> TurnPage:
     """One window of turn headers inside positions [start, end]: three queries, whatever the length."""
     in_segment = Message.objects.filter(conversation=conv, position__gte=start, position__lte=end)
     qs = in_segment
@@ -299,7 +299,7 @@ def turn_window(
         seg_first = Message.objects.filter(conversation=conv, position=start).values_list("turn", flat=True).first()
         if seg_first is not None and seg_first < headers[0].turn:
             earlier_from = max(seg_first, headers[0].turn - TURN_PAGE)
-    return TurnWindow(segment, start, end, headers, earlier_from, later_from, to_turn)
+    return TurnPage(segment, start, end, headers, earlier_from, later_from, to_turn)
 
 
 @dataclass
@@ -394,7 +394,7 @@ class FoldList:
 def fold_list(conv: Conversation, before: int | None = None, segs: list[SegmentView] | None = None) -> FoldList:
     """The archived segments older than index `before`: the newest ARCHIVED_LISTED of them."""
     if segs is None:
-        segs = conversation_segments(conv, windows.load(conv))
+        segs = conversation_segments(conv, loader.load(conv))
     older = [s for s in segs if s.kind == "archived" and (before is None or s.index < before)]
     rows = older[-ARCHIVED_LISTED:]
     hidden = len(older) - len(rows)
@@ -403,21 +403,21 @@ def fold_list(conv: Conversation, before: int | None = None, segs: list[SegmentV
 
 def conversation_page(conv: Conversation, focus_turn: int | None = None) -> ConversationPage:
     spec = figures.model_spec(conv)
-    win = windows.load(conv)
-    folds = win.folds
-    segs = conversation_segments(conv, win)
+    layout = loader.load(conv)
+    folds = layout.folds
+    segs = conversation_segments(conv, layout)
     latest = ModelCall.objects.filter(conversation=conv).order_by("-position", "-id").first()
     # Figures that scan the whole conversation are computed once per conversation version.
-    version = page_cache.version(conv, win)
-    loaded = windows.loaded_input(conv, win)
+    version = page_cache.version(conv, layout)
+    loaded = loader.loaded_input(conv, layout)
     categories = None
     if spec and spec.window:
         categories = page_cache.figures(
-            conv, win, "gauge", lambda: _loaded_categories(conv, loaded, gauge_upto(latest, loaded)), version
+            conv, layout, "gauge", lambda: _loaded_categories(conv, loaded, gauge_upto(latest, loaded)), version
         )
-    fitted = page_cache.figures(conv, win, "calibration", lambda: gauges.calibration(conv), version)
+    fitted = page_cache.figures(conv, layout, "calibration", lambda: calibration.calibration(conv), version)
     gauge = gauge_view(conv, spec, latest, loaded, categories, fitted)
-    curve = page_cache.figures(conv, win, "curve", lambda: curve_view(conv, spec, folds), version)
+    curve = page_cache.figures(conv, layout, "curve", lambda: curve_view(conv, spec, folds), version)
     last_turn = Message.objects.filter(conversation=conv).order_by("-position").values_list("turn", flat=True).first()
 
     target = None
@@ -429,10 +429,10 @@ def conversation_page(conv: Conversation, focus_turn: int | None = None) -> Conv
     for s in segs:
         if s is target:
             s.open = True
-            s.turns = turn_window(conv, s.index, s.start, s.end, from_turn=focus_turn)
+            s.turns = turn_page(conv, s.index, s.start, s.end, from_turn=focus_turn)
         elif s.kind == "loaded" and target is None:
             s.open = True
-            s.turns = turn_window(conv, s.index, s.start, s.end)
+            s.turns = turn_page(conv, s.index, s.start, s.end)
     # The first page stays small however many folds: the latest archived segments (and the one
     # holding the focused turn) whole, the older ones one line each, the oldest on request.
     archived = [s for s in segs if s.kind == "archived"]
@@ -441,7 +441,7 @@ def conversation_page(conv: Conversation, focus_turn: int | None = None) -> Conv
     segs = [s for s in segs if s.kind != "archived" or id(s) in whole]
     children = list(conv.children.order_by("started_at", "id").only("id", "title", "external_id", "agent_type", "message_count", "parent_tool_use_id", "peak_context", "started_at")[:200])
     parent = conv.parent if conv.parent_id else None
-    sums = page_cache.figures(conv, win, "spend", lambda: figures.usage_sums([conv.id]), version)
+    sums = page_cache.figures(conv, layout, "spend", lambda: figures.usage_sums([conv.id]), version)
     return ConversationPage(
         conversation=conv,
         spec=spec,
@@ -462,5 +462,5 @@ def conversation_page(conv: Conversation, focus_turn: int | None = None) -> Conv
 
 
 def segment_by_index(conv: Conversation, index: int) -> SegmentView | None:
-    segs = conversation_segments(conv, windows.load(conv))
+    segs = conversation_segments(conv, loader.load(conv))
     return segs[index] if 0 <= index < len(segs) else None

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from contextviewer.core import curve as core_curve, harness
 
-from contextviewer.conversations import segments as windows
+from contextviewer.conversations import segments as loader
 from contextviewer.conversations.models import Conversation, Fold
 
 FOLD_MARKS = 60  # fold marks drawn on the curve, at most (close ones merge)
@@ -48,7 +48,7 @@ class CurveView:
 
 
 def curve_view(conv: Conversation, spec, folds: list[Fold]) -> CurveView | None:
-    calls = windows.call_points(conv)
+    calls = loader.call_points(conv)
     if not calls:
         return None
     window = calls[-1].window
@@ -95,7 +95,7 @@ def curve_view(conv: Conversation, spec, folds: list[Fold]) -> CurveView | None:
         fold_marks = core_curve.merge_marks(fold_marks, frame.width, FOLD_MARKS)
     data = ";".join(f"{p.x},{p.position},{'' if p.turn is None else p.turn},{p.measured},{p.estimated}" for p in points)
     ticks = [(y(v), core_curve.tick_label(v)) for v in core_curve.ticks(frame.ymax)]
-    last_spec = windows.call_spec(conv, calls[-1].model)
+    last_spec = loader.call_spec(conv, calls[-1].model)
     line = harness.rules(conv.agent, last_spec).fold_line(last_spec)
     thresholds = [(line[0], line[1], y(line[1]))] if line else []
     return CurveView(

@@ -66,13 +66,13 @@ def poll_state(page: conversation_page.ConversationPage, segment: conversation_p
     conv = page.conversation
     if not conv.is_live:
         return None
-    window = segment.turns
-    shown = window.turns[-1].turn if window and window.turns else None
+    turns_page = segment.turns
+    shown = turns_page.turns[-1].turn if turns_page and turns_page.turns else None
     return PollState(
         conversation_id=conv.pk,
         pos=last_position(conv),
         turn=shown,
-        append=window is not None and window.later_from is None,
+        append=turns_page is not None and turns_page.later_from is None,
         folds=len(page.folds),
     )
 
@@ -95,26 +95,26 @@ def conversation_live(request: HttpRequest, pk: int) -> HttpResponse:
     open_pos = _int(request.GET.get("open_pos"))
     page = conversation_page.conversation_page(conv)
     loaded = next((s for s in reversed(page.segments) if s.kind == "loaded"), None)
-    window = grown = grown_body = None
+    turns_page = grown = grown_body = None
     if loaded is not None and turn is not None:
         if append:
-            found = conversation_page.turn_window(conv, loaded.index, loaded.start, loaded.end, from_turn=turn + 1)
+            found = conversation_page.turn_page(conv, loaded.index, loaded.start, loaded.end, from_turn=turn + 1)
             if found.turns:
-                # The rest (past one window) comes with the next poll, after these.
+                # The rest (past one page) comes with the next poll, after these.
                 found.earlier_from = found.later_from = None
-                window = found
-        same = conversation_page.turn_window(conv, loaded.index, loaded.start, loaded.end, from_turn=turn, to_turn=turn).turns
+                turns_page = found
+        same = conversation_page.turn_page(conv, loaded.index, loaded.start, loaded.end, from_turn=turn, to_turn=turn).turns
         grown = same[0] if same else None
         if grown is not None and open_pos is not None:
             body = turn_content.turn_view(conv, turn, from_position=open_pos + 1)
             grown_body = body if body.messages else None
-    shown = window.turns[-1].turn if window else turn
+    shown = turns_page.turns[-1].turn if turns_page else turn
     poll = PollState(conv.pk, hi, shown, append, len(page.folds))
     context = {
         "conv": conv,
         "page": page,
         "live": live,
-        "window": window,
+        "turns_page": turns_page,
         "grown": grown,
         "grown_body": grown_body,
         "poll": poll if live else None,

@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 from django.db.models import Max
 
-from contextviewer.conversations import segments as windows
+from contextviewer.conversations import segments
 from contextviewer.conversations.models import Conversation, Message, ModelCall
 
 MAX_ENTRIES = 1024  # figures kept per process (three or four per conversation), least recently used dropped
@@ -42,7 +42,7 @@ _entries: OrderedDict[str, Any] = OrderedDict()
 _computing: dict[str, threading.Lock] = {}
 
 
-def version(conv: Conversation, win: windows.Window) -> str:
+def version(conv: Conversation, layout: segments.SegmentLayout) -> str:
     """The version of a conversation's page figures (see the module's docstring)."""
     newest_message = Message.objects.filter(conversation=conv).aggregate(m=Max("id"))["m"]
     newest_call = ModelCall.objects.filter(conversation=conv).aggregate(m=Max("id"))["m"]
@@ -51,13 +51,13 @@ def version(conv: Conversation, win: windows.Window) -> str:
             f.pk, f.position, f.kind, f.origin, f.trigger, f.tokens_before, f.tokens_after,
             getattr(f, "summary_at", None), zlib.crc32((f.summary_text or "").encode("utf-8", "surrogatepass")),
         )
-        for f in win.folds
+        for f in layout.folds
     ]
-    spans = [(s.summary_position, s.preserved_positions) for s in win.spans]
+    spans = [(s.summary_position, s.preserved_positions) for s in layout.spans]
     parts = (
         conv.pk, conv.created_at.isoformat() if conv.created_at else None, conv.agent, conv.window,
         list(conv.model_names or []), conv.message_count, conv.model_call_count, conv.fold_count,
-        conv.peak_context, conv.spend_tokens, conv.revision, newest_message, newest_call, win.first, win.last, folds,
+        conv.peak_context, conv.spend_tokens, conv.revision, newest_message, newest_call, layout.first, layout.last, folds,
         spans,
     )
     return hashlib.sha256(repr(parts).encode("utf-8", "surrogatepass")).hexdigest()[:32]
@@ -85,9 +85,9 @@ def cached(key: str, compute: Callable[[], T]) -> T:
     return value
 
 
-def figures(conv: Conversation, win: windows.Window, name: str, compute: Callable[[], T], version_key: str | None = None) -> T:
+def figures(conv: Conversation, layout: segments.SegmentLayout, name: str, compute: Callable[[], T], version_key: str | None = None) -> T:
     """`compute()` for this conversation's current version, kept under `name`."""
-    return cached(f"{conv.pk}:{name}:{version_key or version(conv, win)}", compute)
+    return cached(f"{conv.pk}:{name}:{version_key or version(conv, layout)}", compute)
 
 
 def row_version(conv: Conversation) -> str:

@@ -37,8 +37,8 @@ def subagent_turns(request: HttpRequest, pk: int) -> HttpResponse:
     """The first turns of a sub-agent conversation, listed inside the Task call that started it."""
     conv = get_conversation_for_user(request, pk)
     span = Message.objects.filter(conversation=conv).aggregate(first=Min("position"), last=Max("position"))
-    window = None
+    turns_page = None
     if span["first"] is not None:
-        window = conversation_page.turn_window(conv, 0, span["first"], span["last"])
-    context = {"conv": conv, "window": window}
+        turns_page = conversation_page.turn_page(conv, 0, span["first"], span["last"])
+    context = {"conv": conv, "turns_page": turns_page}
     return fragment_or_page(request, "conversations/_subagent_turns.html", "conversations/subagent_turns.html", context)

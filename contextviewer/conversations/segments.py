@@ -1,4 +1,4 @@
-"""The window of a conversation, loaded from the database: ONE loader for every surface.
+"""The segments of a conversation, loaded from the database: ONE loader for every surface.
 
 Pages (segments, gauge, curve), handoff (the loaded input it summarizes), builds (what a fold's
 summary excludes), review (the archived segment a probe reads) and ingest (the estimated context of
@@ -11,7 +11,7 @@ position): every fold except a microcompact. A microcompact (Claude Code's
 `microcompact_boundary`) clears old tool results in place and writes no summary; nothing stands in
 for anything, no boundary moves, so it makes no archived segment, no loaded-segment start, no fold
 a build can take a summary from and no segment a review can probe. It stays a Fold row (the page
-counts it and the curve shows its drop in the measured line). See docs/window.md.
+counts it and the curve shows its drop in the measured line). See docs/segments.md.
 
 Which folds the recorded calls saw (the curve's estimates): the agent's own folds (imported), not
 a handoff made here: the calls recorded after it (a grown file) still carried the unfolded history.
@@ -102,11 +102,11 @@ def bounds(conv: Conversation) -> tuple[int | None, int | None]:
     return r["lo"], r["hi"]
 
 
-# --- the window: segments ----------------------------------------------------------------------
+# --- the layout: segments ----------------------------------------------------------------------
 
 
 @dataclass
-class Window:
+class SegmentLayout:
     """Archived segments in order, then the loaded segment, with the folds that head them."""
 
     conversation: Conversation
@@ -141,13 +141,13 @@ class Window:
         return None
 
 
-def load(conv: Conversation, folds: list[Fold] | None = None) -> Window:
-    """The conversation's window: three queries whatever its length (bounds, folds, preserved)."""
+def load(conv: Conversation, folds: list[Fold] | None = None) -> SegmentLayout:
+    """The conversation's layout: three queries whatever its length (bounds, folds, preserved)."""
     first, last = bounds(conv)
     folds = segment_folds(conv) if folds is None else folds
     spans = fold_spans(conv, folds)
     segs = split_segments(first, last, spans) if first is not None and last is not None else []
-    return Window(conv, first, last, folds, spans, segs)
+    return SegmentLayout(conv, first, last, folds, spans, segs)
 
 
 def archived_segment(fold: Fold) -> Segment | None:
@@ -155,11 +155,11 @@ def archived_segment(fold: Fold) -> Segment | None:
     the page's segment headed by that fold."""
     if not makes_segment(fold):
         return None
-    window = load(fold.conversation)
+    layout = load(fold.conversation)
     if fold.kind == ALTERNATIVE:
-        original = original_of(fold, window.folds)
-        return window.archived_segment(original) if original is not None else None
-    return window.archived_segment(fold)
+        original = original_of(fold, layout.folds)
+        return layout.archived_segment(original) if original is not None else None
+    return layout.archived_segment(fold)
 
 
 def original_of(alternative: Fold, folds: list[Fold] | None = None) -> Fold | None:
@@ -177,8 +177,8 @@ def loaded_input_at(fold: Fold) -> LoadedInput:
     if first is None or first > fold.position:
         return LoadedInput(None, None, None, None)
     spans = fold_spans(conv, before)
-    window = Window(conv, first, fold.position, before, spans, split_segments(first, fold.position, spans))
-    return loaded_input(conv, window)
+    layout = SegmentLayout(conv, first, fold.position, before, spans, split_segments(first, fold.position, spans))
+    return loaded_input(conv, layout)
 
 
 def archived_q(segment: Segment) -> Q:
@@ -230,9 +230,9 @@ class LoadedInput:
         return sorted(out)
 
 
-def loaded_input(conv: Conversation, window: Window | None = None) -> LoadedInput:
-    window = load(conv) if window is None else window
-    return LoadedInput(window.loaded, window.latest_fold, window.first, window.last)
+def loaded_input(conv: Conversation, layout: SegmentLayout | None = None) -> LoadedInput:
+    layout = load(conv) if layout is None else layout
+    return LoadedInput(layout.loaded, layout.latest_fold, layout.first, layout.last)
 
 
 def loaded_messages(conv: Conversation, loaded: LoadedInput, *fields: str) -> Iterator[tuple]:
@@ -251,13 +251,13 @@ def turn_spans(conv: Conversation) -> list[core_build.TurnSpan]:
     return [core_build.TurnSpan(r["turn"], r["first"], r["last"]) for r in rows]
 
 
-def fold_infos(conv: Conversation, window: Window | None = None) -> list[core_build.FoldInfo]:
+def fold_infos(conv: Conversation, layout: SegmentLayout | None = None) -> list[core_build.FoldInfo]:
     """The folds a build can take a summary from, numbered 1.. in position order (as on the
     page), each putting away its archived segment less the messages it preserved."""
-    window = load(conv) if window is None else window
-    by_fold = {s.fold_index: s for s in window.archived}
+    layout = load(conv) if layout is None else layout
+    by_fold = {s.fold_index: s for s in layout.archived}
     infos = []
-    for i, (fold, span) in enumerate(zip(window.folds, window.spans, strict=True)):
+    for i, (fold, span) in enumerate(zip(layout.folds, layout.spans, strict=True)):
         segment = by_fold.get(i)
         # A fold past the last message puts nothing away yet.
         start = segment.start if segment is not None else fold.position + 1
@@ -337,7 +337,7 @@ __all__ = [
     "LOADED",
     "NO_SEGMENT_KINDS",
     "LoadedInput",
-    "Window",
+    "SegmentLayout",
     "archived_q",
     "archived_segment",
     "bounds",

@@ -109,8 +109,8 @@ def segment_body(request: HttpRequest, pk: int, index: int) -> HttpResponse:
     segment = conversation_page.segment_by_index(conv, index)
     if segment is None or segment.kind != "archived":
         raise Http404("No such archived segment")
-    window = conversation_page.turn_window(conv, index, segment.start, segment.end)
-    context = {"conv": conv, "window": window, "segment": segment, "folds": conversation_page.segment_folds(conv)}
+    turns_page = conversation_page.turn_page(conv, index, segment.start, segment.end)
+    context = {"conv": conv, "turns_page": turns_page, "segment": segment, "folds": conversation_page.segment_folds(conv)}
     return fragment_or_page(request, "conversations/_fold_list.html#segment-body", "conversations/segment.html", context)
 
 
@@ -118,16 +118,16 @@ def segment_body(request: HttpRequest, pk: int, index: int) -> HttpResponse:
 @require_GET
 @vary_on_headers("HX-Request")
 def segment_turns(request: HttpRequest, pk: int, index: int) -> HttpResponse:
-    """One window of turn headers of a segment (unfolding an archived segment, scrolling on)."""
+    """One page of turn headers of a segment (unfolding an archived segment, scrolling on)."""
     conv = get_conversation_for_user(request, pk)
     segment = conversation_page.segment_by_index(conv, index)
     if segment is None:
         raise Http404("No such segment")
-    window = conversation_page.turn_window(
+    turns_page = conversation_page.turn_page(
         conv, index, segment.start, segment.end, _int(request.GET.get("from")), _int(request.GET.get("to"))
     )
-    context = {"conv": conv, "window": window, "segment": segment}
-    return fragment_or_page(request, "conversations/conversation.html#turn-window", "conversations/segment.html", context)
+    context = {"conv": conv, "turns_page": turns_page, "segment": segment}
+    return fragment_or_page(request, "conversations/conversation.html#turn-page", "conversations/segment.html", context)
 
 
 @login_required

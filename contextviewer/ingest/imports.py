@@ -17,6 +17,8 @@ from contextviewer.jobs import queue as jobs
 from contextviewer.conversations.models import Conversation, Source
 from contextviewer.conversations.uploads import UPLOAD_DIR, safe_name
 from contextviewer.jobs.models import Job
+from contextviewer.conversations import calibration
+from contextviewer.ingest import titles
 
 class UploadTooLarge(Exception):
     pass
@@ -105,18 +107,16 @@ def run_import(job: Job, progress) -> dict:
         raise jobs.JobRefused("; ".join(e["reason"] for e in report.errors), import_result(report))
     # Fact probes and titles follow the finished job (jobs/kinds.py FOLLOW_UPS): its result lists
     # the conversations it touched, sub-agents included (import_result).
-    from contextviewer.conversations import calibration as gauges
 
     imported = Conversation.objects.filter(pk__in=report.conversation_ids)
     imported |= Conversation.objects.filter(parent_id__in=report.conversation_ids)  # sub-agents compact too
-    gauges.after_import(imported.only("agent", "cli_version"))
+    calibration.after_import(imported.only("agent", "cli_version"))
     return import_result(report)
 
 
 def titles_after_job(job: Job, result: dict) -> None:
     """Follow-up of an import (jobs/kinds.py FOLLOW_UPS): titles for the new conversations (builtin,
     or the project's provider when one is set); titles.after_import keeps the top-level ones."""
-    from contextviewer.ingest import titles
 
     ids = [c["id"] for c in result.get("conversations") or () if isinstance(c, dict) and c.get("id")]
     titles.after_import(job.project, ids, user=job.created_by)

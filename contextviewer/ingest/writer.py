@@ -24,7 +24,7 @@ from contextviewer.core.secrets import mask_text  # summaries, titles, descripti
 from contextviewer.core.titles import from_request
 from contextviewer.importers.formats import Format
 
-from contextviewer.conversations import search, segments as windows
+from contextviewer.conversations import search, segments
 from contextviewer.conversations.models import Conversation, ConversationKind, Fold, Message, ModelCall
 from contextviewer.ingest.rows import insert_rows, inserted_pks, update_rows
 from contextviewer.ingest.prepare import PreparedMessage, prepare_ahead, storable
@@ -584,7 +584,7 @@ def _refresh_figures(conversation: Conversation, token_totals: list[tuple[int, i
     )
     if calls:
         # The loaded view at each call, from the one loader of folds (window.py).
-        estimates = windows.call_estimates(conversation, [c[1] for c in calls], token_totals)
+        estimates = segments.call_estimates(conversation, [c[1] for c in calls], token_totals)
         changed = [(estimate, call[0]) for call, estimate in zip(calls, estimates) if call[2] != estimate]
         if changed:
             with connection.cursor() as cursor:
@@ -595,7 +595,7 @@ def _refresh_figures(conversation: Conversation, token_totals: list[tuple[int, i
     conversation.message_count = conversation.messages.count()
     conversation.model_call_count = len(calls)
     # Real folds only: a summary written again (kind "alternative") stands beside one, not in the count.
-    conversation.fold_count = conversation.folds.exclude(kind=windows.ALTERNATIVE).count()
+    conversation.fold_count = conversation.folds.exclude(kind=segments.ALTERNATIVE).count()
     conversation.peak_context = max((uncached + write + read for *_, uncached, write, read, _out in calls), default=0)
     if conversation.window is None and conversation.model_names:
         conversation.window = harness.harness_window(

@@ -39,7 +39,7 @@ from contextviewer.core.policylab.common import calibrate
 from contextviewer.core.policylab.model import CLIPPED, FULL
 from contextviewer.core.severity import CRITICAL_AT
 
-from contextviewer.conversations import page_cache, segments as windows
+from contextviewer.conversations import page_cache, segments
 from contextviewer.conversations.models import Conversation, FoldOrigin, Message, ModelCall
 
 OPEN_LOOP_NOTE = (
@@ -159,7 +159,7 @@ def load_session(conv: Conversation) -> LabSession:
     call_of_api: dict[str, int] = {}
     for i, (pos, api, model, unc, cw, cw5, cw1, cr, out, _est) in enumerate(call_rows):
         if model not in window_of:
-            window_of[model] = windows.call_window(conv, model)
+            window_of[model] = segments.call_window(conv, model)
         calls.append(Call(index=i, seq=pos, usage_input=unc + cw + cr, output=out, model=model or None, window=window_of[model]))
         w5, w1 = registry.split_cache_write(cw, cw5, cw1)
         usage.append({"model": model, "input_uncached": unc, "cache_write_5m": w5, "cache_write_1h": w1, "cache_read": cr, "output": out})
@@ -223,7 +223,7 @@ def load_session(conv: Conversation) -> LabSession:
     if originals:
         msgs = [_with_original(m, originals[m.id]) if m.id in originals else m for m in msgs]
 
-    folds = [f for f in windows.segment_folds(conv) if f.origin == FoldOrigin.IMPORTED]
+    folds = [f for f in segments.segment_folds(conv) if f.origin == FoldOrigin.IMPORTED]
     summary_sizes = tuple(tokens.count_text(f.summary_text) for f in folds if f.summary_text)
     # Calibrated per session (docs/policy-lab.md §0): scale and harness overhead fitted on the
     # session's own measured calls, so a policy that does nothing draws the recorded curve.
@@ -232,7 +232,7 @@ def load_session(conv: Conversation) -> LabSession:
             agent=conv.agent,
             messages=tuple(msgs),
             calls=tuple(calls),
-            window=windows.call_window(conv, None),
+            window=segments.call_window(conv, None),
             real_summary_tokens=summary_sizes,
         )
     )
@@ -388,8 +388,8 @@ def cached_replays(
     """replay_all per conversation version (page_cache keeps the numbers of a replay; the facts'
     text is read again from the messages, so nothing masked later is served from memory)."""
     chosen = resolve_names(names)
-    win = windows.load(conv)
-    version = page_cache.version(conv, win)
+    layout = segments.load(conv)
+    version = page_cache.version(conv, layout)
     lab: LabSession | None = None
     out = []
     for name in chosen:
@@ -399,7 +399,7 @@ def cached_replays(
                 lab = load_session(conv)
             return _strip(summarize(lab, get_policy(name).replay(lab.session)))
 
-        kept = page_cache.figures(conv, win, f"policylab:{name}", compute, version)
+        kept = page_cache.figures(conv, layout, f"policylab:{name}", compute, version)
         out.append(kept)
     # Fact texts (and the actions' details) come from the messages, never from the cache.
     if with_texts and any(a.facts for r in out for a in r.actions):

@@ -1,10 +1,10 @@
 """Summarize a fold again: another summary of the same archived segment, for pairwise review.
 
 The job reads what the fold's own summarizer read (the loaded view just before the fold:
-windows.loaded_input_at), asks the chosen provider (the builtin one or a configured one) for the
+segments.loaded_input_at), asks the chosen provider (the builtin one or a configured one) for the
 handoff sections and stores the answer as a Fold of kind "alternative" at the same position. The
 original stays in play: the page, the loaded view, builds and the curve never read an alternative
-(windows.segment_folds leaves them out), while review probes it on the original's segment and
+(segments.segment_folds leaves them out), while review probes it on the original's segment and
 compares the two. The fold's key is the job's idempotency key: a job run twice makes one summary.
 """
 
@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from contextviewer.builds import handoffs as handoff
 from contextviewer.jobs import queue as jobs
-from contextviewer.conversations import segments as windows
+from contextviewer.conversations import segments
 from contextviewer.conversations.models import Fold, FoldOrigin
 from contextviewer.jobs.models import Job
 from contextviewer.core.tokens import count_text
@@ -34,9 +34,9 @@ class CannotSummarize(ProviderError):
 
 def original(fold: Fold) -> Fold:
     """The fold in play for `fold` (itself unless it is an alternative summary)."""
-    if fold.kind != windows.ALTERNATIVE:
+    if fold.kind != segments.ALTERNATIVE:
         return fold
-    found = windows.original_of(fold)
+    found = segments.original_of(fold)
     if found is None:
         raise CannotSummarize("the fold this summary stands beside no longer exists")
     return found
@@ -45,7 +45,7 @@ def original(fold: Fold) -> Fold:
 def summaries(fold: Fold) -> list[Fold]:
     """Every summary of the fold's archived segment: the original first, then the alternatives."""
     fold = original(fold)
-    others = Fold.objects.filter(conversation_id=fold.conversation_id, position=fold.position, kind=windows.ALTERNATIVE)
+    others = Fold.objects.filter(conversation_id=fold.conversation_id, position=fold.position, kind=segments.ALTERNATIVE)
     return [fold, *others.order_by("pk")]
 
 
@@ -61,7 +61,7 @@ def origin_label(fold: Fold) -> str:
     another summary written here (the builtin summarizer, or a provider and its model)."""
     cost = fold.cost or {}
     made_by = " ".join(v for v in (cost.get("provider"), cost.get("model")) if v) or "?"
-    if fold.kind == windows.ALTERNATIVE:
+    if fold.kind == segments.ALTERNATIVE:
         return "summarized again · builtin summarizer" if cost.get("provider") == "builtin" else f"summarized again · {made_by}"
     if fold.origin == FoldOrigin.IMPORTED:
         agent = fold.conversation.agent if fold.conversation_id else ""
@@ -72,9 +72,9 @@ def origin_label(fold: Fold) -> str:
 def start(fold: Fold, *, user=None, provider: str | None = None, idempotency_key: str | None = None, enqueue=True) -> Job:
     """Check what can be checked now (a clear error beats a failed job), then create the job."""
     fold = original(fold)
-    if not windows.makes_segment(fold):
+    if not segments.makes_segment(fold):
         raise CannotSummarize("this fold clears tool results in place and has no segment to summarize")
-    if windows.archived_segment(fold) is None:
+    if segments.archived_segment(fold) is None:
         raise CannotSummarize("this fold puts no message away yet: nothing to summarize")
     if provider:
         providers.get_provider(fold.conversation.project, provider)  # raises ProviderError with the reason
@@ -87,7 +87,7 @@ def result(alt: Fold) -> dict:
     return {
         "conversation_id": alt.conversation_id,
         "fold_id": alt.pk,
-        "original_fold_id": (windows.original_of(alt) or alt).pk,
+        "original_fold_id": (segments.original_of(alt) or alt).pk,
         "position": alt.position,
         "origin": origin_label(alt),
         "provider": (alt.cost or {}).get("provider"),
@@ -110,7 +110,7 @@ def run(job: Job, progress) -> dict:
     if existing is not None:  # a retried job whose summary was already written
         return result(existing)
     progress(0.05, "reading what the fold's summarizer read")
-    view = handoff.loaded_input(conv, windows.loaded_input_at(fold))
+    view = handoff.loaded_input(conv, segments.loaded_input_at(fold))
     if not view.entries:
         raise CannotSummarize("the fold's segment has no text, tool call or summary to summarize")
     provider, summary, cost = handoff.summarize_view(job, conv, view, progress, storing="storing the summary beside the original")
@@ -122,7 +122,7 @@ def run(job: Job, progress) -> dict:
                 defaults={
                     "position": fold.position,
                     "summary_text": summary,
-                    "kind": windows.ALTERNATIVE,
+                    "kind": segments.ALTERNATIVE,
                     "origin": FoldOrigin.GENERATED,
                     "trigger": f"again ({provider.name})"[:40],
                     "tokens_before": fold.tokens_before or view.tokens_measured or view.tokens_estimate,

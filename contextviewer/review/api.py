@@ -13,6 +13,8 @@ from contextviewer.jobs.queue import current_progress
 from contextviewer.review import alternatives, dashboard as figures, judge, probes as fact_probes, queues as review_queues
 from contextviewer.review.errors import ReviewError
 from contextviewer.review.models import ReviewItem, ReviewQueue
+from contextviewer.jobs import idempotency
+from contextviewer.providers.base import ProviderError
 
 router = Router(tags=["review"])
 
@@ -204,8 +206,6 @@ class SummaryOut(Schema):
 def summarize_again(request, fold_id: int, payload: SummarizeAgainIn):
     """Write another summary of the fold's archived segment with `provider` (the original stays in
     play): answered with the job to poll (/api/jobs/{id}); its result names the new summary."""
-    from contextviewer.jobs import idempotency
-    from contextviewer.providers.base import ProviderError
 
     fold, refused = _fold(request, fold_id, "edit")
     if refused:

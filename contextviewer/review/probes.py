@@ -3,7 +3,7 @@ them (DESIGN.md, Compaction review). Computed by a probes job after an import or
 job kinds' follow-up, jobs/kinds.py FOLLOW_UPS: after_job), lazily on the pages, and read by the
 judge, the queues and the dashboard.
 
-The archived segment comes from the one window loader (conversations/segments.py). Which folds
+The archived segment comes from the one segment loader (conversations/segments.py). Which folds
 review probes is its own rule (review_folds): every fold that makes a segment, the alternative
 summaries written here included (segments.segment_folds leaves those out: they are never in play,
 but review probes and compares them).
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
-from contextviewer.conversations import segments as windows
+from contextviewer.conversations import segments as loader
 from contextviewer.conversations.models import Conversation, Fold, Message
 from contextviewer.core import facts as core_facts
 from contextviewer.core import tokens as core_tokens
@@ -26,24 +26,24 @@ from contextviewer.review.models import PROBE_VERSION, FactProbe
 def review_folds(**filters):
     """The folds review probes, scores and compares: every fold that makes a segment, alternative
     summaries included (a microcompact has no summary and no segment)."""
-    return Fold.objects.filter(**filters).exclude(kind__in=windows.NO_SEGMENT_KINDS)
+    return Fold.objects.filter(**filters).exclude(kind__in=loader.NO_SEGMENT_KINDS)
 
 
 def segment_start(fold: Fold) -> int:
     """First position of the fold's archived segment, as the conversation page shows it (the one
-    window loader); a fold that makes no segment (a microcompact) starts and ends at itself."""
-    segment = windows.archived_segment(fold)
+    segment loader); a fold that makes no segment (a microcompact) starts and ends at itself."""
+    segment = loader.archived_segment(fold)
     return segment.start if segment is not None else fold.position
 
 
 def segment_messages(fold: Fold) -> list[Message]:
     """The messages of the fold's archived segment (none for a fold that makes no segment)."""
-    segment = windows.archived_segment(fold)
+    segment = loader.archived_segment(fold)
     if segment is None:
         return []
     return list(
         Message.objects.filter(conversation_id=fold.conversation_id)
-        .filter(windows.archived_q(segment))
+        .filter(loader.archived_q(segment))
         .defer("raw")
         .order_by("position")
     )
@@ -147,12 +147,12 @@ def probe_report(conv: Conversation) -> list[dict]:
 
 def segment_turns(fold: Fold) -> set[int]:
     """The turns of the fold's archived segment (none for a fold that makes no segment)."""
-    segment = windows.archived_segment(fold)
+    segment = loader.archived_segment(fold)
     if segment is None:
         return set()
     return set(
         Message.objects.filter(conversation_id=fold.conversation_id)
-        .filter(windows.archived_q(segment))
+        .filter(loader.archived_q(segment))
         .values_list("turn", flat=True)
         .distinct()
     )

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from contextviewer.accounts import audit
 from contextviewer.accounts.models import Membership, Project
 from contextviewer.conversations.panels import Panel
 from contextviewer.conversations.models import Fold
@@ -387,8 +388,4 @@ def record_pairwise(fold_a: Fold, fold_b: Fold, user, choice: str, comment: str 
 
 
 def _audit(actor, project, action: str, target: str, **details) -> None:
-    try:
-        from contextviewer.accounts import audit
-    except ImportError:
-        return
     audit.record(actor, project, action, target, **details)

@@ -27,6 +27,9 @@ from contextviewer.core import facts as core_facts
 from contextviewer.review import alternatives, dashboard as figures, judge, probes as fact_probes, queues as review_queues
 from contextviewer.review.errors import ReviewError
 from contextviewer.review.models import Comment, FactProbe, JudgeRun, PairwiseComparison, Review, ReviewItem, ReviewQueue
+from contextviewer.providers.base import ProviderError
+from contextviewer.refusals import refuse
+from contextviewer.jobs import idempotency
 
 SEGMENT_MESSAGE_LIMIT = 400
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
@@ -212,7 +215,6 @@ def _fold_context(request: HttpRequest, fold: Fold, member: Membership) -> dict:
 
 def _judge_refusal(project: Project) -> str:
     """Why the judge cannot run for this project ("" when it can): it needs a provider that reads."""
-    from contextviewer.providers.base import ProviderError
 
     try:
         judge.project_provider(project)
@@ -302,8 +304,6 @@ def judge_start(request: HttpRequest, fold_id: int) -> HttpResponse:
     try:
         judge.project_provider(fold.conversation.project)  # no job that can only fail
     except ReviewError as exc:
-        from contextviewer.refusals import refuse
-
         return refuse(request, f"The judge cannot run: {exc}", status=409)
     job = judge.start_judge(fold, user=request.user)
     messages.info(request, "The judge is running.")
@@ -314,8 +314,6 @@ def judge_start(request: HttpRequest, fold_id: int) -> HttpResponse:
 @require_POST
 def summarize_again(request: HttpRequest, fold_id: int) -> HttpResponse:
     """Write another summary of the fold with the chosen provider (the job page follows it)."""
-    from contextviewer.jobs import idempotency
-    from contextviewer.providers.base import ProviderError
 
     fold, _ = _get_fold_for_user(request, fold_id, "edit")
     try:

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from contextviewer.ingest import files as ingest
-from contextviewer.conversations import segments as windows
+from contextviewer.conversations import segments
 from contextviewer.conversations.models import Conversation
 from contextviewer.jobs.models import Job, JobStatus
 from contextviewer.review.models import PairwiseComparison, ReviewQueue
@@ -36,7 +36,7 @@ def compacted(live_server, tmp_path):
 def test_summarize_again_then_a_blind_pairwise_vote_then_the_reveal(page, live_server, compacted, worker_process):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     conv, project = compacted["conv"], compacted["project"]
-    original = windows.segment_folds(conv)[0]
+    original = segments.segment_folds(conv)[0]
     watch = Watch(page)
     login(page.context, live_server, compacted["owner"])
 

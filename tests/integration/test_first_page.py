@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from contextviewer.ingest import files as ingest
-from contextviewer.conversations import conversation_page, curve_view, segments as windows
+from contextviewer.conversations import conversation_page, curve_view, segments
 from contextviewer.core import curve as core_curve
 from contextviewer.conversations.models import Conversation, Message
 from contextviewer.importers import synthetic
@@ -54,7 +54,7 @@ def test_a_conversation_of_many_folds_has_a_small_first_page(logged_in, many_fol
     html = response.content.decode()
     assert len(response.content) < FIRST_PAGE_LIMIT
 
-    segs = conversation_page.conversation_segments(conv, windows.load(conv))
+    segs = conversation_page.conversation_segments(conv, segments.load(conv))
     archived = [s for s in segs if s.kind == "archived"]
     assert len(archived) == FOLDS
     # The latest archived segment whole, every older one a line of its own, oldest first.
@@ -71,7 +71,7 @@ def test_a_conversation_of_many_folds_has_a_small_first_page(logged_in, many_fol
 
 def test_every_archived_segment_unfolds_into_its_summary_and_turns(logged_in, many_folds):
     conv = many_folds
-    archived = [s for s in conversation_page.conversation_segments(conv, windows.load(conv)) if s.kind == "archived"]
+    archived = [s for s in conversation_page.conversation_segments(conv, segments.load(conv)) if s.kind == "archived"]
     for s in archived[:-1]:
         url = reverse("segment_body", args=[conv.id, s.index])
         fragment = logged_in.get(url, HTTP_HX_REQUEST="true").content.decode()
@@ -124,7 +124,7 @@ def test_a_hostile_summary_headline_is_escaped(logged_in, many_folds):
 
 def test_the_page_of_a_focused_old_turn_opens_its_segment(logged_in, many_folds):
     conv = many_folds
-    archived = [s for s in conversation_page.conversation_segments(conv, windows.load(conv)) if s.kind == "archived"]
+    archived = [s for s in conversation_page.conversation_segments(conv, segments.load(conv)) if s.kind == "archived"]
     target = archived[2]
     html = logged_in.get(reverse("conversation", args=[conv.id]), {"turn": target.first_turn}).content.decode()
     assert f'id="{target.element_id}" open' in html

@@ -9,7 +9,7 @@ from django.test import Client
 
 from contextviewer.ingest import files as ingest
 from contextviewer.jobs import queue as jobs
-from contextviewer.conversations import segments as windows
+from contextviewer.conversations import segments
 from contextviewer.conversations.models import Conversation
 from contextviewer.jobs.models import JobStatus
 from contextviewer.review import alternatives
@@ -40,9 +40,9 @@ def test_a_summary_written_again_is_not_counted_as_a_fold_after_a_grown_file_is_
     conv.refresh_from_db()
     assert before == ("1", "1", "1")
 
-    job = alternatives.start(windows.segment_folds(conv)[0], provider="builtin", enqueue=False)
+    job = alternatives.start(segments.segment_folds(conv)[0], provider="builtin", enqueue=False)
     assert jobs.run(job.pk).status == JobStatus.SUCCEEDED
-    assert conv.folds.filter(kind=windows.ALTERNATIVE).count() == 1
+    assert conv.folds.filter(kind=segments.ALTERNATIVE).count() == 1
 
     lines += [b.user("one more thing: rerun the tests"), *b.assistant("Rerunning", tool=("Bash", {"command": "pytest -q"})),
               b.tool_result("12 passed")]

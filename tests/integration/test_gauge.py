@@ -11,7 +11,7 @@ import re
 import pytest
 from django.test import override_settings
 
-from contextviewer.conversations import calibration as gauges, conversation_page
+from contextviewer.conversations import calibration, conversation_page
 from contextviewer.ingest import files as ingest
 from contextviewer.jobs import queue as jobs
 from contextviewer.conversations.models import Conversation
@@ -44,13 +44,13 @@ def test_real_session_categories_add_up_to_the_measurement(real):
 
 
 def test_real_session_factor_is_fitted_between_1_1_and_1_6(real):
-    fitted = gauges.calibration(real)
+    fitted = calibration.calibration(real)
     assert fitted.calls > 100
     assert 1.1 <= fitted.factor <= 1.6  # o200k counts fewer tokens than Claude's tokenizer
 
 
 def test_real_session_overhead_is_measured_once_per_segment_not_a_growing_gap(real):
-    fitted = gauges.calibration(real)
+    fitted = calibration.calibration(real)
     calls = list(real.model_calls.order_by("position").values_list("position", "input_uncached", "cache_write", "cache_read", "estimated_context"))
     first_segment = [(pos, a + b + c, est) for pos, a, b, c, est in calls if fitted.segment_of(pos) == 0 and a + b + c]
     first_pos, first_measured, first_est = first_segment[0]
@@ -105,7 +105,7 @@ def test_a_reimported_export_is_estimated_never_zero_measured(client, user, proj
     ingest.import_path(project, path)
     conv = Conversation.objects.get(agent="claude-code")
     assert conv.model_calls.exists() and all(c.context_size == 0 for c in conv.model_calls.all())
-    assert gauges.calibration(conv).factor is None
+    assert calibration.calibration(conv).factor is None
     client.force_login(user)
     page = client.get(f"/c/{conv.pk}/").content.decode()
     figures = page.split('class="gauge-figures"', 1)[1].split("</p>", 1)[0]
@@ -150,7 +150,7 @@ def test_fit_of_a_session_without_folds_has_one_segment(project, tmp_path):
     path = tmp_path / "s.jsonl"
     write_lines(path, session_lines(5))
     ingest.import_file(project, path)
-    fitted = gauges.calibration(Conversation.objects.get())
+    fitted = calibration.calibration(Conversation.objects.get())
     assert fitted.folds == () and [i for i, _o in fitted.overheads] == [0]
     assert isinstance(fitted, budget.Calibration)
 

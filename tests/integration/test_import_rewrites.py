@@ -337,7 +337,7 @@ def test_an_append_only_format_keeps_the_first_stored_copy(project, tmp_path):
 def test_the_page_figures_follow_a_message_changed_in_place(project, user, client, tmp_path):
     """A rewrite that adds no message and no call (the text of a step grows) still changes the
     version of the figures the page keeps (page_cache): the page shows what one computed afresh does."""
-    from contextviewer.conversations import page_cache, segments as window
+    from contextviewer.conversations import page_cache, segments
 
     def page() -> str:
         text = client.get(reverse("conversation", args=[conv.pk])).content.decode()
@@ -350,7 +350,7 @@ def test_the_page_figures_follow_a_message_changed_in_place(project, user, clien
     conv = Conversation.objects.get(project=project, agent="opencode", external_id=SESSION["id"])
     client.force_login(user)
     first = page()
-    version = page_cache.version(conv, window.load(conv))
+    version = page_cache.version(conv, segments.load(conv))
 
     ids = {"sessionID": SESSION["id"], "messageID": ASSISTANT["id"]}
     longer = "Reading tests/test_a.py: " + " ".join(f"{NEW_WORD}{i}" for i in range(3_000))
@@ -358,7 +358,7 @@ def test_the_page_figures_follow_a_message_changed_in_place(project, user, clien
     again = ingest.import_path(project, store)
     assert [(f.added_messages, f.updated_messages) for f in again.files] == [(0, 1)]
     conv.refresh_from_db()
-    assert page_cache.version(conv, window.load(conv)) != version
+    assert page_cache.version(conv, segments.load(conv)) != version
     kept = page()
     assert kept != first
     page_cache.clear()  # computed afresh: the same page

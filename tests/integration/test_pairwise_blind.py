@@ -5,7 +5,7 @@ import pytest
 from django.test import Client
 
 from contextviewer.jobs import queue as jobs
-from contextviewer.conversations import segments as windows
+from contextviewer.conversations import segments
 from contextviewer.jobs.models import JobStatus
 from contextviewer.review import alternatives, probes, queues
 from contextviewer.review.models import PairwiseComparison, ReviewItem, ReviewQueue
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 
 def _two_summaries(project, tmp_path):
     conv = _import(project, tmp_path)
-    original = windows.segment_folds(conv)[0]
+    original = segments.segment_folds(conv)[0]
     job = alternatives.start(original, provider="builtin", enqueue=False)
     done = jobs.run(job.pk)
     assert done.status == JobStatus.SUCCEEDED, done.error
@@ -35,7 +35,7 @@ def test_a_pairwise_queue_needs_two_summaries_and_says_how_to_get_them(project, 
     r = client.post(f"/projects/{project.slug}/review/queues/new/", {"name": "pairs", "mode": "pairwise"}, follow=True)
     assert "No fold matching these filters has two summaries yet: summarize one again" in r.content.decode()
     assert not ReviewQueue.objects.exists()
-    alternatives.start(windows.segment_folds(conv)[0], provider="builtin", enqueue=False)
+    alternatives.start(segments.segment_folds(conv)[0], provider="builtin", enqueue=False)
     jobs.run(jobs.Job.objects.get(kind="summarize_again").pk)
     r = client.post(f"/projects/{project.slug}/review/queues/new/", {"name": "pairs", "mode": "pairwise"}, follow=True)
     assert "holds 1 pairs of summaries" in r.content.decode()

@@ -11,7 +11,7 @@ from django.test import Client
 from contextviewer.builds import handoffs as handoff
 from contextviewer.ingest import files as ingest
 from contextviewer.jobs import queue as jobs
-from contextviewer.conversations import segments as windows
+from contextviewer.conversations import segments
 from contextviewer.conversations.models import Conversation, Fold
 from contextviewer.jobs.models import Job, JobStatus
 from contextviewer.providers import services as provider_services
@@ -41,7 +41,7 @@ def _client(user) -> Client:
 @pytest.mark.django_db
 def test_the_command_stores_a_second_summary_and_the_original_stays_in_play(project, user, tmp_path):
     conv = _import(project, tmp_path)
-    original = windows.segment_folds(conv)[0]
+    original = segments.segment_folds(conv)[0]
     loaded_before = handoff.loaded_input(conv).positions
 
     out = StringIO()
@@ -58,7 +58,7 @@ def test_the_command_stores_a_second_summary_and_the_original_stays_in_play(proj
     assert alternatives.origin_label(original) == "recorded compaction (claude-code)"
     # The original is untouched and still the one in play: page, loaded view, builds.
     assert Fold.objects.get(pk=original.pk).summary_text == SUMMARY
-    assert [f.pk for f in windows.segment_folds(conv)] == [original.pk]
+    assert [f.pk for f in segments.segment_folds(conv)] == [original.pk]
     assert handoff.loaded_input(conv).positions == loaded_before
     # Review probes it on the original's segment, and the two can be compared.
     assert probes.compute_probe(alt).segment_start == probes.compute_probe(original).segment_start
@@ -78,7 +78,7 @@ def test_the_command_stores_a_second_summary_and_the_original_stays_in_play(proj
 @pytest.mark.django_db
 def test_a_job_run_twice_stores_one_summary(project, tmp_path):
     conv = _import(project, tmp_path)
-    job = alternatives.start(windows.segment_folds(conv)[0], provider="builtin", enqueue=False)
+    job = alternatives.start(segments.segment_folds(conv)[0], provider="builtin", enqueue=False)
     first = jobs.run(job.pk)
     Job.objects.filter(pk=job.pk).update(status=JobStatus.QUEUED)  # died before saying it was done
     second = jobs.run(job.pk)
@@ -89,7 +89,7 @@ def test_a_job_run_twice_stores_one_summary(project, tmp_path):
 @pytest.mark.django_db
 def test_the_conversation_page_offers_it_and_lists_the_summaries_with_their_origin(project, user, tmp_path):
     conv = _import(project, tmp_path)
-    original = windows.segment_folds(conv)[0]
+    original = segments.segment_folds(conv)[0]
     client = _client(user)
     page = client.get(f"/c/{conv.pk}/").content.decode()
     assert f'action="/review/folds/{original.pk}/again/"' in page and "Summarize this fold again" in page
@@ -110,7 +110,7 @@ def test_the_conversation_page_offers_it_and_lists_the_summaries_with_their_orig
 @pytest.mark.worker
 def test_the_api_with_a_configured_provider_runs_on_a_real_worker(project, user, tmp_path, worker):
     conv = _import(project, tmp_path)
-    original = windows.segment_folds(conv)[0]
+    original = segments.segment_folds(conv)[0]
     with FakeProvider() as server:
         provider_services.save_config(project, "openai", base_url=server.url("openai"), model="m", api_key="sk-x",
                                       make_default=False, allow_private_network=True, may_allow_private=True)

@@ -18,7 +18,7 @@ from contextviewer.builds import services as builds, handoffs as handoff
 from contextviewer.ingest import files as ingest
 from contextviewer.jobs import queue as jobs
 from contextviewer.conversations import conversation_page, curve_view
-from contextviewer.conversations import segments as windows
+from contextviewer.conversations import segments as loader
 from contextviewer.conversations.models import Conversation, Fold, Message, ModelCall
 from contextviewer.core import build as core_build
 from contextviewer.review import probes, queues
@@ -86,7 +86,7 @@ def assert_one_window(conv: Conversation) -> dict:
     """Every surface names the same positions for every fold of `conv`; returns what the page showed."""
     page = conversation_page.conversation_page(conv)
     # Every segment, also those the first page lists one line each (each opens into the same segment).
-    segments = conversation_page.conversation_segments(conv, windows.load(conv))
+    segments = conversation_page.conversation_segments(conv, loader.load(conv))
     archived = [s for s in segments if s.kind == "archived"]
     loaded = next(s for s in segments if s.kind == "loaded")
     shown = [s for s in page.segments if s.kind == "archived"]
@@ -157,7 +157,7 @@ def assert_one_window(conv: Conversation) -> dict:
             assert point.measured == call.context_size
         preview = handoff.fold_preview(conv, 50)
         assert preview.calls == len(calls) and preview.window == curve.window
-        assert [p.estimated for p in windows.call_points(conv)] == [p.estimated for p in curve.points]
+        assert [p.estimated for p in loader.call_points(conv)] == [p.estimated for p in curve.points]
     return {"archived": archived, "loaded": loaded, "view": view}
 
 
@@ -183,7 +183,7 @@ def test_synthetic_session_one_answer_everywhere(project, tmp_path):
     # The microcompact: a Fold row with no archived segment anywhere.
     micro = conv.folds.get(kind="microcompact")
     assert micro.position == facts["micro"]
-    assert windows.archived_segment(micro) is None and probes.segment_messages(micro) == []
+    assert loader.archived_segment(micro) is None and probes.segment_messages(micro) == []
     assert all(s.fold.pk != micro.pk for s in archived)
     # ... and nothing for review to probe or queue: two compactions are reviewed, not three folds.
     assert [r["fold_id"] for r in probes.probe_report(conv)] == [s.fold.pk for s in archived]
@@ -216,13 +216,13 @@ def test_a_handoff_made_here_is_a_segment_but_not_a_fold_the_recorded_calls_saw(
     write_lines(path, lines)
     ingest.import_path(project, path)
     conv = Conversation.objects.get(project=project)
-    before = [p.estimated for p in windows.call_points(conv)]
+    before = [p.estimated for p in loader.call_points(conv)]
     job, _ = handoff.start_handoff(conv, enqueue=False)
     jobs.run(job.pk)
     seen = assert_one_window(conv)
     assert len(seen["archived"]) == 3 and seen["archived"][-1].fold.origin == "generated"
     assert seen["archived"][-1].end == facts["last"]
-    assert [p.estimated for p in windows.call_points(conv)] == before
+    assert [p.estimated for p in loader.call_points(conv)] == before
 
 
 # --- every real Claude Code session with a fold -------------------------------------------------
@@ -245,8 +245,8 @@ def test_every_folded_fixture_one_answer_everywhere(project, path):
     raw_folds = sum(
         1 for line in path.read_text(errors="replace").splitlines() if '"compact_boundary"' in line
     )
-    convs = [c for c in Conversation.objects.filter(project=project) if windows.segment_folds(c)]
+    convs = [c for c in Conversation.objects.filter(project=project) if loader.segment_folds(c)]
     assert convs and raw_folds >= 1, f"{path.name}: no fold imported"
     for conv in convs:
         seen = assert_one_window(conv)
-        assert len(seen["archived"]) == len([f for f in windows.segment_folds(conv) if f.position <= seen["loaded"].end])
+        assert len(seen["archived"]) == len([f for f in loader.segment_folds(conv) if f.position <= seen["loaded"].end])

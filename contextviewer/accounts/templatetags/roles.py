@@ -6,6 +6,7 @@ which pass `can_*` flags; the navigation's flags come from accounts/context_proc
 """
 
 from django import template
+from contextviewer.accounts.join import link_for
 
 register = template.Library()
 
@@ -13,7 +14,6 @@ register = template.Library()
 @register.simple_tag(takes_context=True)
 def invitation_link(context, invitation) -> str:
     """The link an invited email address opens to set a password and join ("" for a username's)."""
-    from contextviewer.accounts.join import link_for
 
     if invitation.user_id or not invitation.email:
         return ""

@@ -6,7 +6,7 @@ configured for the project; default: the project's), and stores it beside the or
 same job the page and the API start, run in this process. Pairwise review then compares them."""
 
 
-from contextviewer.conversations import segments as windows
+from contextviewer.conversations import segments
 from contextviewer.conversations.management.base import ConversationCommand
 from contextviewer.providers.base import ProviderError
 from contextviewer.review import alternatives
@@ -24,7 +24,7 @@ class Command(ConversationCommand):
 
     def handle(self, *args, **opts):
         conv = self.conversation(opts["conversation"], as_json=opts["json"])
-        folds = windows.segment_folds(conv)
+        folds = segments.segment_folds(conv)
         raw = str(opts["fold"]).strip()
         if not raw.isdigit() or not 1 <= int(raw) <= len(folds):
             known = f"folds 1–{len(folds)}" if folds else "no folds"
