@@ -14,10 +14,11 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from contextviewer.accounts.models import Membership
-from contextviewer.core import handoff as core, harness
+from contextviewer.core import handoff as core
 from contextviewer.core.policies import fire_points
 from contextviewer.core.secrets import mask_text
 from contextviewer.core.tokens import count_text
+from contextviewer.importers import formats
 from contextviewer.providers import services as providers
 from contextviewer.providers.base import ProviderError
 from contextviewer.providers.models import ProviderConfig
@@ -177,7 +178,7 @@ def run_handoff(job: Job, progress) -> dict:
                     "timestamp": timezone.now(),
                 },
             )
-            Conversation.objects.filter(pk=conv.pk).update(fold_count=conv.folds.exclude(kind=segments.ALTERNATIVE).count())
+            conv.refresh_fold_count()
     except IntegrityError:  # the same job, run twice at once: the other run wrote it
         fold = Fold.objects.get(conversation=conv, key=job.idempotency_key[:255])
     # The result names the conversation and the fold: once the job is finished, review probes the
@@ -203,7 +204,7 @@ def default_fold_percent(conv: Conversation) -> int:
     down, so the preview fires no later than the harness would); 85 when it does not fold by
     tokens."""
     spec = segments.call_spec(conv, None)
-    fraction = harness.rules(conv.agent, spec).auto_fold_fraction(spec)
+    fraction = formats.harness(conv.agent, spec).auto_fold_fraction(spec)
     return min(99, max(10, int(fraction * 100))) if fraction else 85
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid as uuidlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.db import transaction
 from django.utils import timezone
@@ -151,7 +151,9 @@ def preview(conv: Conversation, turns, folds, after_fold=None) -> Preview:
         for k, v in counts.items():
             categories[k] = categories.get(k, 0) + int(v or 0)
     spec = registry.lookup((conv.model_names or [""])[-1], override_window=conv.window)
-    gauge = budget.gauge(categories, spec=spec, measured=None, agent=conv.agent) if spec and spec.window else None
+    gauge = None
+    if spec and spec.window:
+        gauge = budget.gauge(categories, spec=spec, measured=None, rules=formats.harness(conv.agent, spec))
     return Preview(plan, result, categories, gauge, spec)
 
 
@@ -311,7 +313,21 @@ def build_result(conv: Conversation) -> dict:
 
 # --- exports ----------------------------------------------------------------------------------
 
-CONTENT_TYPES = {name: t.content_type for name, t in core_export.TARGETS.items()}  # the export formats
+def _export_targets() -> dict[str, core_export.Target]:
+    """Every export target by name: each format's own session file (``Format.export``, under the
+    format's name, offered only for its conversations), then the plain ones of core/export.py."""
+    own = [replace(f.export, name=f.name, agent_session=True) for f in formats.registry() if f.export is not None]
+    return {t.name: t for t in (*own, *core_export.TARGETS)}
+
+
+EXPORT_TARGETS = _export_targets()
+CONTENT_TYPES = {name: t.content_type for name, t in EXPORT_TARGETS.items()}  # the export formats
+
+
+def export_formats(agent: str | None) -> list[str]:
+    """The export formats a conversation written by ``agent`` can be exported to honestly (an
+    agent's own session file only for that agent's conversations)."""
+    return core_export.offered(list(EXPORT_TARGETS.values()), agent)
 
 
 class ExportRefused(ValueError):
@@ -362,11 +378,11 @@ def export(conv: Conversation, fmt: str, *, actor=None) -> ExportFile:
     """The conversation as a file. Exports are audited (who took which conversation out, how);
     `actor` is the request (page, API) or None (the command line)."""
     if fmt not in CONTENT_TYPES:
-        raise ValueError(f"Unknown export format {fmt!r}: use one of {', '.join(core_export.FORMATS)}.")
-    if fmt not in core_export.formats_for(conv.agent):
+        raise ValueError(f"Unknown export format {fmt!r}: use one of {', '.join(EXPORT_TARGETS)}.")
+    if fmt not in export_formats(conv.agent):
         raise ExportRefused(
-            f"A {formats.label(conv.agent)} conversation cannot be exported as {core_export.LABELS[fmt]}: that is "
-            f"another agent's own session file. Use one of {', '.join(core_export.formats_for(conv.agent))}."
+            f"A {formats.label(conv.agent)} conversation cannot be exported as {EXPORT_TARGETS[fmt].label}: that is "
+            f"another agent's own session file. Use one of {', '.join(export_formats(conv.agent))}."
         )
     f = _export(conv, fmt)
     audit.record(actor, conv.project, "export.conversation", f"conversation {conv.pk}", format=fmt,
@@ -375,7 +391,7 @@ def export(conv: Conversation, fmt: str, *, actor=None) -> ExportFile:
 
 
 def _export(conv: Conversation, fmt: str) -> ExportFile:
-    target = core_export.TARGETS[fmt]
+    target = EXPORT_TARGETS[fmt]
     header = [f"{conv.agent} · {conv.kind} · {conv.message_count} messages"]
     if conv.cwd:
         header.append(f"cwd: {conv.cwd}")

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.cache import cache
 
-from contextviewer.core import budget, captured, harness
+from contextviewer.core import budget, captured
+from contextviewer.importers import formats
 
 from contextviewer.conversations import segments as loader
 from contextviewer.conversations.models import Conversation, ModelCall
@@ -44,7 +45,7 @@ NONE = UnloggedPrompt(None)
 
 
 def unlogged_prompt(conv: Conversation) -> UnloggedPrompt:
-    folder = harness.rules(conv.agent).captured_prompt  # a harness that leaves them out of its log
+    folder = formats.harness(conv.agent).captured_prompt  # a harness that leaves them out of its log
     if folder is None:
         return NONE
     found = captured.captured_prompt(getattr(settings, "SCHEMAS_DIR", None), folder, conv.cli_version or None, cache)
@@ -58,7 +59,7 @@ def after_import(conversations) -> None:
     tokenizer loaded: the first page of these conversations then reads the counts from the cache."""
     seen = set()
     for conv in conversations:
-        if harness.rules(conv.agent).captured_prompt and (conv.agent, conv.cli_version) not in seen:
+        if formats.harness(conv.agent).captured_prompt and (conv.agent, conv.cli_version) not in seen:
             seen.add((conv.agent, conv.cli_version))
             unlogged_prompt(conv)
 

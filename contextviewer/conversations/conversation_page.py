@@ -19,6 +19,7 @@ from django.db.models.functions import Cast
 
 from contextviewer.core import branches, budget, tokens
 from contextviewer.core.headline import summary_headline
+from contextviewer.importers import formats
 
 from contextviewer.conversations import calibration, figures, page_cache, rendering, segments as loader
 from contextviewer.conversations.curve_view import CurveView, curve_view
@@ -93,7 +94,7 @@ def gauge_view(
         spec=spec,
         measured=measured,
         cache_read=(latest.cache_read if measured else 0),
-        agent=conv.agent,
+        rules=formats.harness(conv.agent, spec),
         fitted=fitted,
         segment=fitted.segment_of(upto) if upto is not None else None,
         prompt=prompt.tokens,

@@ -9,7 +9,8 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from contextviewer.core import curve as core_curve, harness
+from contextviewer.core import curve as core_curve
+from contextviewer.importers import formats
 
 from contextviewer.conversations import segments as loader
 from contextviewer.conversations.models import Conversation, Fold
@@ -96,7 +97,7 @@ def curve_view(conv: Conversation, spec, folds: list[Fold]) -> CurveView | None:
     data = ";".join(f"{p.x},{p.position},{'' if p.turn is None else p.turn},{p.measured},{p.estimated}" for p in points)
     ticks = [(y(v), core_curve.tick_label(v)) for v in core_curve.ticks(frame.ymax)]
     last_spec = loader.call_spec(conv, calls[-1].model)
-    line = harness.rules(conv.agent, last_spec).fold_line(last_spec)
+    line = formats.harness(conv.agent, last_spec).fold_line(last_spec)
     thresholds = [(line[0], line[1], y(line[1]))] if line else []
     return CurveView(
         frame.width, frame.height, points, measured_path, estimated_path, bands, fold_marks, frame.ymax, window,

@@ -6,8 +6,7 @@ from django.db import models
 from django.db.models import Q
 
 from contextviewer.accounts.models import Project
-# The format registry: a row's default format, and (imported here, so every Django process has it)
-# the lookup core/harness.py asks for an agent's harness rules.
+# The format registry: a row's default format.
 from contextviewer.importers import formats
 
 
@@ -233,6 +232,11 @@ class FoldQuerySet(models.QuerySet):
     def counted(self):
         """Folds a conversation's fold_count counts: every fold but an alternative summary."""
         return self.exclude(kind=FoldKind.ALTERNATIVE)
+
+    def summaries(self):
+        """Folds whose summary stands for an archived segment, alternative summaries included (what
+        review probes, scores and compares): every fold but a microcompact."""
+        return self.exclude(kind__in=NO_SEGMENT_KINDS)
 
 
 class Fold(models.Model):

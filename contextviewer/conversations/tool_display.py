@@ -82,8 +82,8 @@ class BashResult:
     stdout: str
     stderr: str
     interrupted: bool = False
-    note: str = ""  # returnCodeInterpretation, background task id ...
-    combined: bool = True  # stdout holds stdout and stderr together (no toolUseResult to split them)
+    note: str = ""  # the harness's note on the return code, a background task id ...
+    combined: bool = True  # stdout holds stdout and stderr together (the log keeps them only so)
     duration: float | None = None  # seconds, where the result says
     running: bool = False  # still running when the result was written (no exit code yet)
 
@@ -243,17 +243,18 @@ _EXIT = re.compile(r"^(?:Error: )?Exit code (\d+)\s*\n?")
 
 def bash_result(text: str, is_error: bool, extra: dict | None) -> BashResult:
     """Exit code from the result text (Claude Code writes `Exit code N` first on failure; success
-    has none and means 0); stdout and stderr apart from the line's toolUseResult when it has them."""
+    has none and means 0); stdout and stderr apart, interrupted and notes from the result's `extra`
+    (core/records.py Block.extra, filled by the importer) when it has them."""
     m = _EXIT.match(text)
     body = text[m.end() :] if m else text
     exit_code = int(m.group(1)) if m else (None if is_error else 0)
     extra = extra if isinstance(extra, dict) else {}
     stdout, stderr = extra.get("stdout"), extra.get("stderr")
     note = ""
-    if isinstance(extra.get("returnCodeInterpretation"), str):
-        note = extra["returnCodeInterpretation"]
-    if isinstance(extra.get("backgroundTaskId"), str):
-        note = (note + " · " if note else "") + f"background task {extra['backgroundTaskId']}"
+    if isinstance(extra.get("note"), str):
+        note = extra["note"]
+    if isinstance(extra.get("background_task"), str):
+        note = (note + " · " if note else "") + f"background task {extra['background_task']}"
     interrupted = extra.get("interrupted") is True
     if isinstance(stdout, str) and isinstance(stderr, str) and (stdout or stderr or not body.strip()):
         return BashResult(exit_code, stdout, stderr, interrupted, note, combined=False)
@@ -489,25 +490,3 @@ def _shell_view(tool_input: dict, result_text: str | None, result_extra: dict | 
         view.bash = shell_result(result_text, result_extra)
         view.shows_result = view.bash is not None
     return view
-
-
-# Claude Code writes a Bash result's stdout and stderr apart only on the result's log line (its
-# toolUseResult), not in the content block the importer keeps: for these tools the page reads them
-# from the stored line.
-LINE_RESULT_TOOLS = frozenset({"Bash"})
-
-
-def result_on_line(tool_name: str) -> bool:
-    """Whether a tool's run (stdout, stderr, notes) is read from its result's log line
-    (tool_use_result) rather than from the result block's own `extra`."""
-    return tool_name in LINE_RESULT_TOOLS
-
-
-def tool_use_result(raw: str) -> dict | None:
-    """The `toolUseResult` object of a Claude Code line (stdout/stderr of a Bash call), if any."""
-    try:
-        obj = json.loads(raw)
-    except (TypeError, ValueError):
-        return None
-    result = obj.get("toolUseResult") if isinstance(obj, dict) else None
-    return result if isinstance(result, dict) else None

@@ -154,14 +154,8 @@ def turn_view(conv: Conversation, turn: int, from_position: int | None = None) -
 
 
 def _tool_views(calls: list[BlockView]) -> None:
-    """Each tool call's readable view; the run of a tool whose result details sit on its log line
-    (tools.result_on_line) comes from that line (read only for those lines), other results' from
-    the block's own `extra`."""
-    wanted = [c.result.message_id for c in calls if c.result is not None and tools.result_on_line(c.tool_name)]
-    extras = {}
-    if wanted:
-        rows = Message.objects.filter(id__in=wanted, flags__has_key="tool_use_result").values_list("id", "raw")
-        extras = {pk: tools.tool_use_result(raw) for pk, raw in rows}
+    """Each tool call's readable view, its result's run (stdout and stderr apart, exit code, notes)
+    read from the result block's own `extra`, which the importer filled: never from the raw line."""
     for c in calls:
         r = c.result
         c.tool = tools.tool_view(
@@ -169,7 +163,7 @@ def _tool_views(calls: list[BlockView]) -> None:
             c.tool_input,
             r.text if r is not None else None,
             r.is_error if r is not None else False,
-            (extras.get(r.message_id) or r.extra) if r is not None else None,
+            r.extra if r is not None else None,
         )
         if c.tool is not None and c.tool.kind == "bash" and r is not None and r.clip is not None and r.clip.clipped:
             c.tool.shows_result = False  # a long output stays in the result block, with "Load the rest"

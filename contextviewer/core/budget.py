@@ -19,7 +19,7 @@ import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from . import harness
+from .harness import Harness
 from .registry import ModelSpec
 from .severity import CRITICAL_AT, WARN_AT, fraction as _fraction, severity as _severity
 from .tokens import CATEGORIES, LABELS
@@ -138,15 +138,16 @@ def fit(calls: Iterable[tuple[int, int | None, int | None]], fold_positions: Ite
     return Calibration(factor, n, overheads, tuple(folds))
 
 
-def output_reserve(spec: ModelSpec, agent: str | None = None) -> int:
-    """Tokens of the window kept for the response, by the rules of the conversation's agent
-    (harness.py); with no agent, those of the harness that usually runs this model."""
-    return harness.output_reserve(agent, spec)
+def output_reserve(spec: ModelSpec, rules: Harness) -> int:
+    """Tokens of the window kept for the response, by `rules`: the harness rules of the
+    conversation's agent (``formats.harness(agent, spec)``; with no agent, those of the harness that
+    usually runs this model)."""
+    return rules.output_reserve(spec)
 
 
-def thresholds(spec: ModelSpec, agent: str | None = None) -> list[tuple[str, int]]:
-    """The fill levels drawn on a gauge or curve: severity bands, then the point where the
-    conversation's agent folds on its own (harness.py). Sorted by tokens."""
+def thresholds(spec: ModelSpec, rules: Harness) -> list[tuple[str, int]]:
+    """The fill levels drawn on a gauge or curve: severity bands, then the point where the harness
+    of `rules` (the conversation's agent's) folds on its own (harness.py). Sorted by tokens."""
     window = spec.window
     if window <= 0:
         return []
@@ -154,7 +155,7 @@ def thresholds(spec: ModelSpec, agent: str | None = None) -> list[tuple[str, int
         (f"warn {round(WARN_AT * 100)} %", round(WARN_AT * window)),
         (f"critical {round(CRITICAL_AT * 100)} %", round(CRITICAL_AT * window)),
     ]
-    fold_line = harness.rules(agent, spec).fold_line(spec)
+    fold_line = rules.fold_line(spec)
     if fold_line is not None:
         lines.append(fold_line)
     return sorted(lines, key=lambda line: line[1])
@@ -236,10 +237,10 @@ def gauge(
     *,
     spec: ModelSpec,
     measured: int | None,
+    rules: Harness,
     cache_read: int = 0,
     reserve: int | None = None,
     extra_thresholds: Iterable[tuple[str, int]] = (),
-    agent: str | None = None,
     fitted: Calibration | None = None,
     segment: int | None = None,
     prompt: tuple[int, int] | None = None,
@@ -249,10 +250,11 @@ def gauge(
 ) -> Gauge:
     """The gauge of one call: `categories` are the estimated tokens of the visible messages in its
     input (sum of the loaded view's message.tokens before the call), `measured` its measured
-    context size or None. `agent` (the conversation's) picks the harness rules: output reserve and
-    auto-fold line. `fitted`: the conversation's calibration, `segment` the call's segment in it
-    (None: after the latest). `prompt`: o200k tokens of a system prompt and tool definitions the
-    log does not hold (a capture); `unavailable`: categories that cannot be sized."""
+    context size or None. `rules`: the harness rules of the conversation's agent
+    (``formats.harness(agent, spec)``): output reserve and auto-fold line. `fitted`: the
+    conversation's calibration, `segment` the call's segment in it (None: after the latest).
+    `prompt`: o200k tokens of a system prompt and tool definitions the log does not hold (a
+    capture); `unavailable`: categories that cannot be sized."""
     per_category = estimate_input(categories, None)
     estimate = visible_total(per_category)
     factor = fitted.factor if fitted is not None else None
@@ -293,8 +295,8 @@ def gauge(
             biggest = max(scaled, key=lambda k: scaled[k])
             scaled[biggest] = max(0, scaled[biggest] + drift)
     window = max(0, spec.window)
-    output_reserve_tokens = output_reserve(spec, agent) if reserve is None else max(0, reserve)
-    lines = sorted([*thresholds(spec, agent), *extra_thresholds], key=lambda line: line[1])
+    output_reserve_tokens = output_reserve(spec, rules) if reserve is None else max(0, reserve)
+    lines = sorted([*thresholds(spec, rules), *extra_thresholds], key=lambda line: line[1])
     return Gauge(
         model=spec.name,
         model_known=spec.known,

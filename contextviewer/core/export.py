@@ -560,7 +560,10 @@ def markdown(messages: Sequence[dict], *, title: str = "", meta: Sequence[str] =
     return Export("\n".join(out).rstrip() + "\n", notes.render())
 
 
-# --- targets: one line each; builds, pages, the API and the command line name none of them ------
+# --- targets: builds, pages, the API and the command line name none of them --------------------
+# The plain targets below are every conversation's; an agent's own session file is its format's to
+# declare (``Format(export=Target(...))`` in importers/<format>.py, written by a writer here), and
+# builds/services.py puts the two together (EXPORT_TARGETS).
 
 
 @dataclass(frozen=True, slots=True)
@@ -588,14 +591,16 @@ class Written:
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    name: str
+    name: str  # the ?format= value; a format's own session file: the format's name
     label: str
     content_type: str
     write: object  # (messages, ExportMeta) -> Written
     agent_session: bool = False  # an agent's own session file: honest only for that agent's conversations
 
 
-def _claude_code_session(messages: Sequence[dict], meta: ExportMeta) -> Written:
+def claude_code_session(messages: Sequence[dict], meta: ExportMeta) -> Written:
+    """A session file `claude --resume` reads, with where to save it (the Claude Code format's own
+    export target, declared on its module)."""
     session_id = export_session_id(meta.session_seed)
     cwd = meta.cwd or "/"
     result = claude_code(messages, session_id=session_id, cwd=cwd, git_branch=meta.git_branch, model=meta.model,
@@ -612,24 +617,20 @@ def _plain(suffix: str, writer) -> object:
     return write
 
 
-TARGETS: dict[str, Target] = {
-    t.name: t
-    for t in (
-        Target("claude-code", "Claude Code JSONL", "application/x-ndjson", _claude_code_session, agent_session=True),
-        Target("openai", "OpenAI messages", "application/json",
-               _plain("openai.json", lambda m, meta: openai(m, model=meta.model))),
-        Target("anthropic", "Anthropic messages", "application/json",
-               _plain("anthropic.json", lambda m, meta: anthropic(m, model=meta.model))),
-        Target("markdown", "Markdown", "text/markdown; charset=utf-8",
-               _plain("md", lambda m, meta: markdown(m, title=meta.heading, meta=meta.header))),
-    )
-}
-FORMATS = tuple(TARGETS)
-LABELS = {name: t.label for name, t in TARGETS.items()}
+# What any conversation can be exported to, one line each, in the order they are offered (after the
+# formats' own session files).
+TARGETS: tuple[Target, ...] = (
+    Target("openai", "OpenAI messages", "application/json",
+           _plain("openai.json", lambda m, meta: openai(m, model=meta.model))),
+    Target("anthropic", "Anthropic messages", "application/json",
+           _plain("anthropic.json", lambda m, meta: anthropic(m, model=meta.model))),
+    Target("markdown", "Markdown", "text/markdown; charset=utf-8",
+           _plain("md", lambda m, meta: markdown(m, title=meta.heading, meta=meta.header))),
+)
 
 
-def formats_for(agent: str) -> list[str]:
-    """The export formats a conversation written by ``agent`` can be exported to honestly: an
+def offered(targets: Sequence[Target], agent: str | None) -> list[str]:
+    """The names of the `targets` a conversation written by ``agent`` can be exported to honestly: an
     agent's own session file only for that agent's conversations (another agent's tools, ids and
     usage would be passed off as its own)."""
-    return [name for name, t in TARGETS.items() if not t.agent_session or name == agent]
+    return [t.name for t in targets if not t.agent_session or t.name == agent]

@@ -10,10 +10,10 @@ for the rules of the conversation's agent, never the model's provider.
 Each format declares its harness's rules on its own module (``HARNESS = Harness(...)`` in
 ``importers/<format>.py``, passed as ``Format(harness=HARNESS)``, with the numbers and their sources
 beside them); ``importers/formats.py`` looks them up by name (``formats.harness(agent, spec)``).
-The core sits below the importers and never imports them: the format registry installs its lookup
-here when it is imported (``install``), so ``rules(agent)`` (and budget.py, which receives agent
-names) answer by the registry. A format that declares nothing gets ``DEFAULT_RULES`` under its own
-name: no automatic fold; reserve the model's output limit, at most 20 % of the window; chars/4.
+The core sits below the importers and never imports them, so it never looks rules up by an agent's
+name: a caller finds them with ``formats.harness`` and hands them in (``budget.gauge(rules=...)``,
+``harness_window(rules, ...)``). A format that declares nothing gets ``DEFAULT_RULES`` under its
+own name: no automatic fold; reserve the model's output limit, at most 20 % of the window; chars/4.
 
 Every harness is bound by the model's own split first: a model whose input limit is below its
 window (GPT-5 family: 272k of 400k) reserves the rest of the window for output.
@@ -22,7 +22,6 @@ window (GPT-5 family: 272k of 400k) reserves the rest of the window for output.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from .registry import ModelSpec, lookup, normalize
@@ -163,53 +162,15 @@ class Harness:
 
 DEFAULT_RULES = Harness(DEFAULT, "unknown harness")
 
-# The lookup the format registry installs (importers/formats.py): (agent, spec) -> the rules.
-_lookup: Callable[[str | None, ModelSpec | None], Harness] | None = None
-
-
-def install(lookup: Callable[[str | None, ModelSpec | None], Harness]) -> None:
-    """Called by the format registry when it is imported: how an agent's name finds its rules."""
-    global _lookup
-    _lookup = lookup
-
-
-def rules(agent: str | None, spec: ModelSpec | None = None) -> Harness:
-    """The rules of `agent` (a conversation's agent), by the format registry: an unknown agent gets
-    the default rules; no agent at all, the usual harness of `spec`'s provider, else the default.
-    Fails loudly when no registry is installed (a silent default would draw every harness alike)."""
-    if _lookup is None:
-        raise LookupError("harness rules come from the format registry: import contextviewer.importers.formats first")
-    return _lookup(agent, spec)
-
-
-def output_reserve(agent: str | None, spec: ModelSpec) -> int:
-    return rules(agent, spec).output_reserve(spec)
-
-
-def effective_window(agent: str | None, spec: ModelSpec) -> int:
-    return rules(agent, spec).effective_window(spec)
-
-
-def auto_fold_at(agent: str | None, spec: ModelSpec) -> int | None:
-    return rules(agent, spec).auto_fold_at(spec)
-
-
-def estimate_tokens(agent: str | None, text: str, spec: ModelSpec | None = None) -> int:
-    return rules(agent, spec).estimate_tokens(text, spec)
-
-
-def harness_window(agent: str | Harness | None, model: str | None, peak_context: int) -> int | None:
-    """The window a harness actually ran with, where it differs from the model's API window, or
-    None (the model's window holds).
+def harness_window(harness: Harness, model: str | None, peak_context: int) -> int | None:
+    """The window `harness` (a conversation's agent's rules, ``formats.harness(agent)``) actually ran
+    with, where it differs from the model's API window, or None (the model's window holds).
 
     Claude Code runs Anthropic models in a 200k window unless the user opted into 1M ("[1m]"), and
     its logs name the plain API model either way: a session whose measured context never passed
     200k ran in the 200k window (its auto-compaction at ~167k says so too). picoclaw runs in
     MaxTokens x 4 = 131,072 unless configured otherwise (nothing in its log says so)."""
-    if not agent or not model:
-        return None
-    harness = agent if isinstance(agent, Harness) else rules(agent)
-    if harness.default_window is None:
+    if not model or harness.default_window is None:
         return None
     spec = lookup(model)
     if harness.default_window_provider is not None:

@@ -29,8 +29,12 @@ class Block:
     width: int | None = None  # image: pixels, from the image's header (core/images.py)
     height: int | None = None
     image_sizes: list | None = None  # tool_result: [width, height] of its images whose header was read
-    # tool_result: how a command ended, where the log records it beside the text (a shell call's
-    # exit_code, duration_seconds, stdout and stderr apart); shown, not counted
+    # tool_result: what the log records beside the text, read by the format's importer so nothing
+    # above the importers reads a raw record for it; shown, not counted. How a command ran:
+    # exit_code, duration_seconds, stdout and stderr apart, interrupted, note (the harness's word
+    # on the return code), background_task. A result the harness cut before the model saw it:
+    # clip = {"marker": the marker text, "omitted_tokens": what the marker says was left out,
+    # "original": the whole output, where the log keeps it} (each key only where known).
     extra: dict | None = None
 
     def as_dict(self) -> dict:

@@ -26,16 +26,24 @@ Decisions worth knowing:
 - Inline sidechains (1.0.x: ``isSidechain`` lines without ``agentId`` in a main file) are grouped
   into runs; each run gets the agent id ``sidechain-<root uuid[:8]>`` and an ``AgentLink`` to the
   Task call whose prompt equals the run's first user text.
+- A tool result's line may carry ``toolUseResult``: what the harness had beside what the model
+  got. Read here, once, into the result block's ``extra`` (``result_extra``): a command's stdout
+  and stderr apart (capped), interrupted, the return code note, a background task; and where the
+  harness cut the result (a truncated or persisted marker), ``clip`` with the marker and the
+  longer original the line keeps. The viewer and the policy lab read ``extra``, never the line.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+from contextviewer.core.export import Target, claude_code_session
 from contextviewer.core.harness import Harness
 from contextviewer.core.records import (
     AgentLink,
@@ -46,6 +54,7 @@ from contextviewer.core.records import (
     UsageRecord,
 )
 from contextviewer.importers.common import (
+    add_extras,
     collect_images,
     compact_json as _compact,
     content_blocks,
@@ -57,6 +66,8 @@ from contextviewer.importers.common import (
     parse_timestamp,
     pos_int as _int,
     raw_json,
+    stored_extras,
+    stream_text,
     TimeSpan,
     str_or_none as _str,
     text_of as _text_of,
@@ -317,6 +328,9 @@ class _Parser(JsonParser, TimeSpan):
             flags["visible_in_transcript_only"] = True
         if "toolUseResult" in obj:
             flags["tool_use_result"] = True
+        if blocks:
+            # What the page and the policy lab read beside a result's text (its extra).
+            add_extras(blocks, functools.partial(result_extra, obj.get("toolUseResult")))
 
         record = MessageRecord(
             line_no=line_no,
@@ -593,6 +607,91 @@ def _parse(source: ParseInput) -> Iterator[Record]:
     )
 
 
+# -- a tool result's extra: its run and its clip --------------------------------------------------
+
+# Claude Code cuts a Bash output at 30,000 characters and ends what the model gets with this
+# marker; a result over 50,000 characters is saved to a file and the model gets a 2 KB preview
+# inside <persisted-output> (docs/policy-lab.md §3.5, §1.1). The line's toolUseResult keeps the
+# output the harness had, where it is longer than what the model got.
+TRUNCATED_RE = re.compile(r"\.\.\. \[(\d+) lines truncated\] \.\.\.\s*$")
+PERSISTED_RE = re.compile(r"<persisted-output>")
+
+
+def clip_marker(text: str) -> str | None:
+    """The marker of a tool result Claude Code cut before the model saw it, or None."""
+    if "truncated]" in text and (m := TRUNCATED_RE.search(text)):
+        return m.group(0).strip()
+    if "<persisted-output>" in text:
+        return next((ln for ln in text.splitlines() if ln.startswith("Output too large")), "<persisted-output>")
+    return None
+
+
+def original_output(result: Any) -> str | None:
+    """The whole output a line's toolUseResult keeps: a string as is, a command's stdout (and
+    stderr after it), a search's content, a read file's content."""
+    if result.__class__ is str:
+        return result or None
+    if result.__class__ is not dict:
+        return None
+    stdout, stderr = result.get("stdout"), result.get("stderr")
+    if stdout.__class__ is str:
+        if stderr.__class__ is str and stderr:
+            return f"{stdout}\n{stderr}" if stdout else stderr
+        return stdout
+    if result.get("content").__class__ is str:
+        return result["content"]
+    file = result.get("file")
+    if file.__class__ is dict and file.get("content").__class__ is str:
+        return file["content"]
+    return None
+
+
+def _run(result: Any) -> dict:
+    """How a command ran, from a line's toolUseResult, in the shape every format's result extra
+    has (core/records.py Block.extra): stdout and stderr apart, interrupted, the harness's note on
+    the return code, the background task it became."""
+    run: dict[str, Any] = {}
+    if result.__class__ is not dict:
+        return run
+    stdout, stderr = result.get("stdout"), result.get("stderr")
+    if stdout.__class__ is str and stderr.__class__ is str:
+        run["stdout"], run["stderr"] = stream_text(stdout), stream_text(stderr)
+    if result.get("interrupted") is True:
+        run["interrupted"] = True
+    note = result.get("returnCodeInterpretation")
+    if note.__class__ is str and note:
+        run["note"] = note
+    task = result.get("backgroundTaskId")
+    if task.__class__ is str:
+        run["background_task"] = task
+    return run
+
+
+def result_extra(result: Any, text: str) -> dict | None:
+    """A tool result's extra (Block.extra): its run (``_run``) and, where the harness cut what the
+    model got (``clip_marker``), ``clip``: the marker and the original where the line holds a
+    longer one. ``result`` is the line's toolUseResult (None without one), ``text`` the result's."""
+    extra = _run(result)
+    marker = clip_marker(text)
+    if marker is not None:
+        clip: dict[str, Any] = {"marker": marker}
+        original = original_output(result)
+        if original is not None and len(original) > len(text):
+            clip["original"] = original
+        extra["clip"] = clip
+    return extra or None
+
+
+def fill_extras(raw: str, blocks: list) -> list | None:
+    """The stored blocks of a line imported before its tool results carried their extra, with it
+    read from the stored line (a data migration); None when nothing changes."""
+    if blocks.__class__ is not list or not any(b.__class__ is dict and b.get("kind") == "tool_result" for b in blocks):
+        return None
+    obj = raw_json(raw)
+    result = obj.get("toolUseResult") if obj.__class__ is dict else None
+    return stored_extras(blocks, functools.partial(result_extra, result))
+
+
 def _content(obj: Any) -> Any:
     message = obj.get("message") if isinstance(obj, dict) else None
     return message.get("content") if isinstance(message, dict) else None
@@ -678,5 +777,8 @@ FORMAT = Format(
     locations=("~/.claude/projects",),
     images=images,
     enrich=enrich,
+    fill_extras=fill_extras,
     harness=HARNESS,
+    # Its own session file, which `claude --resume` reads (core/export.py writes it).
+    export=Target("claude-code", "Claude Code JSONL", "application/x-ndjson", claude_code_session, agent_session=True),
 )

@@ -338,6 +338,45 @@ def looks_binary(head: bytes) -> bool:
     return controls > len(sample) // 10
 
 
+# -- a tool result's extra (Block.extra): what the log records beside the text ----------------------
+
+STREAM_CAP = 20_000  # characters of a command's stdout / stderr kept on its result block
+
+
+def stream_text(text: str) -> str:
+    """A command's stdout or stderr as kept on its result's ``extra``: capped (the page shows the
+    first few thousand characters; the whole output stays in the raw record)."""
+    return text[:STREAM_CAP] + "\n[…]" if len(text) > STREAM_CAP else text
+
+
+def add_extras(blocks: list[Block], extra_of: Callable[[str], dict | None]) -> None:
+    """Each tool result of ``blocks`` gets what ``extra_of(its text)`` says merged into its ``extra``."""
+    for b in blocks:
+        if b.kind == "tool_result":
+            extra = extra_of(b.text)
+            if extra:
+                b.extra = {**b.extra, **extra} if b.extra else extra
+
+
+def stored_extras(blocks: Any, extra_of: Callable[[str], dict | None]) -> list | None:
+    """Stored blocks (dicts) of a message imported before its format put ``extra`` on its tool
+    results, with each tool result's ``extra`` as ``extra_of(its text)`` says (what a format's
+    ``fill_extras`` returns); None when nothing changes."""
+    if blocks.__class__ is not list:
+        return None
+    out, changed = [], False
+    for b in blocks:
+        if b.__class__ is dict and b.get("kind") == "tool_result":
+            text = b.get("text")
+            extra = extra_of(text if text.__class__ is str else "")
+            old = b.get("extra") if b.get("extra").__class__ is dict else {}
+            if extra and {**old, **extra} != old:
+                b = {**b, "extra": {**old, **extra}}
+                changed = True
+        out.append(b)
+    return out if changed else None
+
+
 # -- images of a stored raw record (a format's ``images``/``enrich``) -----------------------------
 
 

@@ -34,7 +34,8 @@ Decisions worth knowing:
   status and return summary. The parent's ``run_agent`` tool result (``{nodeId, name,
   status}``) links the node to the tool call (an ``AgentLink``).
 - Tool results clipped by efferent at append time are kept as stored, marker text included,
-  and flagged ``clipped`` (with the omitted token count the marker states).
+  and flagged ``clipped`` (with the omitted token count the marker states); each clipped result's
+  ``extra["clip"]`` holds its marker and that count (``clip_extra``) for the policy lab.
 """
 
 from __future__ import annotations
@@ -59,12 +60,14 @@ from contextviewer.core.records import (
     UsageRecord,
 )
 from contextviewer.importers.common import (
+    add_extras,
     compact_json,
     content_blocks,
     int_or_none,
     json_kind,
     parse_timestamp,
     pos_int,
+    stored_extras,
     TimeSpan,
     str_or_none,
     timestamp,
@@ -371,6 +374,7 @@ class _Reader:
             if clipped:
                 flags["clipped"] = True
                 flags["clipped_tokens_omitted"] = sum(int(m.group(1).replace(",", "")) for m in clipped)
+                add_extras(blocks, clip_extra)
         if role == "user" and blocks and all(b.kind == "tool_result" for b in blocks):
             role = "tool"
         if any(b.kind == "tool_result" and b.tool_name == RUN_AGENT for b in blocks):
@@ -648,6 +652,27 @@ def parse(source: ParseInput) -> Iterator[Record]:
         conn.close()
 
 
+# -- a clipped tool result's extra ------------------------------------------------------------
+
+
+def clip_extra(text: str) -> dict | None:
+    """A tool result efferent clipped at append time: ``{"clip": {"marker", "omitted_tokens"}}``
+    with its first marker (up to its closing bracket) and the tokens that marker says were left
+    out; the store keeps no original. None: not clipped."""
+    m = CLIP_MARKER.search(text)
+    if m is None:
+        return None
+    end = text.find("]", m.end())
+    marker = text[m.start() : end + 1 if end >= 0 else m.end()]
+    return {"clip": {"marker": marker, "omitted_tokens": int(m.group(1).replace(",", ""))}}
+
+
+def fill_extras(raw: str, blocks: list) -> list | None:
+    """The stored blocks of a message imported before its clipped tool results carried their
+    extra, with it read from their stored text (a data migration); None when nothing changes."""
+    return stored_extras(blocks, clip_extra)
+
+
 # The harness's rules (core/harness.py; policy-lab 1.2, 1.4, the classic CLI): cumulative handoff at
 # 85 % of the window; round(chars/4).
 HARNESS = Harness(fold_label="efferent handoff 85 %", fold_fraction=0.85, own_policy="efferent")
@@ -661,5 +686,6 @@ FORMAT = Format(
     multi_session=True,
     where="<workspace>/.efferent/smith.db (also math.db, canvas.db); older versions ~/.efferent/efferent.db",
     locations=("~/.efferent",),
+    fill_extras=fill_extras,
     harness=HARNESS,
 )

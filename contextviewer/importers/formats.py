@@ -8,11 +8,15 @@ plus one line in ``REGISTRY`` below; nothing outside ``importers/`` names a form
   folder). 0 means "not mine". Where two formats claim a path, the higher score wins;
 - ``group(paths)``: its claimed paths as sessions (a main file with its sub-agent files);
 - ``parse(ParseInput)``: the records of ``core/records.py`` (see ``driver.py`` for the rules);
-- per-format helpers the pages and exports use on stored raw records (``images``, ``enrich``);
+- per-format helpers the pages and exports use on stored raw records (``images``, ``enrich``),
+  and ``fill_extras`` (what the importer now puts on a tool result's ``extra``, for rows stored
+  before it did);
 - ``harness``: the rules of the harness that wrote the logs (``core/harness.py``'s ``Harness``:
   window, auto-fold point, output reserve, estimator, own policy, captured prompt), declared on the
-  format's module as ``HARNESS``; ``harness(name, spec)`` below finds them (and core/harness.py's
-  ``rules(name)`` through it).
+  format's module as ``HARNESS``; ``harness(name, spec)`` below finds them, and every caller hands
+  them to the core (which never looks rules up by a format's name);
+- ``export``: the agent's own session file as an export target (``core/export.py``'s ``Target``),
+  offered only for the format's conversations under its name (builds/services.py lists the targets).
 
 Records, per format (the ingest service relies on these):
 - every ``MessageRecord`` has a ``uuid`` stable across re-imports (re-reading a file must give the
@@ -35,13 +39,15 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from contextviewer.core import harness as harness_rules
 from contextviewer.core.harness import DEFAULT_RULES, Harness
 from contextviewer.core.records import Record
 from contextviewer.core.registry import ModelSpec
 from contextviewer.importers.lines import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_LINE_BYTES, GZIP_MAGIC, GzipStream
+
+if TYPE_CHECKING:  # the type of Format.export only: a format that declares one imports core/export.py itself
+    from contextviewer.core.export import Target
 
 SNIFF_BYTES = 64 * 1024
 
@@ -125,6 +131,11 @@ class Format:
     # An exporter dict of one message with what the stored blocks leave in the raw record put
     # back (thinking signatures, image data); ``message["raw"]`` is the raw record.
     enrich: Callable[[dict], dict] = as_is
+    # The stored blocks of a message imported before the format put an ``extra`` on its tool
+    # results (a run's stdout and stderr apart, a clip's marker and original), with it re-derived
+    # from the stored raw record and blocks; None when nothing changes. A data migration calls it
+    # on the tool results of this format's conversations. None: the format has nothing to fill.
+    fill_extras: Callable[[str, list], list | None] | None = None
     # Files beside a session that are part of it (a SQLite -wal, a .meta.json): a change to one of
     # them makes the session be read again. None: a DATABASE's -wal, nothing for the others.
     companions: Callable[[Path], list[Path]] | None = None
@@ -132,6 +143,10 @@ class Format:
     # the output it reserves, how it estimates tokens, its own policy in the policy lab. Default: no
     # automatic fold, the default reserve and estimator.
     harness: Harness = DEFAULT_RULES
+    # The agent's own session file, as an export target (core/export.py's ``Target``, its writer
+    # there): offered only for this format's conversations, under the format's name
+    # (``?format=<name>``); builds/services.py lists it before the plain targets. None: no such file.
+    export: Target | None = None
 
     def companion_files(self, path: Path) -> list[Path]:
         if self.companions is not None:
@@ -213,9 +228,6 @@ def harness(name: str | None, spec: ModelSpec | None = None) -> Harness:
         provider = spec.provider if spec is not None else ""
         return next((h for h in harnesses().values() if provider in h.usual_for), DEFAULT_RULES)
     return harnesses().get(name, DEFAULT_RULES)
-
-
-harness_rules.install(harness)
 
 
 # -- sniffing -----------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from contextviewer.core import harness
 from contextviewer.core.records import AgentLink, BadLine, FoldRecord, ImportProgress, SessionInfo, UsageRecord
 from contextviewer.core.secrets import mask_text  # summaries, titles, descriptions: stored masked too
 from contextviewer.core.titles import from_request
+from contextviewer.importers import formats
 from contextviewer.importers.formats import Format
 
 from contextviewer.conversations import search, segments
@@ -595,11 +596,11 @@ def _refresh_figures(conversation: Conversation, token_totals: list[tuple[int, i
     conversation.message_count = conversation.messages.count()
     conversation.model_call_count = len(calls)
     # Real folds only: a summary written again (kind "alternative") stands beside one, not in the count.
-    conversation.fold_count = conversation.folds.exclude(kind=segments.ALTERNATIVE).count()
+    conversation.refresh_fold_count(save=False)  # saved with the other figures below
     conversation.peak_context = max((uncached + write + read for *_, uncached, write, read, _out in calls), default=0)
     if conversation.window is None and conversation.model_names:
         conversation.window = harness.harness_window(
-            conversation.agent, conversation.model_names[-1], conversation.peak_context
+            formats.harness(conversation.agent), conversation.model_names[-1], conversation.peak_context
         )
     conversation.spend_tokens = sum(sum(call[3:]) for call in calls)
     conversation.save(

@@ -14,9 +14,11 @@ What comes from where:
 - summary sizes: the session's own compaction summaries (imported folds that make a segment);
 - calibration: scale (provider tokens per lab token) and harness overhead fitted on the
   session's measured calls (core/policylab/common.calibrate);
-- originals of clipped tool results where the log holds them (Claude Code's `toolUseResult`
-  beside a truncated or persisted result); efferent's clip markers say how much was omitted but
-  not what.
+- clipped tool results: the `clip` the importer put on a tool result's `extra` (core/records.py
+  Block.extra): the harness's marker, the tokens it says were omitted and the original where the
+  log holds it (some formats keep the whole output beside the clipped one, others only say how
+  much was left out);
+- the session's own folds: the imported Fold rows (their boundary messages and summaries).
 
 Facts at risk: the fact probes (core/facts.py) run on what an action drops or clips, checked
 against the text that remains in the window right after it. A summary whose size is modelled
@@ -26,8 +28,6 @@ has no text, so a fact a modelled summary might have kept still counts as at ris
 from __future__ import annotations
 
 import bisect
-import json
-import re
 import statistics
 import zlib
 from collections.abc import Iterable, Sequence
@@ -49,13 +49,6 @@ OPEN_LOOP_NOTE = (
 FACTS_SHOWN = 12  # facts listed per action on the page (the count is always whole)
 MAX_CONVERSATIONS = 25  # conversations replayed for the project table (the most recent; the page says so)
 
-# Markers of a tool result the harness cut before the model saw it (docs/policy-lab.md §3.5, §1.1).
-TRUNCATED_RE = re.compile(r"\.\.\. \[(\d+) lines truncated\] \.\.\.\s*$")
-PERSISTED_RE = re.compile(r"<persisted-output>")
-EFFERENT_CLIP_RE = re.compile(r"\[(?:…|\.\.\.)compaction: ~\s*([\d,]+) tokens of this (.{0,80}?) output omitted")
-
-
-BOUNDARY_SUBTYPES = ("compact_boundary",)
 BASELINE = "recorded"  # the registry's recorded window: the curve every policy is drawn against
 
 
@@ -78,7 +71,7 @@ class Clip:
     marker: str
     given_tokens: int
     original_tokens: int | None
-    clipped_tokens: int  # original - given; efferent: the count its marker states
+    clipped_tokens: int  # original - given; without an original: the count its marker states
 
 
 @dataclass
@@ -107,39 +100,12 @@ def _text(blocks: list[dict]) -> str:
     return "\n".join(b.get("text") or "" for b in blocks if b.get("text"))
 
 
-def _marker(text: str) -> str | None:
-    if m := EFFERENT_CLIP_RE.search(text):
-        end = text.find("]", m.end())
-        return text[m.start() : end + 1 if end >= 0 else m.end()]
-    if m := TRUNCATED_RE.search(text):
-        return m.group(0).strip()
-    if PERSISTED_RE.search(text):
-        line = next((ln for ln in text.splitlines() if ln.startswith("Output too large")), "<persisted-output>")
-        return line
-    return None
-
-
-def _original_from_raw(raw: str) -> str | None:
-    """Claude Code keeps the whole output in `toolUseResult` beside the truncated content."""
-    try:
-        obj = json.loads(raw)
-    except (ValueError, TypeError):
-        return None
-    result = obj.get("toolUseResult") if isinstance(obj, dict) else None
-    if isinstance(result, str):
-        return result or None
-    if not isinstance(result, dict):
-        return None
-    if isinstance(result.get("stdout"), str):
-        out = result["stdout"]
-        if isinstance(result.get("stderr"), str) and result["stderr"]:
-            out = f"{out}\n{result['stderr']}" if out else result["stderr"]
-        return out
-    if isinstance(result.get("content"), str):
-        return result["content"]
-    file = result.get("file")
-    if isinstance(file, dict) and isinstance(file.get("content"), str):
-        return file["content"]
+def _clip_of(blocks: list[dict]) -> dict | None:
+    """The first `clip` (marker, omitted_tokens, original) the importer put on a tool result's extra."""
+    for b in blocks:
+        extra = b.get("extra") if b.get("kind") == "tool_result" else None
+        if isinstance(extra, dict) and isinstance(extra.get("clip"), dict) and extra["clip"].get("marker"):
+            return extra["clip"]
     return None
 
 
@@ -166,24 +132,29 @@ def load_session(conv: Conversation) -> LabSession:
         call_of_api.setdefault(api, i)
     call_seqs = [c.seq for c in calls]
 
+    # The session's own folds (imported, making a segment): their boundary messages.
+    folds = [f for f in segments.segment_folds(conv) if f.origin == FoldOrigin.IMPORTED]
+    boundary_ids = [f.boundary_id for f in folds if f.boundary_id]
+    boundaries = set(Message.objects.filter(pk__in=boundary_ids).values_list("position", flat=True)) if boundary_ids else set()
+
     msgs: list[Msg] = []
     by_id: dict[str, dict] = {}
-    clip_rows: list[tuple[int, int, str, str, str, str]] = []  # position, turn, tool, given, marker, flags
+    clip_rows: list[tuple[int, int, str, str, dict]] = []  # position, turn, tool, given, the result's clip
     tool_names: dict[str, str] = {}
     rows = (
         Message.objects.filter(conversation=conv, is_sidechain=False)
         .order_by("position")
-        .values_list("position", "turn", "role", "record_type", "subtype", "blocks", "is_meta", "is_compact_summary", "api_message_id", "token_total", "timestamp", "flags")
+        .values_list("position", "turn", "role", "blocks", "is_meta", "is_compact_summary", "api_message_id", "token_total", "timestamp")
         .iterator(chunk_size=2000)
     )
-    for pos, turn, role, record_type, subtype, blocks, is_meta, is_compact_summary, api, token_total, ts, flags in rows:
+    for pos, turn, role, blocks, is_meta, is_compact_summary, api, token_total, ts in rows:
         blocks = blocks or []
         # The session's own fold: its summary and boundary stay (the recorded curve starts over at
         # them; every other policy skips them).
         kind_mark = ""
         if is_compact_summary:
             kind_mark = "summary"
-        elif role == "system" and subtype in BOUNDARY_SUBTYPES:
+        elif pos in boundaries:
             kind_mark = "boundary"
         elif not token_total:
             continue
@@ -205,8 +176,8 @@ def load_session(conv: Conversation) -> LabSession:
             i = bisect.bisect_right(call_seqs, pos)
             call_index = i if i < len(calls) else None
         mid = str(pos)
-        if kind == "tool" and (marker := _marker(text)):
-            clip_rows.append((pos, turn, tool_name or "", text, marker, "tool_use_result" if (flags or {}).get("tool_use_result") else ""))
+        if kind == "tool" and (clip := _clip_of(blocks)):
+            clip_rows.append((pos, turn, tool_name or "", text, clip))
         msgs.append(
             Msg(
                 id=mid, seq=pos, role=kind, text=text, tool_name=tool_name or None, tool_call_ids=tuple(call_ids),
@@ -218,12 +189,11 @@ def load_session(conv: Conversation) -> LabSession:
             continue  # a recorded summary is no action's to drop: no facts are read from it
         by_id[mid] = {"position": pos, "turn": turn, "role": role, "blocks": blocks, "is_meta": is_meta}
 
-    clips = _clips(conv, clip_rows)
+    clips = _clips(clip_rows)
     originals = {str(c.position): c.original for c in clips if c.original}
     if originals:
         msgs = [_with_original(m, originals[m.id]) if m.id in originals else m for m in msgs]
 
-    folds = [f for f in segments.segment_folds(conv) if f.origin == FoldOrigin.IMPORTED]
     summary_sizes = tuple(tokens.count_text(f.summary_text) for f in folds if f.summary_text)
     # Calibrated per session (docs/policy-lab.md §0): scale and harness overhead fitted on the
     # session's own measured calls, so a policy that does nothing draws the recorded curve.
@@ -243,13 +213,11 @@ def _with_original(m: Msg, original: str) -> Msg:
     return replace(m, original_text=original)
 
 
-def _clips(conv: Conversation, rows: list[tuple[int, int, str, str, str, str]]) -> list[Clip]:
-    """The clipped tool results, with their originals read from the raw lines that hold them."""
-    wanted = [r[0] for r in rows if r[5]]
-    raws = dict(Message.objects.filter(conversation=conv, position__in=wanted).values_list("position", "raw")) if wanted else {}
+def _clips(rows: list[tuple[int, int, str, str, dict]]) -> list[Clip]:
+    """The clipped tool results, with their originals where the importer found them in the log."""
     out = []
-    for pos, turn, tool, given, marker, _ in rows:
-        original = _original_from_raw(raws[pos]) if pos in raws else None
+    for pos, turn, tool, given, clip in rows:
+        original = clip.get("original") if isinstance(clip.get("original"), str) else None
         if original is not None and len(original) <= len(given):
             original = None  # the log's copy is no longer than what the model got: nothing was cut
         given_tokens = tokens.count_text(given)
@@ -258,9 +226,9 @@ def _clips(conv: Conversation, rows: list[tuple[int, int, str, str, str, str]]) 
             clipped = max(0, original_tokens - given_tokens)
         else:
             original_tokens = None
-            m = EFFERENT_CLIP_RE.search(given)
-            clipped = int(m.group(1).replace(",", "")) if m else 0
-        out.append(Clip(pos, turn, tool, given, original, marker, given_tokens, original_tokens, clipped))
+            omitted = clip.get("omitted_tokens")
+            clipped = omitted if isinstance(omitted, int) and not isinstance(omitted, bool) and omitted > 0 else 0
+        out.append(Clip(pos, turn, tool, given, original, str(clip["marker"]), given_tokens, original_tokens, clipped))
     return out
 
 

@@ -12,15 +12,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from contextviewer.core import harness
-from contextviewer.core.policylab import get as get_policy, names as policy_names
+from contextviewer.core.policylab import defaults as default_policies, get as get_policy, names as policy_names
 from contextviewer.core.severity import CRITICAL_AT, WARN_AT
+from contextviewer.importers import formats
 
 from contextviewer.lab import replays as policylab
 from contextviewer.conversations.models import Conversation, ConversationKind
 from contextviewer.accounts.permissions import get_conversation_for_user, projects_for
 
-DEFAULT_POLICIES = ("claude_code", "efferent", "deepagents")
 CLIP_SHOWN = 6000  # characters of each side of a clip shown (the counts say how much more there is)
 WIDTH, HEIGHT = 1000, 250
 
@@ -95,8 +94,9 @@ def _chosen(request: HttpRequest, conv: Conversation) -> tuple[list[str], list[s
     unknown = [n for n in asked if n not in known]
     if asked:
         return [n for n in known if n in asked], unknown
-    own = harness.rules(conv.agent).own_policy  # the policy of the harness that recorded it
-    return [n for n in known if n in DEFAULT_POLICIES or n == own], []
+    own = formats.harness(conv.agent).own_policy  # the policy of the harness that recorded it
+    defaults = default_policies()  # the lab's default comparison, declared on the policies
+    return [n for n in known if n in defaults or n == own], []
 
 
 def _ends(text: str) -> tuple[str, int, str]:

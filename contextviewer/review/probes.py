@@ -26,7 +26,7 @@ from contextviewer.review.models import PROBE_VERSION, FactProbe
 def review_folds(**filters):
     """The folds review probes, scores and compares: every fold that makes a segment, alternative
     summaries included (a microcompact has no summary and no segment)."""
-    return Fold.objects.filter(**filters).exclude(kind__in=loader.NO_SEGMENT_KINDS)
+    return Fold.objects.summaries().filter(**filters)
 
 
 def segment_start(fold: Fold) -> int:

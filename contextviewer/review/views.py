@@ -21,7 +21,6 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from contextviewer.accounts import permissions
 from contextviewer.accounts.models import Membership, Project
 from contextviewer.conversations.models import Fold
-from contextviewer.conversations.segments import ALTERNATIVE
 
 from contextviewer.core import facts as core_facts
 from contextviewer.review import alternatives, dashboard as figures, judge, probes as fact_probes, queues as review_queues
@@ -84,7 +83,7 @@ def review_index(request: HttpRequest, project: str) -> HttpResponse:
         assigned = {r.pk for r in queue.reviewers.all()}
         can_review = member.can("score") and (not assigned or request.user.pk in assigned)
         queues.append({"queue": queue, "items": len(items), "done": done, "can_review": can_review})
-    folds = Fold.objects.filter(conversation__project=proj).exclude(kind=ALTERNATIVE).count()  # real folds
+    folds = Fold.objects.filter(conversation__project=proj).counted().count()  # as each conversation's fold_count
     recent = list(
         Fold.objects.filter(conversation__project=proj).select_related("conversation").order_by("-created_at", "-pk")[:50]
     )

@@ -29,7 +29,6 @@ from contextviewer.conversations import search
 from contextviewer.conversations.models import Conversation, ConversationKind, Message
 from contextviewer.jobs.models import JobStatus
 from contextviewer.core import build as core_build
-from contextviewer.core import export as core_export
 from contextviewer.core.tokens import count_text
 from contextviewer.importers import formats
 from contextviewer.review import probes
@@ -411,14 +410,14 @@ def test_the_exports_keep_every_answered_tool_call(imported, owner):
     # Claude Code's own session file: offered (and made) for Claude Code only.
     html = owner.get(reverse("conversation", args=[conv.pk])).content.decode()
     if conv.agent == "claude-code":
-        assert "claude-code" in core_export.formats_for(conv.agent)
+        assert "claude-code" in builds.export_formats(conv.agent)
         assert 'data-export="claude-code"' in html
         lines = builds.export(conv, "claude-code").content.splitlines()
         uses = [b for line in lines for b in (json.loads(line).get("message") or {}).get("content") or []
                 if isinstance(b, dict) and b.get("type") == "tool_use"]
         assert len(uses) == n
     else:
-        assert core_export.formats_for(conv.agent) == ["openai", "anthropic", "markdown"]
+        assert builds.export_formats(conv.agent) == ["openai", "anthropic", "markdown"]
         assert 'data-export="claude-code"' not in html and 'data-export="markdown"' in html
         with pytest.raises(builds.ExportRefused):
             builds.export(conv, "claude-code")

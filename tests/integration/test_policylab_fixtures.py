@@ -12,7 +12,7 @@ from contextviewer.ingest import files as ingest
 from contextviewer.conversations import page_cache
 from contextviewer.lab import replays as policylab
 from contextviewer.conversations.models import Conversation, FoldOrigin
-from contextviewer.core.harness import auto_fold_at
+from contextviewer.importers import formats
 from contextviewer.conversations.segments import call_spec
 from tests.conftest import shared_fixtures_dir
 from tests.factories import make_project, make_user
@@ -45,7 +45,8 @@ def test_lab_on_a_fixture_session_with_folds(client, path):
         assert r.peak == max(r.totals) > 0
     claude = results[0]
     recorded_peak = max(c.usage_input for c in lab.session.calls)
-    threshold = auto_fold_at("claude-code", call_spec(conv, None))
+    spec = call_spec(conv, None)
+    threshold = formats.harness("claude-code", spec).auto_fold_at(spec)
     if recorded_peak >= threshold:
         # The recorded session folded on its own at the threshold: the replayed policy fires too.
         assert claude.fires >= 1

@@ -2,18 +2,31 @@
 
 import pytest
 
+from contextviewer.core import budget
 from contextviewer.core.budget import (
     Gauge,
     calibration,
     estimate_input,
     fit,
-    gauge,
     measured_context,
-    output_reserve,
-    thresholds,
 )
 from contextviewer.core.registry import ModelSpec, lookup
 from contextviewer.core.tokens import CATEGORIES
+from contextviewer.importers import formats
+
+
+# A bare model (no conversation, so no agent) is drawn by the rules of the harness that usually
+# runs its provider's models (formats.harness(None, spec)); the core takes the rules it is given.
+def gauge(categories, *, spec, **kwargs):
+    return budget.gauge(categories, spec=spec, rules=formats.harness(None, spec), **kwargs)
+
+
+def output_reserve(spec):
+    return budget.output_reserve(spec, formats.harness(None, spec))
+
+
+def thresholds(spec):
+    return budget.thresholds(spec, formats.harness(None, spec))
 
 
 def test_measured_context():

@@ -173,14 +173,27 @@ def test_anthropic_and_openai_shapes_hold_whatever_the_transcript(messages):
 
 
 def test_export_targets_offer_an_agent_session_file_only_to_that_agent():
-    """Each target is one registry line; an agent's own session file is offered for that agent's
+    """The plain targets are one line each in core/export.py; an agent's own session file is its
+    format's (Format.export), listed first under the format's name and offered for that agent's
     conversations only, the plain formats for every conversation."""
-    from contextviewer.core import export as core_export
+    from contextviewer.builds import services
+    from contextviewer.importers import formats
 
-    plain = [n for n, t in core_export.TARGETS.items() if not t.agent_session]
-    own = [n for n, t in core_export.TARGETS.items() if t.agent_session]
-    assert plain and own
+    plain = [t.name for t in export.TARGETS]
+    own = [f.name for f in formats.registry() if f.export is not None]
+    assert plain and own and not any(t.agent_session for t in export.TARGETS)
+    assert list(services.EXPORT_TARGETS) == own + plain
+    assert services.CONTENT_TYPES == {name: t.content_type for name, t in services.EXPORT_TARGETS.items()}
     for name in own:
-        assert name in core_export.formats_for(name)
-        assert name not in core_export.formats_for("some-other-agent")
-    assert core_export.formats_for("some-other-agent") == plain
+        assert services.EXPORT_TARGETS[name].agent_session
+        assert name in services.export_formats(name)
+        assert name not in services.export_formats("some-other-agent")
+    assert services.export_formats("some-other-agent") == plain
+    # The routes and content types as they were when core/export.py listed every target itself.
+    assert list(services.CONTENT_TYPES.items()) == [
+        ("claude-code", "application/x-ndjson"),
+        ("openai", "application/json"),
+        ("anthropic", "application/json"),
+        ("markdown", "text/markdown; charset=utf-8"),
+    ]
+    assert services.EXPORT_TARGETS["claude-code"].label == "Claude Code JSONL"

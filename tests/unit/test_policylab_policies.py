@@ -372,3 +372,17 @@ def test_recorded_curve_uses_measured_input_and_restarts_after_the_sessions_own_
     other = get("claude_code").replay(replace(s, real_summary_tokens=(300,)))
     own = {m.id for m in s.messages if m.kind}
     assert len(own) == 2 and not own & {i.msg_id for w in other.windows for i in w.items}  # not replayed
+
+
+def test_each_policy_declares_its_summary_wrapper_and_the_lab_defaults():
+    """§8 "Always add": the wrapper each harness puts around a summary is the policy's own
+    (`wrapper_tokens` on its module, read through the registry), and so is whether the lab draws it
+    for every conversation (`default`)."""
+    from contextviewer.core.policylab import defaults, registry
+
+    wrappers = {name: registry.wrapper_tokens(name) for name in names() if name != "recorded"}
+    assert wrappers == {
+        "claude_code": 80, "efferent": 45, "efferent_engine": 45, "deepagents": 50, "codex": 100,
+        "picoclaw": 35, "openhands": 20, "cwm": 20,
+    }
+    assert defaults() == ["claude_code", "efferent", "deepagents"]

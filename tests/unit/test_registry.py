@@ -144,7 +144,11 @@ def test_split_cache_write(args, expected):
 
 
 def test_claude_code_runs_anthropic_models_in_200k_unless_the_log_shows_more():
-    from contextviewer.core.harness import harness_window  # moved from registry: rules per agent live in harness.py
+    from contextviewer.core import harness  # moved from registry: rules per agent live in harness.py
+    from contextviewer.importers import formats
+
+    def harness_window(agent, model, peak_context):
+        return harness.harness_window(formats.harness(agent), model, peak_context)
 
     assert lookup("claude-opus-4-6").window == 1_000_000  # the API's window
     assert harness_window("claude-code", "claude-opus-4-6", 170_251) == 200_000

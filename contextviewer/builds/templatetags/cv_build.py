@@ -2,7 +2,7 @@
 
 from django import template
 
-from contextviewer.core import export as core_export
+from contextviewer.builds import services
 
 register = template.Library()
 
@@ -11,7 +11,7 @@ register = template.Library()
 def export_choices(conv) -> list[tuple[str, str]]:
     """(format, label) of the exports offered for a conversation (an agent's own session format
     only for that agent's conversations)."""
-    return [(f, core_export.LABELS[f]) for f in core_export.formats_for(conv.agent)]
+    return [(f, services.EXPORT_TARGETS[f].label) for f in services.export_formats(conv.agent)]
 
 
 @register.filter

@@ -3,6 +3,6 @@
 Spec: ../shared/docs/policy-lab.md. Pure Python; no Django."""
 
 from .model import Call, CallWindow, Event, Item, Msg, Policy, Replay, Session
-from .registry import POLICIES, get, names
+from .registry import POLICIES, defaults, get, names
 
-__all__ = ["Call", "CallWindow", "Event", "Item", "Msg", "Policy", "Replay", "Session", "POLICIES", "get", "names"]
+__all__ = ["Call", "CallWindow", "Event", "Item", "Msg", "Policy", "Replay", "Session", "POLICIES", "defaults", "get", "names"]

@@ -115,6 +115,8 @@ def restore_files(hist):
 class ClaudeCode:
     name = "claude_code"
     label = "Claude Code (auto-compact at effective window − 13k)"
+    wrapper_tokens = 80  # the summary intro + continuation lines around a summary (policy-lab §8)
+    default = True  # drawn on every conversation's lab page
     params: dict[str, Any] = {
         "max_output": 20_000,  # the model's max output; the reserve is capped at 20,000
         "pct": None,  # CLAUDE_AUTOCOMPACT_PCT_OVERRIDE
@@ -160,7 +162,7 @@ class ClaudeCode:
             if count >= thr and hist:
                 cut = api_round_start(hist, len(hist))
                 folded = hist[:cut] or hist
-                summary = folded_summary(session, "claude_code", folded, folds, MAX_OUTPUT_TOKENS_FOR_SUMMARY, SUMMARY_INTRO)
+                summary = folded_summary(session, self.wrapper_tokens, folded, folds, MAX_OUTPUT_TOKENS_FOR_SUMMARY, SUMMARY_INTRO)
                 after = [summary, *restore_files(folded)]
                 detail = f"auto-compact at {count:,} ≥ {thr:,} tokens"
                 events.append(fold_event(call.index, "fold", hist, after, oh, folded, detail))

@@ -61,6 +61,7 @@ def middle_truncate(text: str, mode: str = "tokens", limit: int = 10_000) -> tup
 class Codex:
     name = "codex"
     label = "Codex CLI: compact at 90 % of the window"
+    wrapper_tokens = 100  # SUMMARY_PREFIX (policy-lab §8)
     params: dict[str, Any] = {"limit": None, "trunc_mode": "tokens", "trunc_limit": 10_000}
 
     def replay(self, session: Session, **params: Any) -> Replay:
@@ -105,7 +106,7 @@ class Codex:
                 t = budget
             users.append(s)
             budget -= t
-        return [*reversed(users), folded_summary(session, "codex", hist, folds, None, SUMMARY_PREFIX)]
+        return [*reversed(users), folded_summary(session, Codex.wrapper_tokens, hist, folds, None, SUMMARY_PREFIX)]
 
 
 POLICY = Codex()

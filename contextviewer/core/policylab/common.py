@@ -223,18 +223,9 @@ def separates_pair(msgs: Sequence[Msg | Slot], cut: int) -> bool:
 # ---------------------------------------------------------------------------------------------
 # Summary size (§8)
 
-# The exact wrapper text each harness adds around a summary, in tokens (§8 "Always add").
-WRAPPER_TOKENS = {
-    "efferent": 45,
-    "deepagents": 50,
-    "langchain": 10,
-    "claude_code": 80,
-    "codex": 100,
-    "picoclaw": 35,
-    "picoclaw_emergency": 15,
-    "openhands": 20,
-    "cwm": 20,
-}
+# The wrapper text a harness adds around a summary is exact (§8 "Always add"): each policy says its own
+# size in tokens (its `wrapper_tokens`, read through the registry); one that does not gets this.
+DEFAULT_WRAPPER_TOKENS = 20
 SUMMARY_A, SUMMARY_B, SUMMARY_FLOOR = 1_500, 0.015, 500
 
 
@@ -245,11 +236,11 @@ class SummarySize:
     source: str  # measured | session median | formula
 
 
-def summary_size(session: Session, harness: str, folded_tokens: int, fold_no: int, cap: int | None) -> SummarySize:
+def summary_size(session: Session, wrapper: int, folded_tokens: int, fold_no: int, cap: int | None) -> SummarySize:
     """SummaryModel(harness, folded) of §8, first source wins: the session's own compaction at
     this fold (exact), the median of the session's own compactions, else
-    min(cap, max(floor, a + b·folded)). The harness's wrapper text is always added."""
-    wrapper = WRAPPER_TOKENS.get(harness, 20)
+    min(cap, max(floor, a + b·folded)). The harness's wrapper text (`wrapper` tokens: the policy's
+    `wrapper_tokens`) is always added."""
     real = [t for t in session.real_summary_tokens if t > 0]
     if fold_no < len(real):
         return SummarySize(real[fold_no] + wrapper, False, "measured")
@@ -266,9 +257,10 @@ def summary_slot(key: str, size: SummarySize, text: str) -> Slot:
     return synthetic(key, SUMMARY, size.tokens, text + badge)
 
 
-def folded_summary(session: Session, harness: str, folded: Sequence[Slot], fold_no: int, cap: int | None, text: str) -> Slot:
-    """The summary of fold `fold_no` (counted from 0) standing for the `folded` slots, sized by summary_size."""
-    size = summary_size(session, harness, sum(s.tokens for s in folded), fold_no, cap)
+def folded_summary(session: Session, wrapper: int, folded: Sequence[Slot], fold_no: int, cap: int | None, text: str) -> Slot:
+    """The summary of fold `fold_no` (counted from 0) standing for the `folded` slots, sized by
+    summary_size with the policy's `wrapper` tokens."""
+    size = summary_size(session, wrapper, sum(s.tokens for s in folded), fold_no, cap)
     return summary_slot(f"summary:{fold_no}", size, text)
 
 

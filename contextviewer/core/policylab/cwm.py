@@ -23,6 +23,7 @@ def zone_of(fill: int, usable: int) -> str:
 class CWM:
     name = "cwm"
     label = "ContextWindowManager zones 50/75/90 % (reference design, no upstream implementation)"
+    wrapper_tokens = 20  # no harness text to measure: the default wrapper
     params: dict[str, Any] = {
         "output_reserve": 0,
         "eviction": "fifo",  # fifo | type
@@ -87,7 +88,7 @@ class CWM:
                     if cut > 0:
                         before = fill()
                         dropped, hist = hist[:cut], hist[cut:]
-                        summary = folded_summary(session, "cwm", dropped, folds, None, "L3 rolling summary")
+                        summary = folded_summary(session, self.wrapper_tokens, dropped, folds, None, "L3 rolling summary")
                         events.append(
                             Event(
                                 call.index, "summarize", before, fill(), dropped_msg_ids=ids(dropped), detail="L3 rolling summary"

@@ -106,6 +106,8 @@ def keep_cut(slots, keep_tokens: int | None, keep_messages: int | None) -> int:
 class DeepAgents:
     name = "deepagents"
     label = "deepagents: offload > 20k tok, summarize at 85 % keep 10 %"
+    wrapper_tokens = 50  # the offload wrapper, before its path (policy-lab §8)
+    default = True  # drawn on every conversation's lab page
     params: dict[str, Any] = {
         "profile": True,  # the model profile gives max_input_tokens (= the window); else 170k / 6 msgs
         "max_output": 0,
@@ -145,7 +147,7 @@ class DeepAgents:
                 if cut > 0:
                     path = f"/conversation_history/{session.agent or 'session'}.md"
                     wrapper = SUMMARY_WRAPPER.format(path=path)
-                    new_summary = folded_summary(session, "deepagents", eff[:cut], folds, p["max_output"] or None, wrapper)
+                    new_summary = folded_summary(session, self.wrapper_tokens, eff[:cut], folds, p["max_output"] or None, wrapper)
                     after = [new_summary, *eff[cut:]]
                     detail = f"{count:,} ≥ {trigger:,} (LC approx)"
                     events.append(fold_event(call.index, "summarize", eff, after, oh, eff[:cut], detail))

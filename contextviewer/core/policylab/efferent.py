@@ -34,6 +34,7 @@ HANDOFF_NOTE = (
     "[System note: the earlier history of this conversation has been handed off into the summary "
     "below to free up context. Treat the summary as the source of truth for everything before this point.]"
 )
+HANDOFF_NOTE_TOKENS = 45  # the handoff note around a summary, in tokens (policy-lab §8): both variants' wrapper
 DIGEST = " Summary of the omitted part: …"
 
 
@@ -203,6 +204,8 @@ def compress_string(
 class Efferent:
     name = "efferent"
     label = "efferent classic (≤ 2026-07-07): clip > 16k chars, handoff at 85 %"
+    wrapper_tokens = HANDOFF_NOTE_TOKENS
+    default = True  # drawn on every conversation's lab page
     params: dict[str, Any] = {"max_chars": DEFAULT_TOOL_RESULT_MAX_CHARS, "pct": DEFAULT_AUTO_HANDOFF_PCT, "fast_model": False}
 
     def replay(self, session: Session, **params: Any) -> Replay:
@@ -220,7 +223,7 @@ class Efferent:
                     and last_input / window >= p["pct"] / 100
                 ):
                     view = ([summary] if summary else []) + loaded
-                    after = folded_summary(session, "efferent", view, folds, None, HANDOFF_NOTE)
+                    after = folded_summary(session, self.wrapper_tokens, view, folds, None, HANDOFF_NOTE)
                     detail = f"auto-handoff: last input {last_input:,} ≥ {p['pct']} % of {window:,}"
                     events.append(fold_event(call.index, "handoff", view, [after], oh, loaded, detail))
                     summary, loaded, folds = after, [], folds + 1
@@ -245,6 +248,7 @@ class EfferentEngine:
 
     name = "efferent_engine"
     label = "efferent engine (main): fold > 80k, keep 2 turns"
+    wrapper_tokens = HANDOFF_NOTE_TOKENS
     params: dict[str, Any] = {"threshold_tokens": 80_000, "keep_turns": 2, "cooldown_turns": 3}
 
     def replay(self, session: Session, **params: Any) -> Replay:
@@ -260,7 +264,7 @@ class EfferentEngine:
                 cut = keep_last_assistant_turns(buf, p["keep_turns"])
                 if cut > 0:
                     view = ([summary] if summary else []) + buf[:cut]
-                    after = folded_summary(session, "efferent", view, folds, None, HANDOFF_NOTE)
+                    after = folded_summary(session, self.wrapper_tokens, view, folds, None, HANDOFF_NOTE)
                     detail = f"engine fold: last input {last_input:,} > {p['threshold_tokens']:,}"
                     events.append(fold_event(call.index, "fold", view, [after], oh, buf[:cut], detail))
                     summary, buf, folds, cooldown = after, buf[cut:], folds + 1, p["cooldown_turns"]

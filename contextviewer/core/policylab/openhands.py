@@ -24,6 +24,7 @@ def truncate_observation(text: str, max_chars: int = MAX_MESSAGE_CHARS) -> str |
 class OpenHands:
     name = "openhands"
     label = "OpenHands condenser (keep first 4, fold over 120 events)"
+    wrapper_tokens = 20  # not in §8's list: the default wrapper
     params: dict[str, Any] = {"max_size": 120, "keep_first": 4}
 
     def replay(self, session: Session, **params: Any) -> Replay:
@@ -44,7 +45,7 @@ class OpenHands:
             if len(v) > p["max_size"]:
                 tail = p["max_size"] // 2 - k - 1
                 forgotten = view[k : len(view) - tail]
-                summ = folded_summary(session, "openhands", forgotten, folds, None, CONDENSATION_SUMMARY)
+                summ = folded_summary(session, self.wrapper_tokens, forgotten, folds, None, CONDENSATION_SUMMARY)
                 view = view[:k] + view[len(view) - tail :]
                 after = view[:k] + [summ] + view[k:]
                 events.append(fold_event(call.index, "condense", v, after, oh, forgotten, f"{len(v)} events > {p['max_size']}"))

@@ -61,6 +61,7 @@ def force_compression_cut(hist) -> int:
 class Picoclaw:
     name = "picoclaw"
     label = "picoclaw: summarize > 20 msgs or 75 %, emergency drop of the oldest half"
+    wrapper_tokens = 35  # the CONTEXT_SUMMARY: line (policy-lab §8; the emergency drop writes no summary)
     params: dict[str, Any] = {"max_tokens": 32_768, "context_window": None}
 
     def replay(self, session: Session, **params: Any) -> Replay:
@@ -79,7 +80,7 @@ class Picoclaw:
                     cut = find_safe_boundary(hist, len(hist) - KEEP_LAST)
                     if cut > 0:
                         folded = [s for s in hist[:cut] if s.msg and s.msg.role in ("user", "assistant")]
-                        summary = folded_summary(session, "picoclaw", folded, folds, p["max_tokens"], CONTEXT_SUMMARY)
+                        summary = folded_summary(session, self.wrapper_tokens, folded, folds, p["max_tokens"], CONTEXT_SUMMARY)
                         detail = f"{len(hist)} messages, est {est(hist):,} tokens"
                         events.append(fold_event(call.index, "summarize", hist, [summary, *hist[cut:]], oh, hist[:cut], detail))
                         hist, folds, note = hist[cut:], folds + 1, ""
