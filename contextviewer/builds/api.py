@@ -52,7 +52,7 @@ def create_build(request, conversation_id: int, payload: BuildIn):
     "/conversations/{conversation_id}/export",
     response={200: None, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut},
 )
-def export_conversation(request, conversation_id: int, format: str = Query(..., description="claude-code | openai | anthropic | markdown")):
+def export_conversation(request, conversation_id: int, format: str = Query(..., description=" | ".join(builds.CONTENT_TYPES))):
     """The conversation as a file: Claude Code JSONL, OpenAI or Anthropic messages JSON, Markdown."""
     conv = get_conversation_for_user(request, conversation_id)
     if format not in builds.CONTENT_TYPES:

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from contextviewer.accounts import audit
 from contextviewer.core import build as core_build
-from contextviewer.core import budget, export as core_export, registry, tokens as token_core
+from contextviewer.core import budget, export as core_export, model_specs, tokens as token_core
 from contextviewer.importers import formats
 
 from contextviewer.jobs import queue as jobs
@@ -150,7 +150,7 @@ def preview(conv: Conversation, turns, folds, after_fold=None) -> Preview:
         counts = _count(m) if m.get("repaired") or not m.get("tokens") else m["tokens"]
         for k, v in counts.items():
             categories[k] = categories.get(k, 0) + int(v or 0)
-    spec = registry.lookup((conv.model_names or [""])[-1], override_window=conv.window)
+    spec = model_specs.lookup((conv.model_names or [""])[-1], override_window=conv.window)
     gauge = None
     if spec and spec.window:
         gauge = budget.gauge(categories, spec=spec, measured=None, rules=formats.harness(conv.agent, spec))

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from django.db.models import Case, F, IntegerField, Q, Sum, Value, When
 
-from contextviewer.core import registry
+from contextviewer.core import model_specs
 
 from contextviewer.conversations.models import Conversation, Fold, ModelCall
 
@@ -18,7 +18,7 @@ _BANDS = (0, 100_000, 200_000)
 
 def model_spec(conv: Conversation):
     names = conv.model_names or []
-    return registry.lookup(names[-1] if names else "", override_window=conv.window)
+    return model_specs.lookup(names[-1] if names else "", override_window=conv.window)
 
 
 def percent(used: int | float | None, window: int | None) -> float:
@@ -30,17 +30,17 @@ def percent(used: int | float | None, window: int | None) -> float:
 def cost(per_model: list[dict], window_override: int | None) -> float | None:
     """Spend in dollars at list price where every model's prices are known; None otherwise.
 
-    Usage is summed per (model, prompt band) in SQL; each sum is priced by registry.cost with the
+    Usage is summed per (model, prompt band) in SQL; each sum is priced by model_specs.cost with the
     tier its band falls in, so long-prompt pricing stays per call without reading every call."""
     if not per_model:
         return None
     total = 0.0
     for s in per_model:
-        spec = registry.lookup(s["model"] or "", override_window=window_override)
+        spec = model_specs.lookup(s["model"] or "", override_window=window_override)
         long = spec.long_prompt_over is not None and _BANDS[s["band"]] >= spec.long_prompt_over
         tier = replace(spec, long_prompt_over=0 if long else None)
-        w5, w1 = registry.split_cache_write(s["cache_write"] or 0, s["cache_write_5m"], s["cache_write_1h"])
-        value = registry.cost(
+        w5, w1 = model_specs.split_cache_write(s["cache_write"] or 0, s["cache_write_5m"], s["cache_write_1h"])
+        value = model_specs.cost(
             tier,
             input_uncached=s["input_uncached"] or 0,
             cache_write_5m=w5,

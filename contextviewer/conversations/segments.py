@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import F, Max, Min, OuterRef, Q, Subquery
 
-from contextviewer.core import build as core_build, curve as core_curve, registry, tokens
+from contextviewer.core import build as core_build, curve as core_curve, model_specs, tokens
 from contextviewer.core.segments import ARCHIVED, LOADED, FoldSpan, Segment, segments as split_segments
 
 from contextviewer.conversations.models import NO_SEGMENT_KINDS, Conversation, Fold, FoldKind, FoldOrigin, Message, ModelCall
@@ -294,11 +294,11 @@ def call_estimates(
     return core_curve.estimated_contexts(token_totals, call_positions, curve_fold_spans(conv))
 
 
-def call_spec(conv: Conversation, model: str | None) -> registry.ModelSpec:
+def call_spec(conv: Conversation, model: str | None) -> model_specs.ModelSpec:
     """The model a call ran on, in the window it ran in: the conversation's own (an override, or
     the window its harness ran with), else the model's."""
     names = conv.model_names or []
-    return registry.lookup(model or (names[-1] if names else ""), override_window=conv.window)
+    return model_specs.lookup(model or (names[-1] if names else ""), override_window=conv.window)
 
 
 def call_window(conv: Conversation, model: str | None) -> int:

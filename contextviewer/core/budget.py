@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .harness import Harness
-from .registry import ModelSpec
+from .model_specs import ModelSpec
 from .severity import CRITICAL_AT, WARN_AT, fraction as _fraction, severity as _severity
 from .tokens import CATEGORIES, LABELS
 

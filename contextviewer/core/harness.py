@@ -1,7 +1,7 @@
 """Harness rules: the window a harness runs a model in, the output it reserves, where it folds on
 its own, and how it estimates tokens. Pure, and it names no harness.
 
-The model registry (registry.py) knows models; this module knows what a harness's rules can say.
+The model specs (model_specs.py) know models; this module knows what a harness's rules can say.
 The same model folds at different points under different harnesses (a 200k Claude model: Claude
 Code at 167k, deepagents at 170k, efferent at 170k, Gemini-style 50 % at 100k), so every surface
 that draws a harness's rule (the gauge, the curve, the "Fold at X %" preview, the policy lab) asks
@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .registry import ModelSpec, lookup, normalize
+from .model_specs import ModelSpec, lookup, normalize
 
 DEFAULT = "default"
 DEFAULT_RESERVE_FRACTION = 0.20  # the output limit, but never more than a fifth of the window

@@ -43,7 +43,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from contextviewer.core.harness import DEFAULT_RULES, Harness
 from contextviewer.core.records import Record
-from contextviewer.core.registry import ModelSpec
+from contextviewer.core.model_specs import ModelSpec
 from contextviewer.importers.lines import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_LINE_BYTES, GZIP_MAGIC, GzipStream
 
 if TYPE_CHECKING:  # the type of Format.export only: a format that declares one imports core/export.py itself

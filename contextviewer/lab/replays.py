@@ -33,7 +33,7 @@ import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from contextviewer.core import facts as core_facts, registry, tokens
+from contextviewer.core import facts as core_facts, model_specs, tokens
 from contextviewer.core.policylab import Call, Msg, Replay, Session, get as get_policy, names as policy_names
 from contextviewer.core.policylab.common import calibrate
 from contextviewer.core.policylab.model import CLIPPED, FULL
@@ -127,7 +127,7 @@ def load_session(conv: Conversation) -> LabSession:
         if model not in window_of:
             window_of[model] = segments.call_window(conv, model)
         calls.append(Call(index=i, seq=pos, usage_input=unc + cw + cr, output=out, model=model or None, window=window_of[model]))
-        w5, w1 = registry.split_cache_write(cw, cw5, cw1)
+        w5, w1 = model_specs.split_cache_write(cw, cw5, cw1)
         usage.append({"model": model, "input_uncached": unc, "cache_write_5m": w5, "cache_write_1h": w1, "cache_read": cr, "output": out})
         call_of_api.setdefault(api, i)
     call_seqs = [c.seq for c in calls]
@@ -537,8 +537,8 @@ def cost_of(lab: LabSession, totals: Sequence[int]) -> float | None:
             continue
         measured = True
         scale = tokens_in / recorded
-        spec = registry.lookup(use["model"] or "")
-        value = registry.cost(
+        spec = model_specs.lookup(use["model"] or "")
+        value = model_specs.cost(
             spec,
             input_uncached=round(use["input_uncached"] * scale),
             cache_write_5m=round(use["cache_write_5m"] * scale),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import openai
 
-from contextviewer.core import registry
+from contextviewer.core import model_specs
 from contextviewer.core.secrets import mask_text
 
 from . import ssrf
@@ -28,11 +28,11 @@ def status_error(provider: str, exc: Exception) -> ProviderError:
 
 
 def price(model: str, input_uncached: int, cache_write: int, cache_read: int, output: int) -> float | None:
-    spec = registry.lookup(model)
+    spec = model_specs.lookup(model)
     if not getattr(spec, "known", True):
         return None
     try:
-        return registry.cost(spec, input_uncached, cache_write, 0, cache_read, output)
+        return model_specs.cost(spec, input_uncached, cache_write, 0, cache_read, output)
     except Exception:  # an unpriced model is not an error of the call
         return None
 

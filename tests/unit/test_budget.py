@@ -10,7 +10,7 @@ from contextviewer.core.budget import (
     fit,
     measured_context,
 )
-from contextviewer.core.registry import ModelSpec, lookup
+from contextviewer.core.model_specs import ModelSpec, lookup
 from contextviewer.core.tokens import CATEGORIES
 from contextviewer.importers import formats
 

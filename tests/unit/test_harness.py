@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from contextviewer.core import budget, harness
-from contextviewer.core.registry import ModelSpec, lookup
+from contextviewer.core.model_specs import ModelSpec, lookup
 from contextviewer.importers import formats
 
 # A 200k and a 400k model; small output limits unless a rule is about the output limit.
@@ -189,8 +189,8 @@ def test_the_core_looks_no_rules_up_by_name():
     assert not hasattr(harness, "install") and not hasattr(harness, "rules")
     code = (
         "import sys\n"
-        "from contextviewer.core import budget, harness, registry\n"
-        "spec = registry.lookup('claude-sonnet-4-5')\n"
+        "from contextviewer.core import budget, harness, model_specs\n"
+        "spec = model_specs.lookup('claude-sonnet-4-5')\n"
         "g = budget.gauge({'user': 10}, spec=spec, measured=None, rules=harness.DEFAULT_RULES)\n"
         "assert g.output_reserve == 40_000, g.output_reserve\n"
         "assert not [m for m in sys.modules if m.startswith('contextviewer.importers')]\n"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from contextviewer.core.registry import (
+from contextviewer.core.model_specs import (
     DEFAULT_MAX_OUTPUT,
     DEFAULT_WINDOW,
     MODELS,
