@@ -15,7 +15,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from contextviewer.accounts import permissions
 from contextviewer.accounts.permissions import get_conversation_for_user
-from contextviewer.conversations import conversation_page, index_page, panels, search, turn_content
+from contextviewer.conversations import conversation_page, index_page, live_poll, panels, search, turn_content
 from contextviewer.conversations.models import Conversation, Message
 
 
@@ -82,6 +82,8 @@ def conversation(request: HttpRequest, pk: int) -> HttpResponse:
         "can_edit": can_edit,
         "panels": panels.conversation_panels(request, conv, can_edit=can_edit),  # cards of the apps above
         "fold_panels": panels.fold_panels(request, summarized),
+        # A live conversation's loaded segment polls for what grows (None when not live).
+        "live_poll": next((live_poll.poll_state(page, s) for s in page.segments if s.kind == "loaded"), None),
         "can_delete": can_delete,
         "has_subagents": can_delete and conv.children.exists(),  # what deleting also removes
     }
