@@ -70,6 +70,19 @@ class SessionBuilder:
         extra = {"toolUseResult": tool_use_result} if tool_use_result is not None else {}
         return json.dumps(self._envelope("user", message={"role": "user", "content": [block]}, **extra))
 
+    def queue_operation(self, operation: str, content: str | None = None) -> str:
+        """A `queue-operation` line (enqueue: what the person typed while the agent worked). It has
+        no uuid and no parent, so the other lines' chain, uuids and timestamps stay as without it."""
+        line = {
+            "type": "queue-operation",
+            "operation": operation,
+            "timestamp": (T0 + timedelta(seconds=self.n, milliseconds=500)).isoformat().replace("+00:00", "Z"),
+            "sessionId": self.session_id,
+        }
+        if content is not None:
+            line["content"] = content
+        return json.dumps(line)
+
     def turn(self, i: int) -> list[str]:
         return [
             self.user(f"Step {i}: please fix the failing test in src/app_{i}.py"),

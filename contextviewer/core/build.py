@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .turns import assign_turns
+from .turns import assign_turns, is_queued
 
 MAX_SELECTED = 100_000
 FOLD_MARKERS = frozenset({"compact_boundary", "microcompact_boundary"})
@@ -291,7 +291,8 @@ def assemble(plan: Plan, turn_messages: dict[int, list[dict]], infos: Sequence[F
 def renumber(messages: list[dict]) -> None:
     """Fresh positions from 0 and turns as the ingest service would count them."""
     turns = assign_turns(
-        (m.get("role"), m.get("blocks") or (), m.get("is_meta"), m.get("is_compact_summary")) for m in messages
+        (m.get("role"), m.get("blocks") or (), m.get("is_meta"), m.get("is_compact_summary"), is_queued(m.get("flags")))
+        for m in messages
     )
     for position, (m, turn) in enumerate(zip(messages, turns)):
         m["position"] = position

@@ -74,7 +74,12 @@ def conversational(messages: Sequence[dict], notes: _Notes | None = None, keep_f
     out = []
     for m in messages:
         role = m.get("role")
-        if role in ("user", "assistant", "tool"):
+        if (m.get("flags") or {}).get("queued") is True:
+            # Typed while the agent worked: the agent read it only where the harness delivered it
+            # (a later user line of its own), or never (taken back, dropped).
+            if notes is not None:
+                notes.add("queued line left out (typed while the agent worked; the agent read it where it was delivered)")
+        elif role in ("user", "assistant", "tool"):
             out.append(m)
         elif keep_fold_markers and role == "system" and m.get("subtype") == "compact_boundary":
             out.append(m)

@@ -4,13 +4,19 @@ Pure functions over plain data (blocks as dicts with a "kind")."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 
-def starts_turn(role: str, blocks: Iterable[dict], is_meta: bool = False, is_compact_summary: bool = False) -> bool:
-    """A turn starts at a user message a person (or a fold) wrote: text, not only tool results."""
-    if role != "user":
+def starts_turn(
+    role: str, blocks: Iterable[dict], is_meta: bool = False, is_compact_summary: bool = False, queued: bool = False
+) -> bool:
+    """A turn starts at a user message a person (or a fold) wrote: text, not only tool results.
+
+    A queued message (typed while the agent worked: flags["queued"]) opens no turn: the agent read
+    it only later, so it stays in the turn where it was typed."""
+    if role != "user" or queued:
         return False
     if is_compact_summary:
         return True
@@ -20,15 +26,33 @@ def starts_turn(role: str, blocks: Iterable[dict], is_meta: bool = False, is_com
     return bool(kinds & {"text", "image"}) and "tool_result" not in kinds
 
 
-# A message as assign_turns and safe_cut_points take it: (role, blocks[, is_meta[, is_compact_summary]]).
+# A message as assign_turns and safe_cut_points take it:
+# (role, blocks[, is_meta[, is_compact_summary[, queued]]]).
 TurnInput = tuple[Any, ...]
 
 
-def _unpack(message: TurnInput) -> tuple[str, Sequence[dict], bool, bool]:
+def is_queued(flags: Any) -> bool:
+    """Whether a message's flags (a dict, or its JSON text as the ingest service holds it) mark it
+    queued: typed while the agent worked (Claude Code `queue-operation` enqueue)."""
+    if isinstance(flags, str):
+        return '"queued"' in flags and _queued_json(flags)
+    return isinstance(flags, dict) and flags.get("queued") is True
+
+
+def _queued_json(text: str) -> bool:
+    try:
+        flags = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(flags, dict) and flags.get("queued") is True
+
+
+def _unpack(message: TurnInput) -> tuple[str, Sequence[dict], bool, bool, bool]:
     role, blocks = message[0], message[1]
     is_meta = bool(message[2]) if len(message) > 2 else False
     is_compact_summary = bool(message[3]) if len(message) > 3 else False
-    return role, blocks or (), is_meta, is_compact_summary
+    queued = bool(message[4]) if len(message) > 4 else False
+    return role, blocks or (), is_meta, is_compact_summary, queued
 
 
 def assign_turns(messages: Iterable[TurnInput], start_turn: int = 0, *, continuing: bool = False) -> Iterator[int]:
@@ -44,8 +68,7 @@ def assign_turns(messages: Iterable[TurnInput], start_turn: int = 0, *, continui
     turn = start_turn
     opened = continuing
     for message in messages:
-        role, blocks, is_meta, is_compact_summary = _unpack(message)
-        if starts_turn(role, blocks, is_meta, is_compact_summary):
+        if starts_turn(*_unpack(message)):
             if opened:
                 turn += 1
             opened = True

@@ -16,6 +16,11 @@ Decisions worth knowing:
 - Lines of the types in ``KNOWN_METADATA_TYPES`` are bookkeeping: they produce no message (they
   feed titles, sub-agent links and session info). Every other JSON object becomes a message;
   types other than user/assistant/system get role "other" with the raw type kept.
+- A ``queue-operation`` enqueue (a prompt typed while the agent worked, or a background task's
+  notification) is the one bookkeeping line that becomes a message: role user, flag ``queued``,
+  at its own position, so it stays in the turn where it was typed. Dequeue, remove and popAll
+  stay bookkeeping. A queued prompt the harness later delivers comes again as a plain user line
+  (it opens the turn the agent answers it in); fact probes count the text once (facts.py keys).
 - Duplicate ``uuid`` rows (re-appended history) are dropped, first occurrence wins, and counted in
   ``SessionInfo.duplicate_uuids``. Only message lines take part.
 - ``SessionInfo.lines`` counts complete (newline-terminated) lines. A last line without a newline
@@ -82,7 +87,8 @@ from contextviewer.importers.lines import (
 )
 
 # Bookkeeping record types of formats.md §1.1 (rows "summary", "file-history-snapshot",
-# "queue-operation", "progress" and the 2.1.x "metadata/title records" row). Not messages.
+# "queue-operation", "progress" and the 2.1.x "metadata/title records" row). Not messages, but for
+# a queue-operation enqueue (``_Parser._queued``).
 KNOWN_METADATA_TYPES = frozenset(
     {
         "summary",
@@ -224,6 +230,26 @@ class _Parser(JsonParser, TimeSpan):
             if value:
                 self.titles["summary"] = value
 
+    def _queued(self, obj: dict, line_no: int, offset: int, raw: str, ts: datetime | None) -> MessageRecord | None:
+        """An enqueue: what was typed while the agent worked (or a background task's notification
+        the harness queued), a user message flagged queued at the line's own position, so it stays
+        in the turn where it was typed (core/turns.py: a queued message opens no turn)."""
+        text = obj.get("content")
+        if text.__class__ is not str or not text.strip():
+            return None
+        return MessageRecord(
+            line_no=line_no,
+            offset=offset,
+            role="user",
+            record_type="queue-operation",
+            raw=raw,
+            blocks=content_blocks(text),
+            timestamp=ts,
+            session_id=_str(obj.get("sessionId")),
+            agent_id=self.agent_id,
+            flags={"queued": True},
+        )
+
     def _link(self, agent_id: str | None, tool_use_id: str | None, line_no: int) -> None:
         if agent_id is None:
             return
@@ -253,6 +279,8 @@ class _Parser(JsonParser, TimeSpan):
         kind = obj.get("type")
         ts = self._envelope(obj)
         if kind.__class__ is str and kind in KNOWN_METADATA_TYPES:
+            if kind == "queue-operation" and obj.get("operation") == "enqueue":
+                return self._queued(obj, line_no, offset, raw, ts)
             self._metadata(kind, obj, line_no)
             return None
 

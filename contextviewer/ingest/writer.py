@@ -22,6 +22,7 @@ from contextviewer.core import harness
 from contextviewer.core.records import AgentLink, BadLine, FoldRecord, ImportProgress, SessionInfo, UsageRecord
 from contextviewer.core.secrets import mask_text  # summaries, titles, descriptions: stored masked too
 from contextviewer.core.titles import from_request
+from contextviewer.core.turns import is_queued
 from contextviewer.importers import formats
 from contextviewer.importers.formats import Format
 
@@ -226,7 +227,8 @@ class Writer:
                 if len(state.read_again) >= UPDATE_BATCH:
                     self._update_read_again(state)
             return
-        if message.starts_turn:
+        # A queued message (typed while the agent worked) stays in the turn where it was typed.
+        if message.starts_turn and not is_queued(message.flags):
             if state.has_user_turn:
                 state.turn += 1
             state.has_user_turn = True

@@ -106,7 +106,8 @@ def test_a_real_session_with_an_interrupted_prompt_shows_it_as_a_branch(client, 
     client.force_login(make_user(project=project))
     ingest.import_path(project, path)
     conv = Conversation.objects.get(project=project, parent=None)
-    prompt = Message.objects.get(conversation=conv, blocks__icontains="are they still being written?")
+    # the delivered prompt (record_type "user"), not the queued copy typed earlier (queue-operation)
+    prompt = Message.objects.get(conversation=conv, record_type="user", blocks__icontains="are they still being written?")
     interrupted = Message.objects.get(conversation=conv, parent_uuid=prompt.uuid)
     sibling = Message.objects.filter(conversation=conv, parent_uuid=prompt.parent_uuid).exclude(pk=prompt.pk).get()
 

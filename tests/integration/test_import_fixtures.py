@@ -38,6 +38,7 @@ def count_independently(path: Path) -> dict:
     calls = set()
     sidechain_uuids = set()
     boundaries = []
+    queued = 0
     lines = path.read_bytes().split(b"\n")
     for raw in lines:
         if not raw.strip():
@@ -51,6 +52,11 @@ def count_independently(path: Path) -> dict:
             counts["bad_lines"] += 1
             continue
         kind = obj.get("type")
+        if kind == "queue-operation" and obj.get("operation") == "enqueue":
+            content = obj.get("content")
+            if isinstance(content, str) and content.strip():
+                queued += 1  # what was typed while the agent worked: a queued user message
+            continue
         if kind in KNOWN_METADATA_TYPES:
             continue
         uid = obj.get("uuid")
@@ -81,6 +87,7 @@ def count_independently(path: Path) -> dict:
                 )
             if isinstance(message.get("usage"), dict) and message.get("id") and message.get("model") != "<synthetic>":
                 calls.add((message["id"], obj.get("requestId")))
+    counts["messages"] += queued
     counts["model_calls"] = len(calls)
     counts["children"] = counts["sidechain_roots"] + len(other_agents)
     counts["boundaries"] = boundaries

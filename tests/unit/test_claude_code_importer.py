@@ -85,6 +85,11 @@ def count_independently(path: Path, file_agent: str | None) -> dict:
             n["bad"] += 1
             continue
         kind = obj.get("type")
+        if kind == "queue-operation" and obj.get("operation") == "enqueue":
+            content = obj.get("content")
+            if isinstance(content, str) and content.strip():
+                n["messages"] += 1  # what was typed while the agent worked: a queued user message
+            continue
         if kind in KNOWN_METADATA_TYPES:
             data = obj.get("data")
             if kind == "progress" and isinstance(data, dict) and data.get("type") == "agent_progress":
