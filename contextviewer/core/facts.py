@@ -6,7 +6,19 @@ tool calls and tool results; not thinking), each linked to the message and turn 
 in. A fact counts as kept only when the summary states the whole fact (exact, or after a
 normalization that keeps its meaning), never when it merely shares a word with it.
 
-Kinds (in report order): decision, constraint, path, command, identifier, error, number, url.
+Kinds (in report order): request, decision, constraint, path, command, identifier, error, number,
+url. A request is a user message (every one is a fact); the previous compaction summary at the head of
+a segment is not user text.
+
+Salience tiers (each fact records its tier and the position of its message, `#m-<position>`):
+- A: what was changed or asked: Edit/Write/MultiEdit/apply_patch targets, paths in user messages,
+  user requests and constraints, actions (build, test, migrate, VCS writes, installs).
+- B: what was looked at or said: Read/Grep/Glob inputs, paths in Bash arguments and in assistant
+  prose, decisions, errors, other commands.
+- C: background: paths only seen in tool output (promoted to B when a later tool input uses them),
+  vendored and build trees, temp dirs, stack frames, lookup commands (ls, cat, git status ...).
+The default report (`FactReport.facts`, retention, the lost list) is tiers A and B; tier C is
+`FactReport.background`. A basename is unique, for matching, over the A and B paths only.
 """
 
 from __future__ import annotations
@@ -15,7 +27,11 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
-KINDS = ("decision", "constraint", "path", "command", "identifier", "error", "number", "url")
+from contextviewer.core.salience import (CONTENT_TOOLS, DIAGNOSTIC_RE, ERROR_HEADER_RE, FRAME_AFTER_RE, PATCH_FILE_RE,
+                                         SHELL_PREFIX_RE, TIER_RANK, command_tier, error_head, error_lines,
+                                         is_background_path, normalize_command, path_tier)
+
+KINDS = ("request", "decision", "constraint", "path", "command", "identifier", "error", "number", "url")
 
 # The public measurement over 43 Claude Code compactions (vshulcz/deja-vu issue 543).
 BASELINE = {"decision": 0.77, "path": 0.098, "command": 0.002, "number": 0.019}
@@ -35,6 +51,8 @@ class Fact:
     terms: list[str] = field(default_factory=list)  # decisions, constraints: what the summary must state
     kept: bool = False
     how: str = ""  # "exact" | "normalized" | "" (lost)
+    tier: str = "B"  # "A" | "B" | "C" (module docstring)
+    resolved: bool | None = None  # errors: a later call of the same tool on the same target succeeded
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -42,9 +60,10 @@ class Fact:
 
 @dataclass
 class FactReport:
-    facts: list[Fact] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)  # tiers A and B: what retention and `lost` count
     folded_tokens: int = 0
     summary_tokens: int = 0
+    background: list[Fact] = field(default_factory=list)  # tier C, checked the same way, reported apart
 
     def _of(self, kind: str) -> list[Fact]:
         return [f for f in self.facts if f.kind == kind]
@@ -81,6 +100,7 @@ class FactReport:
             "folded_tokens": self.folded_tokens,
             "summary_tokens": self.summary_tokens,
             "facts": [f.as_dict() for f in self.facts],
+            "background": [f.as_dict() for f in self.background],
         }
 
 
@@ -124,14 +144,8 @@ IDENT_RE = re.compile(
     r")(?![\w/-]|\.\w)"
 )
 BACKTICK_RE = re.compile(r"`([^`\n]{2,80})`")
-# Searched for the keyword only (the whole line is the fact): a leading `.*` would rescan the line
-# from every character, quadratic in a line's length.
-ERROR_RE = re.compile(
-    r"\b[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b"
-    r"|\b(?:command not found|No such file or directory|Permission denied|not found|failed|FAILED|fatal:|error:|ERROR|panic:|Traceback|Segmentation fault|undefined|cannot|Cannot|could not|Could not|refused)\b"
-)
-_SHELL_PREFIX_RE = re.compile(r"^(?:/(?:usr/)?bin/)?(?:ba|z)?sh: (?:line \d+: )?")
-SENTENCE_RE = re.compile(r"[^.!?\n]+(?:[.!?]+(?=\s|$)|(?=\n)|$)")
+# A sentence ends at . ! ? before a space or the end: a dot inside a file name or a URL does not end it.
+SENTENCE_RE = re.compile(r"(?:[^.!?\n]|[.!?]+(?=[^\s.!?]))+(?:[.!?]+(?=\s|$))?")
 CONSTRAINT_RE = re.compile(
     r"\b(?:never|always|don't|do not|dont|must not|mustn't|must|should not|shouldn't|avoid|only use|"
     r"make sure|prefer|instead of|rather than|no more|stop using|keep)\b|\buse \S+ (?:not|instead)\b",
@@ -170,8 +184,17 @@ def _norm(s: str) -> str:
     return _norm_space(s)
 
 
-def _block_texts(message: Mapping) -> Iterable[tuple[str, str]]:
-    """(source, text) pairs of a message that a summarizer reads: 'user', 'assistant', 'call', 'result'."""
+# The summary a compaction left at the head of the segment it starts: the previous fold's text, not
+# the user's (older stores do not flag it, so its opening sentence tells it too).
+_COMPACT_SUMMARY_RE = re.compile(r"^\s*This session is being continued from a previous conversation")
+# A user message that is the harness talking, not the person: command echoes, reminders, interrupts.
+_HARNESS_TEXT_RE = re.compile(r"^\s*(?:<[\w-]+>|\[Request interrupted)")
+
+
+def _block_texts(message: Mapping) -> Iterable[tuple[str, str, Mapping]]:
+    """(source, text, block) of what a summarizer reads in a message: 'user', 'assistant',
+    'harness' (a previous compaction's summary, a command echo, a reminder: not the person's
+    words), 'input' (text: the tool input), 'error', 'result'."""
     role = message.get("role", "")
     if message.get("is_meta"):
         return
@@ -179,16 +202,16 @@ def _block_texts(message: Mapping) -> Iterable[tuple[str, str]]:
         kind = block.get("kind")
         text = block.get("text") or ""
         if kind == "text" and role == "user":
-            yield "user", text[:MAX_TEXT]
+            harness = message.get("is_compact_summary") or _COMPACT_SUMMARY_RE.match(text) or _HARNESS_TEXT_RE.match(text)
+            yield ("harness" if harness else "user"), text[:MAX_TEXT], block
         elif kind == "text" and role == "assistant":
-            yield "assistant", text[:MAX_TEXT]
+            yield "assistant", text[:MAX_TEXT], block
         elif kind == "tool_call":
-            yield "call", text[:MAX_TEXT]
             tool_input = block.get("tool_input")
             if isinstance(tool_input, Mapping):
-                yield "input", tool_input  # type: ignore[misc]
+                yield "input", tool_input, block  # type: ignore[misc]
         elif kind == "tool_result":
-            yield ("error" if str(block.get("is_error", "")).lower() in {"true", "1"} else "result"), text[:MAX_TEXT]
+            yield ("error" if str(block.get("is_error", "")).lower() in {"true", "1"} else "result"), text[:MAX_TEXT], block
 
 
 FILE_EXTS = set(
@@ -278,15 +301,21 @@ def _command_of(text: str) -> tuple[str, str] | None:
     return head + " …", head
 
 
-def _error_lines(text: str) -> Iterable[str]:
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.lower().startswith("exit code") or len(line) < 8:
-            continue
-        line = _SHELL_PREFIX_RE.sub("", line)
-        line = re.sub(r"^\s*(?:\d+→|\d+:\s)", "", line)
-        if ERROR_RE.search(line):
-            yield line[:200]
+def _error_terms(lines: list[str]) -> list[str]:
+    """What a summary must state of an error: the specific words of the lines given (names,
+    quoted values, paths, exception classes), then their plain words."""
+    text = " ".join(lines)
+    special = [w.strip("'\"`.,:;()[]{}").lower() for w in re.findall(r"[\w./'\"`-]+", text)]
+    special = [w for w in special if len(w) >= 4 and re.search(r"[a-z]", w) and re.search(r"[_/]|\w\.\w|\d|error$|exception$", w)]
+    # Plain words: of each line's first sentence (what follows is advice: "Please use offset ...").
+    firsts = " ".join((SENTENCE_RE.findall(line) or [line])[0] for line in lines)
+    plain = [w for w in _key_terms(firsts) if w not in ERROR_WORDS and not re.search(r"[\d/]|\w\.\w", w)]
+    return list(dict.fromkeys(special[:12] + plain[:12]))
+
+
+ERROR_WORDS = {"error", "errors", "failed", "failure", "fatal", "exit", "code", "validation", "pre-commit", "issues",
+                "following", "these", "message", "line", "lines", "unknown", "raised", "exception", "warning", "please",
+                "checking", "source", "take", "while", "might", "string", "found", "expected", "got"}
 
 
 def _key_terms(sentence: str) -> list[str]:
@@ -295,76 +324,97 @@ def _key_terms(sentence: str) -> list[str]:
 
 
 def extract(messages: Sequence[Mapping], cwd: str = "") -> list[Fact]:
-    """The salient facts of a segment, each once (first appearance), in order of appearance.
+    """The salient facts of a segment, each once, in order of appearance, each with its tier.
 
-    A path is one fact however it is written: its key is relative to `cwd` when it lies under it."""
+    A path is one fact however it is written: its key is relative to `cwd` when it lies under it.
+    Its tier is the best of its appearances (a path seen in an output and then read is tier B), and
+    its position is its first appearance at that tier."""
     facts: dict[tuple[str, str], Fact] = {}
     counts: dict[str, int] = {}
+    tools: dict[str, tuple[str, str]] = {}  # tool id -> (tool name, target: file or command head)
+    failed: dict[tuple[str, str], Fact] = {}  # (tool, target) -> its last error, until a call succeeds
 
-    def add(kind: str, text: str, key: str, message: Mapping, terms: list[str] | None = None) -> None:
+    def add(kind: str, text: str, key: str, message: Mapping, terms: list[str] | None = None, tier: str = "B") -> Fact | None:
         if not key:
-            return
+            return None
         existing = facts.get((kind, key))
         if existing is not None:
             existing.occurrences += 1
+            if TIER_RANK[tier] < TIER_RANK[existing.tier]:
+                existing.tier, existing.position, existing.turn = tier, int(message.get("position", 0)), int(message.get("turn", 0))
             if kind == "path" and len(text) > len(existing.text):
                 existing.text = text  # a path is shown in the fullest form it was written in
-            return
+            return existing
         if counts.get(kind, 0) >= MAX_FACTS_PER_KIND:
-            return
+            return None
         counts[kind] = counts.get(kind, 0) + 1
-        facts[(kind, key)] = Fact(
-            kind, text, key, int(message.get("position", 0)), int(message.get("turn", 0)), terms=terms or []
+        fact = facts[(kind, key)] = Fact(
+            kind, text, key, int(message.get("position", 0)), int(message.get("turn", 0)), terms=terms or [], tier=tier
         )
+        return fact
+
+    def add_path(raw: str, message: Mapping, tier: str, *, used_as_file: bool = False, frame: bool = False) -> None:
+        p = _clean_path(raw, used_as_file=used_as_file)
+        if p:
+            add("path", p, relative_path(p, cwd), message, tier="C" if frame or is_background_path(p) else tier)
+
+    def paths_in(text: str, message: Mapping, tier: str) -> None:
+        for m in PATH_RE.finditer(text):
+            frame = bool(FRAME_AFTER_RE.match(text, m.end())) or text[max(0, m.start() - 6) : m.start()] == 'File "'
+            add_path(m.group(1), message, tier, frame=frame)
 
     for message in messages:
-        for source, text in _block_texts(message):
+        for source, text, block in _block_texts(message):
             if source == "input":
-                # Structured tool input: commands and paths by their field names.
+                tool = str(block.get("tool_name") or "")
+                target = ""
                 for name, value in text.items():  # type: ignore[attr-defined]
+                    if isinstance(value, list) and name in {"command", "cmd"}:
+                        value = " ".join(str(v) for v in value)
                     if not isinstance(value, str):
                         continue
                     if name in {"command", "cmd"}:
-                        cmd = _command_of(value)
+                        cmd = _command_of(normalize_command(value))
+                        tier = command_tier(value)
                         if cmd:
-                            add("command", cmd[0], cmd[1], message)
-                        for m in PATH_RE.finditer(URL_RE.sub(" ", value[:MAX_TEXT])):  # the files it works on
-                            p = _clean_path(m.group(1))
-                            if p:
-                                add("path", p, relative_path(p, cwd), message)
+                            add("command", cmd[0], cmd[1], message, tier=tier)
+                        target = " ".join(normalize_command(value).split()[:2])
+                        paths_in(URL_RE.sub(" ", value[:MAX_TEXT]), message, "B")  # the files it works on
                     elif name in {"file_path", "path", "notebook_path", "filename"}:
                         # file_path and notebook_path are files by the tool's contract; a search
                         # `path` may be a directory.
-                        p = _clean_path(value, used_as_file=name in {"file_path", "notebook_path"})
-                        if p:
-                            add("path", p, relative_path(p, cwd), message)
-                    elif name in {"url"}:
-                        add("url", value, _norm_url(value), message)
+                        add_path(value, message, path_tier("input", tool, name), used_as_file=name in {"file_path", "notebook_path"})
+                        target = target or value
+                    elif name == "url":
+                        add("url", value, _norm_url(value), message, tier="B")
+                    for m in PATCH_FILE_RE.finditer(value):  # apply_patch: the files it changes
+                        add_path(m.group(1), message, "A", used_as_file=True)
+                if block.get("tool_id"):
+                    tools[str(block["tool_id"])] = (tool, target)
                 continue
-            if source == "call":
-                continue  # read through "input" (the JSON text would repeat it)
+            tool, target = tools.get(str(block.get("tool_id") or ""), ("", ""))
+            if source == "result" and (tool, target) in failed:
+                failed.pop((tool, target)).resolved = True  # the same call on the same target succeeded
+            prose = source in {"user", "assistant"}
+            tier = {"user": "A", "assistant": "B"}.get(source, "C")
             for m in URL_RE.finditer(text):
                 url = m.group(0).rstrip(".,;:")
-                add("url", url, _norm_url(url), message)
+                add("url", url, _norm_url(url), message, tier=tier)
             without_urls = URL_RE.sub(" ", text)
+            if not prose:
+                without_urls = "\n".join(SHELL_PREFIX_RE.sub("", line) for line in without_urls.splitlines())
+            paths_in(without_urls, message, tier)
+            if source == "harness":
+                continue  # a previous compaction's summary, a reminder: its paths are background, nothing else
             if source in {"error", "result"}:
-                without_urls = "\n".join(_SHELL_PREFIX_RE.sub("", line) for line in without_urls.splitlines())
-            for m in PATH_RE.finditer(without_urls):
-                p = _clean_path(m.group(1))
-                if p:
-                    add("path", p, relative_path(p, cwd), message)
-            if source in {"user", "assistant"}:  # tool output is full of counts nobody reads
-                for m in NUMBER_RE.finditer(without_urls):
-                    add("number", m.group(0), _number_key(m), message)
-            if source in {"error", "result"}:
-                if source == "error" or len(text) < 4000:
-                    for line in _error_lines(text) if source == "error" else ():
-                        add("error", line, _norm(line), message)
-                if source == "result":
-                    for line in _error_lines(text):
-                        if re.search(r"(Error|Exception)\b", line):
-                            add("error", line, _norm(line), message)
+                _errors_of(text, source == "error", tool, message, add, failed, target)
                 continue
+            if source == "user" and len(_norm_space(text)) >= 3:
+                request = _norm_space(text)
+                add("request", request[:300] + (" …" if len(request) > 300 else ""), _norm(request)[:300], message,
+                    _key_terms(request)[:40], tier="A")
+            for m in NUMBER_RE.finditer(without_urls):
+                add("number", m.group(0), _number_key(m), message, tier=tier)
             # Prose (user and assistant text): identifiers, commands in code spans, sentences.
             for m in BACKTICK_RE.finditer(text):
                 span = m.group(1).strip()
@@ -372,14 +422,14 @@ def extract(messages: Sequence[Mapping], cwd: str = "") -> list[Fact]:
                     name = span.removesuffix("()")
                     # A code span names an identifier when it is shaped like one (not a bare word).
                     if len(name) >= 3 and (IDENT_RE.fullmatch(name) or "." in name or span.endswith("()")):
-                        add("identifier", name, name, message)
+                        add("identifier", name, name, message, tier=tier)
             for m in IDENT_CALL_RE.finditer(without_urls):
                 name = m.group(1)
                 if len(name) >= 3 and (("_" in name) or any(c.isupper() for c in name[1:]) or "." in name):
-                    add("identifier", name, name, message)
+                    add("identifier", name, name, message, tier=tier)
             for m in IDENT_RE.finditer(without_urls):
                 if not m.group(1)[0].isupper() or "_" in m.group(1):  # CamelCase prose is often a brand name
-                    add("identifier", m.group(1), m.group(1), message)
+                    add("identifier", m.group(1), m.group(1), message, tier=tier)
             for sentence in SENTENCE_RE.findall(text):
                 s = _norm_space(sentence)
                 if len(s) < 12 or len(s) > 400:
@@ -387,21 +437,53 @@ def extract(messages: Sequence[Mapping], cwd: str = "") -> list[Fact]:
                 if source == "user" and (m := CONSTRAINT_RE.search(s)):
                     terms = _key_terms(s)
                     if terms:
-                        add("constraint", s, _norm(s), message, terms)
+                        add("constraint", s, _norm(s), message, terms, tier="A")
                 elif source == "assistant" and (m := DECISION_RE.search(s)):
                     # What was decided follows the phrase that announces it ("let me try python3").
                     terms = _key_terms(s[m.start() :])
                     if terms:
-                        add("decision", s, _norm(s), message, terms)
+                        add("decision", s, _norm(s), message, terms, tier="B")
     return _merge_basenames(list(facts.values()))
 
 
+def _errors_of(text: str, marked: bool, tool: str, message: Mapping, add, failed: dict, target: str) -> None:
+    """The error of one tool result, if any, grouped per episode (the same error again is one
+    fact, its occurrences counted). An error-marked result is an error: its headline, what it
+    states judged on its headline (for a command also its error headers and file:line locations;
+    the rest of an editor's refusal is the text it could not find). Another result has an error
+    only in an error header line, and only when it is no file's or page's content."""
+    lines = error_lines(text[:8000] + "\n" + text[-2000:] if len(text) > 10_000 else text)
+    if not lines:
+        return
+    if marked:
+        head = error_head(lines)
+        said = [head]
+        if tool not in CONTENT_TOOLS:
+            said += [x for x in lines if (ERROR_HEADER_RE.match(x) or DIAGNOSTIC_RE.search(x)) and x not in head][:8]
+            if len(head) < 60 and len(said) > 1:  # `Pre-commit failed: [CREDO]`: and what it found
+                head = f"{head} {said[1]}"[:200]
+        signature = _norm(re.sub(r"\d+", "#", " ".join(lines)[:300]))
+    else:
+        if tool in CONTENT_TOOLS:
+            return
+        said = [x for x in lines if ERROR_HEADER_RE.match(x)][:6]
+        if not said:
+            return
+        # The exception itself rather than its wrappers (`** (Mix) ...`, `** (EXIT) ...`).
+        head = next((x for x in said if re.search(r"[A-Z]\w*(?:Error|Exception)\b", x)), said[0])[:200]
+        signature = _norm(re.sub(r"\d+", "#", head))
+    fact = add("error", head, signature, message, _error_terms([head] + [x for x in said if x != head]), tier="B")
+    if fact is not None:
+        fact.resolved = False  # until the same call on the same target succeeds
+        failed[(tool, target)] = fact
+
+
 def _merge_basenames(found: list[Fact]) -> list[Fact]:
-    """A bare file name that is the basename of exactly one longer path of the segment is that
-    file: one fact, at the earlier of the two appearances."""
+    """A bare file name that is the basename of exactly one longer tier A or B path of the segment
+    is that file: one fact, at the earlier of the two appearances, at the better tier."""
     longer: dict[str, list[Fact]] = {}
     for f in found:
-        if f.kind == "path" and "/" in f.key:
+        if f.kind == "path" and "/" in f.key and f.tier != "C":
             longer.setdefault(f.key.rsplit("/", 1)[-1], []).append(f)
     out = []
     for f in found:
@@ -410,6 +492,8 @@ def _merge_basenames(found: list[Fact]) -> list[Fact]:
         if len(owners) == 1:
             owner = owners[0]
             owner.occurrences += f.occurrences
+            if TIER_RANK[f.tier] < TIER_RANK[owner.tier]:
+                owner.tier = f.tier
             if (f.position, f.turn) < (owner.position, owner.turn):
                 owner.position, owner.turn = f.position, f.turn
             continue
@@ -548,6 +632,24 @@ def _statement_kept(fact: Fact, s: _Summary) -> str:
     return ""
 
 
+def _error_kept(fact: Fact, s: _Summary) -> str:
+    """An error is kept when one summary sentence (or two neighbouring ones) states its key terms:
+    two of them (its only one when it has one), a word also as the start of a longer one
+    (`.gitignore` in "gitignored")."""
+    terms = [t.lstrip(".") for t in fact.terms if len(t.lstrip(".")) >= 3]
+    if not terms:
+        return ""
+    need = min(2, len(terms))
+
+    def stated(sentence: set[str]) -> int:  # an exception's class counts twice: it names the error
+        words = {w.lstrip(".") for w in sentence}
+        return sum((2 if re.search(r"(?:error|exception)$", t) else 1) for t in terms
+                   if t in words or (len(t) >= 5 and any(w.startswith(t) for w in words)))
+
+    pairs = list(zip(s.sentences, s.sentences[1:])) or [(sentence, set()) for sentence in s.sentences]
+    return "normalized" if any(stated(a | b) >= need for a, b in pairs) else ""
+
+
 def is_kept(fact: Fact, s: _Summary, cwd: str = "", tails: Mapping[str, int] | None = None) -> str:
     """How the summary keeps the fact ("exact", "normalized") or "" when it does not.
 
@@ -571,7 +673,9 @@ def is_kept(fact: Fact, s: _Summary, cwd: str = "", tails: Mapping[str, int] | N
     if kind == "error":
         if fact.text in s.text:
             return "exact"
-        return "normalized" if fact.key in s.norm else ""
+        if _norm(fact.text) in s.norm:
+            return "normalized"
+        return _error_kept(fact, s)
     return _statement_kept(fact, s)
 
 
@@ -579,8 +683,12 @@ def probe(messages: Sequence[Mapping], summary: str, *, cwd: str = "", folded_to
     """Extract the segment's facts and mark which the summary keeps."""
     facts = extract(messages, cwd)
     prepared = prepare(summary or "")
-    tails = suffix_counts(f.key for f in facts if f.kind == "path")
+    # A basename is unique over the paths that matter (A and B): a copy under _build/ or a path
+    # only seen in an output does not make it ambiguous.
+    tails = suffix_counts(f.key for f in facts if f.kind == "path" and f.tier != "C")
     for fact in facts:
         fact.how = is_kept(fact, prepared, cwd, tails)
         fact.kept = bool(fact.how)
-    return FactReport(facts, folded_tokens, summary_tokens)
+    return FactReport(
+        [f for f in facts if f.tier != "C"], folded_tokens, summary_tokens, [f for f in facts if f.tier == "C"]
+    )

@@ -35,8 +35,13 @@ MAX_INPUT_VALUE_CHARS = 400
 MAX_INPUT_CHARS = 1_200
 MAX_TRANSCRIPT_CHARS = 400_000
 
-# Tool input keys shown first (and kept when an input is cut): they carry paths and commands.
-KEY_ORDER = ("file_path", "path", "notebook_path", "command", "pattern", "glob", "url", "query", "description")
+# Tool input keys shown first (and kept when an input is cut): they carry paths and commands, and
+# the task list of a TodoWrite / update_plan call (its open items are next steps).
+KEY_ORDER = ("file_path", "path", "notebook_path", "command", "pattern", "glob", "url", "query", "todos", "plan", "description")
+
+# The builtin summary's size, in tokens (count_text), whatever number of folds came before it.
+DEFAULT_BUDGET = 2_500
+MIN_BUDGET = 300
 
 TRANSCRIPT_OPEN = "<transcript>"
 TRANSCRIPT_CLOSE = "</transcript>"
@@ -108,12 +113,28 @@ def _clip_value(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _clip_value(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_clip_value(v) for v in value[:20]]
+        return [_clip_value(v) for v in value[:40]]
     return value
+
+
+def _compact_tasks(value: Any) -> Any:
+    """A task list (TodoWrite `todos`, update_plan `plan`) as its items' text and status only."""
+    if not isinstance(value, list):
+        return value
+    out = []
+    for item in value[:40]:
+        if isinstance(item, dict):
+            text = item.get("content") or item.get("step") or item.get("title") or ""
+            out.append({"content": str(text)[:MAX_INPUT_VALUE_CHARS], "status": str(item.get("status") or "")})
+        else:
+            out.append(item)
+    return out
 
 
 def render_input(tool_input: Any) -> str:
     """The tool input as one line of valid JSON, paths and commands first, long values cut."""
+    if isinstance(tool_input, dict) and any(isinstance(tool_input.get(k), list) for k in ("todos", "plan")):
+        tool_input = {k: (_compact_tasks(v) if k in ("todos", "plan") else v) for k, v in tool_input.items()}
     if not isinstance(tool_input, dict):
         return json.dumps(_clip_value(tool_input if tool_input is not None else {}), ensure_ascii=False)
     ordered = {k: tool_input[k] for k in KEY_ORDER if k in tool_input}
@@ -322,6 +343,199 @@ def validate_sections(text: str) -> dict[str, str]:
 
 def format_sections(sections: dict[str, str]) -> str:
     return "\n\n".join(f"## {name}\n{sections[name].strip()}" for name in SECTIONS) + "\n"
+
+
+# What a handoff keeps: no vendored, build or temporary paths; open tasks; resolved errors --------
+
+# Directories whose files are not the project's work: dependencies, build output, caches.
+NOISE_DIRS = frozenset(
+    {
+        "node_modules", "_build", "deps", ".venv", "venv", "site-packages", "dist-packages", "target", "dist",
+        "__pycache__", ".git", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".cache",
+        ".next", ".gradle", "vendor", "bower_components", ".eggs", "coverage", "htmlcov",
+    }
+)
+# Roots of temporary or made-up paths.
+NOISE_ROOTS = ("/tmp/", "/var/tmp/", "/private/tmp/", "/private/var/folders/", "/var/folders/", "/nonexistent", "/dev/null", "/proc/")
+_PATHISH_RE = re.compile(r"(?<![\w/.@:~-])(?:~|\.{1,2})?/?[\w.@+-]+(?:/[\w.@+-]*)+")
+
+
+def is_noise_path(path: str) -> bool:
+    """A vendored, build, cache or temporary path (node_modules, _build, deps, .venv, site-packages,
+    target, dist, /tmp, /nonexistent...): not the project's own files, so never in a handoff."""
+    p = (path or "").strip().strip("`'\"")
+    if not p:
+        return False
+    if p.startswith(NOISE_ROOTS) or p in {"/tmp", "/nonexistent"}:
+        return True
+    parts = [x for x in p.replace("\\", "/").split("/") if x]
+    return any(x in NOISE_DIRS or x.endswith((".egg-info", ".dist-info")) for x in parts[:-1] or parts)
+
+
+def names_noise_path(text: str) -> bool:
+    """Whether a line (a command, an error) names a vendored, build or temporary path."""
+    return any(is_noise_path(m.group(0)) for m in _PATHISH_RE.finditer(text or ""))
+
+
+def scrub_noise_paths(text: str) -> str:
+    """The text with vendored, build and temporary paths replaced by `(temp path)`."""
+    return _PATHISH_RE.sub(lambda m: "(temp path)" if is_noise_path(m.group(0)) else m.group(0), text or "")
+
+
+DONE_STATUSES = frozenset({"completed", "complete", "done", "cancelled", "canceled"})
+
+
+def task_list(tool_name: str | None, tool_input: Any) -> list[tuple[str, bool]] | None:
+    """(text, done) of each item of a task-list call (TodoWrite `todos`, update_plan `plan`), or None
+    when the call is not one. Each such call gives the whole list: the latest one is the state."""
+    if not isinstance(tool_input, dict):
+        return None
+    items = tool_input.get("todos") if isinstance(tool_input.get("todos"), list) else tool_input.get("plan")
+    if not isinstance(items, list) or (tool_name or "") not in {"TodoWrite", "update_plan", "todo_write", "write_todos"}:
+        return None
+    out = []
+    for item in items:
+        if isinstance(item, dict):
+            text = " ".join(str(item.get("content") or item.get("step") or item.get("title") or "").split())
+            if text:
+                out.append((text, str(item.get("status") or "").lower() in DONE_STATUSES))
+    return out
+
+
+def run_target(tool_input: Any) -> str:
+    """What a tool call ran on, to tell whether a later run repeats it: its command (whitespace
+    normalized) or its file path, else "" (a call on nothing in particular resolves nothing)."""
+    if isinstance(tool_input, dict):
+        for key in ("command", "cmd", "file_path", "notebook_path", "path", "url"):
+            value = tool_input.get(key)
+            if isinstance(value, list):
+                value = " ".join(str(v) for v in value)
+            if isinstance(value, str) and value.strip():
+                return " ".join(value.split())
+    return ""
+
+
+_SETUP_WORDS = {"cd", "export", "source", ".", "set", "pushd", "popd", "true"}
+_REDIRECT_RE = re.compile(r"^\d*[<>]")
+
+
+def command_key(command: str) -> tuple[str, frozenset[str]]:
+    """(head, path arguments) of what a shell command runs: its last step that is not `cd`/`export`
+    (before any pipe), its program and subcommand (`git push`, `mix test`, `pytest`), and the file
+    arguments. `cd app && mix test test/a_test.exs 2>&1 | tail` -> ("mix test", {"test/a_test.exs"})."""
+    steps = [x.strip() for x in re.split(r"&&|\|\||;|\n", command or "") if x.strip()]
+    steps = [x for x in steps if x.split()[0] not in _SETUP_WORDS] or steps or [""]
+    words = [w.strip("'\"") for w in steps[-1].split("|")[0].split()]
+    words = [w for w in words if w and not _REDIRECT_RE.match(w)]
+    while words and re.match(r"^[A-Za-z_]\w*=", words[0]):
+        words = words[1:]
+    if not words:
+        return "", frozenset()
+    head = [words[0].rsplit("/", 1)[-1]]
+    rest = words[1:]
+    if head[0] in {"python", "python3", "uv", "poetry", "npx", "bunx", "pnpm", "yarn", "npm", "bundle"} and rest and rest[0] in {"-m", "run", "exec"}:
+        rest = rest[1:]
+        head.append(rest[0] if rest else "")
+        rest = rest[1:]
+    if rest and re.fullmatch(r"[a-z][\w:-]*", rest[0]):
+        head.append(rest[0])
+        rest = rest[1:]
+    paths = frozenset(w for w in rest if not w.startswith("-") and ("/" in w or re.search(r"\.[A-Za-z]\w{0,7}$", w)))
+    return " ".join(head), paths
+
+
+def _looks_like_path(target: str) -> bool:
+    return bool(target) and " " not in target and ("/" in target or "." in target)
+
+
+def resolves(error_tool: str, error_target: str, tool: str, target: str) -> bool:
+    """Whether a successful call (`tool` on `target`) resolves an earlier error (`error_tool` on
+    `error_target`): the same file, or the same command (same program and subcommand, on the same
+    files or on all of them; for git the subcommand alone: a later `git push -u origin x` resolves a
+    failed `git push`)."""
+    if not error_target or not target:
+        return False
+    error_target, target = error_target.rstrip("…"), target
+    if _looks_like_path(error_target):
+        return error_target == target
+    if error_tool != tool or _looks_like_path(target):
+        return False
+    if error_target == target:
+        return True
+    head, paths = command_key(error_target)
+    later_head, later_paths = command_key(target)
+    if not head or head != later_head:
+        return False
+    return head.startswith("git ") or not paths or not later_paths or paths <= later_paths
+
+
+def deleted_paths(tool_name: str | None, tool_input: Any) -> list[str]:
+    """Paths a shell call deletes (`rm`, `git rm`, `rmdir`, `unlink`): later they are not state."""
+    if not isinstance(tool_input, dict) or not isinstance(tool_input.get("command"), str):
+        return []
+    out: list[str] = []
+    for part in re.split(r"&&|\|\||;|\n", tool_input["command"]):
+        words = part.split()
+        if words[:2] == ["git", "rm"]:
+            words = words[1:]
+        if words and words[0] in {"rm", "rmdir", "unlink"}:
+            out += [w.strip("'\"") for w in words[1:] if not w.startswith("-")]
+    return out
+
+
+def first_sentences(text: str, limit: int = 300) -> str:
+    """The text on one line, cut at a sentence end: as many whole sentences as fit in `limit`
+    characters (at least the first, cut on a word with … when it alone is longer)."""
+    line = " ".join((text or "").split())
+    if len(line) <= limit:
+        return line
+    ends = [m.end() for m in re.finditer(r"[.!?](?=\s|$)", line) if m.end() <= limit]
+    if ends:
+        return line[: ends[-1]]
+    cut = line[: limit - 1].rsplit(" ", 1)[0]
+    return (cut or line[: limit - 1]) + "…"
+
+
+def fit_to_budget(render, groups: dict[str, list[str]], drop_order: Sequence[str], budget: int, count) -> str:
+    """render(groups) within `budget` tokens (count(text)): items give way in `drop_order`, the
+    first group's oldest items first (each group's list is oldest first). What is left when every
+    group is empty is cut line by line from the end of the longest line."""
+    groups = {k: list(v) for k, v in groups.items()}
+    text = render(groups)
+    tokens = count(text)
+    for name in drop_order:
+        items = groups.get(name) or []
+        while items and tokens > budget:
+            excess = tokens - budget
+            dropped = 0
+            while items and dropped < excess:
+                dropped += count(items.pop(0)) + 1
+            text = render(groups)
+            tokens = count(text)
+        if tokens <= budget:
+            return text
+    while tokens > budget:  # every droppable item gone: shorten the longest line, then drop lines
+        lines = text.split("\n")
+        body = [k for k, line in enumerate(lines) if line.strip() and not line.startswith("## ")]
+        if not body:
+            break
+        i = max(body, key=lambda k: len(lines[k]))
+        if len(lines[i]) > 40:
+            lines[i] = lines[i][: len(lines[i]) * 2 // 3].rstrip() + "…"
+        else:  # the last line of the section with the most lines (each section keeps one)
+            sections: list[list[int]] = []
+            for k, line in enumerate(lines):
+                if line.startswith("## "):
+                    sections.append([])
+                elif line.strip() and sections:
+                    sections[-1].append(k)
+            fullest = max(sections, key=len, default=[])
+            if len(fullest) < 2:
+                break
+            del lines[fullest[-1]]
+        text = "\n".join(lines)
+        tokens = count(text)
+    return text
 
 
 # Titles ---------------------------------------------------------------------------------------

@@ -1,14 +1,17 @@
 """The builtin provider: deterministic and offline. It reads the flat transcript back out of its
 prompt and builds the four sections from the transcript itself: the first user goal, the files and
 commands touched, errors, the last state, and the constraints the user stated. A previous summary in
-the transcript is folded in (cumulative handoffs keep what the earlier summary said).
+the transcript is merged in item by item (cumulative handoffs keep what the earlier summary said,
+less what the view superseded), within a token budget however many folds came before.
 
-Pure of Django, like every provider."""
+Pure of Django: the budget is a parameter (providers/services.build_provider passes the
+CONTEXTVIEWER_HANDOFF_BUDGET setting)."""
 
 from __future__ import annotations
 
 import json
 import re
+
 
 from contextviewer.core import facts, handoff
 from contextviewer.core.handoff import Entry
@@ -16,6 +19,7 @@ from contextviewer.core.secrets import mask_text
 from contextviewer.core.tokens import count_text
 
 from .base import Completion
+
 
 PATH_KEYS = ("file_path", "path", "notebook_path")
 EDIT_TOOLS = {"Edit", "MultiEdit", "Write", "NotebookEdit", "apply_patch", "str_replace_based_edit_tool"}
@@ -26,7 +30,6 @@ MAX_COMMANDS = 200
 MAX_ERRORS = 12
 MAX_SYMBOLS = 60
 MAX_CONSTRAINTS = 20
-MAX_EARLIER_STATES = 4  # "Last state" lines of earlier handoffs kept as "Earlier state"
 MAX_CARRIED_LINES = 200  # other lines of an earlier summary's State, carried as they are
 LONG_COMMAND = facts.LONG_COMMAND
 
@@ -95,15 +98,10 @@ def _intent(summary: str) -> str:
 
 
 def _command(text: str) -> str:
-    """A command on one line: whole up to LONG_COMMAND characters, else its start (with its head)."""
+    """A command on one line: whole up to LONG_COMMAND characters, else its start (with its head;
+    a commit message's body or a heredoc is not worth its tokens)."""
     line = " ".join(text.split())
-    return line if len(line) <= LONG_COMMAND else _one_line(line, 240)
-
-
-def _quote(summary: str) -> list[str]:
-    """A foreign summary's lines, quoted (`  > `) so none can pass for a section heading; blank
-    lines dropped, runs of spaces collapsed. Every line stays: its facts are what later handoffs keep."""
-    return ["  > " + " ".join(ln.split()) for ln in summary.split("\n") if ln.strip()]
+    return line if len(line) <= LONG_COMMAND else _one_line(line, 120)
 
 
 _TICKED = re.compile(r"`([^`]+)`")
@@ -112,7 +110,7 @@ _TICKED = re.compile(r"`([^`]+)`")
 def _carried_state(text: str) -> dict[str, list[str]]:
     """What an earlier builtin summary's State listed, by kind, to merge with the new view's."""
     out: dict[str, list[str]] = {
-        k: [] for k in ("edited", "read", "mentioned", "commands", "searches", "symbols", "errors", "states", "other", "quoted")
+        k: [] for k in ("edited", "read", "mentioned", "commands", "searches", "symbols", "errors", "states", "other", "quoted", "done")
     }
     out["last"] = ""  # type: ignore[assignment]
     for raw in (text or "").split("\n"):
@@ -136,6 +134,8 @@ def _carried_state(text: str) -> dict[str, list[str]]:
                 out["errors"].append(line[len("Error seen: ") :])
             elif line.startswith("Last state: "):
                 out["last"] = line[len("Last state: ") :]  # type: ignore[assignment]
+            elif line.startswith("Tasks done: "):
+                out["done"] += [x for x in line[len("Tasks done: ") :].split("; ") if x]
             elif line.startswith("Earlier state: "):
                 out["states"].append(line[len("Earlier state: ") :])
             else:
@@ -156,7 +156,46 @@ def _paths_seen(prose: list[Entry], tools: list[Entry]) -> list[str]:
     return [f.text for f in facts.extract(messages) if f.kind == "path"]
 
 
-def summarize(entries: list[Entry]) -> str:
+_ERROR_TARGET_RE = re.compile(r"^(?P<tool>[\w.:-]+): (?P<msg>.*?)(?: \(on `(?P<target>[^`]+)`\))?$")
+_OPEN_TASK = "Open task: "
+_ANSWER = "Answer the latest request: "
+_LATEST = "Latest request (see Last state for where it stands): "
+_STEM_RE = re.compile(r"[\w.@+-]+$")
+# A backticked span that reads as a command: a program name (or ./path) then its arguments.
+_COMMAND_START = re.compile(r"^(?:\.{0,2}/)?[a-z][\w.+-]*(?:/[\w.+-]+)* +[^ ]")
+# State lists that give way in tiers (carried, from the view, the view's latest, named by the request).
+TIERED = ("mentioned", "searches", "symbols", "read", "commands", "errors", "edited")
+
+
+def _foreign_items(text: str) -> dict[str, list[str]]:
+    """The facts of a summary that is not ours (or of lines quoted by an older builtin summary): its
+    paths and its backticked commands, merged as items instead of pasting the text."""
+    paths = [f.text for f in facts.extract([{"role": "assistant", "blocks": [{"kind": "text", "text": text}]}]) if f.kind == "path"]
+    commands = []
+    for span in facts.BACKTICK_RE.findall(text):  # one line, at most 80 characters
+        span = " ".join(span.split())
+        if " " in span and _COMMAND_START.match(span) and not PATH_RE.fullmatch(span):
+            commands.append(_command(span))
+    return {"mentioned": paths, "commands": commands}
+
+
+def _stems(text: str) -> set[str]:
+    """Basename stems (3+ characters) of the paths a request names: `src/parser.py` -> `parser`."""
+    out = set()
+    for p in PATH_RE.findall(text or ""):
+        m = _STEM_RE.search(p.rstrip("/"))
+        stem = m.group(0).rsplit(".", 1)[0] if m else ""
+        if len(stem) >= 3:
+            out.add(stem)
+    return out
+
+
+def summarize(entries: list[Entry], budget: int = handoff.DEFAULT_BUDGET) -> str:
+    """The four sections of the loaded view in at most `budget` tokens (count_text), however many
+    folds came before: an earlier summary's items are merged (not pasted), what the view superseded
+    (a deleted file, a finished task, an error a later run fixed) is dropped, and vendored, build and
+    temporary paths are left out. Over the budget, the least useful items give way first."""
+    budget = max(handoff.MIN_BUDGET, int(budget))
     previous, foreign = _previous(entries)
     # Lines the harness injects as user messages (<task-notification>, <command-name>, ...) are not requests.
     users = [e for e in entries if e.role == "user" and not e.text.lstrip().startswith("<")]
@@ -171,20 +210,38 @@ def summarize(entries: list[Entry]) -> str:
         goal_lines = ["From the earlier summary: " + _one_line(_intent(foreign[0]), 600)]
     elif users:
         goal_lines = [_one_line(users[0].text, 600)]
+    request = handoff.first_sentences(users[-1].text, 300) if users else ""
     if users and (previous.get("Goal") or foreign or len(users) > 1):
-        latest = _one_line(users[-1].text, 400)
-        if latest not in goal_lines:
-            goal_lines.append(f"Latest request: {latest}")
+        if request not in goal_lines and _one_line(users[-1].text, 600) not in goal_lines:
+            goal_lines.append(f"Latest request: {request}")
     if not goal_lines:
         goal_lines = ["Not stated in the transcript (no user request in the loaded view)."]
 
-    # State: files, commands, symbols, errors, last state, merged with what the previous summary
-    # listed (cumulative: earlier facts first, each once); a foreign summary is carried whole.
+    # State: what the earlier summary listed, merged with the view's (earlier first, each once).
     carried = _carried_state(previous.get("State and what is done", ""))
+    for text in ([foreign[0]] if foreign else []) + (["\n".join(carried["quoted"])] if carried["quoted"] else []):
+        items = _foreign_items(text)
+        carried["mentioned"] += items["mentioned"]
+        carried["commands"] += items["commands"]
     edited, read = list(carried["edited"]), list(carried["read"])
-    commands, errors, searches = list(carried["commands"]), list(carried["errors"]), list(carried["searches"])
+    commands, searches = list(carried["commands"]), list(carried["searches"])
+    # Errors by what they ran on: a later successful run of the same tool on the same target resolves one.
+    open_errors: dict[str, tuple[str, str]] = {}  # line -> (tool, target)
+    for line in carried["errors"]:
+        m = _ERROR_TARGET_RE.match(line)
+        open_errors[line] = (m.group("tool"), m.group("target") or "") if m else ("", "")
+    tasks: list[tuple[str, bool]] | None = None
+    fresh: set[str] = set()  # items the view itself gave (the rest were carried from the earlier summary)
+    deleted: set[str] = set()
     for t in tools:
         data = _input(t)
+        listed = handoff.task_list(t.tool_name, data)
+        if listed is not None:
+            tasks = listed
+        for gone in handoff.deleted_paths(t.tool_name, data) if not t.is_error else ():
+            deleted.add(gone)
+            edited = [p for p in edited if p != gone and not p.endswith("/" + gone.lstrip("./"))]
+            read = [p for p in read if p != gone and not p.endswith("/" + gone.lstrip("./"))]
         for key in PATH_KEYS:
             value = data.get(key)
             if not isinstance(value, str) or not value.strip():
@@ -193,71 +250,71 @@ def summarize(entries: list[Entry]) -> str:
             # file_path and notebook_path name files; a search `path` is often a directory.
             if key != "path" or facts.is_file_like(value):
                 (edited if t.tool_name in EDIT_TOOLS else read).append(value)
+                deleted.discard(value)
+                fresh.add(value)
         if isinstance(data.get("command"), str) and data["command"].strip():
             commands.append(_command(data["command"]))
+            fresh.add(commands[-1])
         if isinstance(data.get("pattern"), str) and t.tool_name not in {"Bash"}:
             where = data.get("path") if isinstance(data.get("path"), str) else ""
             searches.append(_one_line(f"{t.tool_name} {data['pattern']!r}" + (f" in {where}" if where else ""), 200))
+            fresh.add(searches[-1])
+        target = handoff.run_target(data)
+        tool_name = re.sub(r"[^\w.:-]", "_", t.tool_name or "tool")
         if t.is_error and t.text.strip():
-            errors.append(_one_line(f"{t.tool_name}: {t.text.strip()}", 240))
+            shown = _one_line(target, 100) if target and "`" not in target else ""
+            line = _one_line(f"{tool_name}: {t.text.strip()}", 160) + (f" (on `{shown}`)" if shown else "")
+            open_errors = {k: v for k, v in open_errors.items() if v != (tool_name, shown)}  # the latest one says it
+            open_errors[line] = (tool_name, shown)
+            fresh.add(line)
+        elif target and not t.is_error:
+            open_errors = {k: v for k, v in open_errors.items() if not handoff.resolves(v[0], v[1], tool_name, target)}
     said = [e for e in entries if e.role in ("user", "assistant")]
-    mentioned = list(carried["mentioned"]) + _paths_seen(said, tools)
+    seen_paths = _paths_seen(said, tools)
+    fresh.update(seen_paths)
+    mentioned = list(carried["mentioned"]) + seen_paths
     symbols = list(carried["symbols"])
     for e in assistants:
-        symbols += [s for s in SYMBOL_RE.findall(e.text) if 3 <= len(s) <= 80 and not PATH_RE.fullmatch(s)]
+        new = [s for s in SYMBOL_RE.findall(e.text) if 3 <= len(s) <= 80 and not PATH_RE.fullmatch(s)]
+        symbols += new
+        fresh.update(new)
 
-    state: list[str] = []
-    edited_u = _unique(edited, MAX_PATHS, keep_last=True)
-    read_u = [p for p in _unique(read, MAX_PATHS, keep_last=True) if p not in edited_u]
-    listed = set(edited_u) | set(read_u)
-    other = [p for p in _unique(mentioned, MAX_PATHS, keep_last=True) if p not in listed]
-    if edited_u:
-        state.append("Files changed: " + ", ".join(f"`{p}`" for p in edited_u))
-    if read_u:
-        state.append("Files read: " + ", ".join(f"`{p}`" for p in read_u))
-    if other:
-        state.append("Paths mentioned: " + ", ".join(f"`{p}`" for p in other))
-    for c in _unique(commands, MAX_COMMANDS, keep_last=True):
-        state.append(f"Ran `{c}`")
-    if searches:
-        state.append("Searched: " + "; ".join(_unique(searches, 24, keep_last=True)))
-    if symbols:
-        state.append("Symbols: " + ", ".join(f"`{s}`" for s in _unique(symbols, MAX_SYMBOLS, keep_last=True)))
-    for err in _unique(errors, MAX_ERRORS, keep_last=True):
-        state.append(f"Error seen: {err}")
+    def keep(path: str) -> bool:
+        return not handoff.is_noise_path(path) and path not in deleted
+
+    edited_u = [p for p in _unique(edited, MAX_PATHS, keep_last=True) if keep(p)]
+    read_u = [p for p in _unique(read, MAX_PATHS, keep_last=True) if p not in edited_u and keep(p)]
+    listed_paths = set(edited_u) | set(read_u)
+    other = [p for p in _unique(mentioned, MAX_PATHS, keep_last=True) if p not in listed_paths and keep(p)]
+    commands_u = [c for c in _unique(commands, MAX_COMMANDS, keep_last=True) if not handoff.names_noise_path(c)]
+    errors_u = [e for e in _unique(list(open_errors), MAX_ERRORS, keep_last=True) if not handoff.names_noise_path(e)]
     earlier_states = list(carried["states"])
-    if assistants:
-        state.append("Last state: " + _one_line(assistants[-1].text, 700))
-    elif carried["last"]:
-        state.append("Last state: " + carried["last"])
     if assistants and carried["last"]:
         earlier_states.append(carried["last"])
-    for line in _unique(earlier_states, MAX_EARLIER_STATES, keep_last=True):
-        state.append("Earlier state: " + line)
-    state += [ln for ln in _unique(carried["other"], MAX_CARRIED_LINES) if ln not in state]
-    quoted = list(carried["quoted"])
-    if foreign:
-        quoted = _quote(foreign[0])
-    if not state and not quoted:
-        state.append("Nothing was done in the loaded view yet.")
-    if quoted:
-        state.append("Earlier summary, carried whole:")
+    last = handoff.scrub_noise_paths(_one_line(assistants[-1].text, 600)) if assistants else carried["last"]
 
-    # Next steps: what the assistant said comes next; an unanswered request; else carry on.
+    # Next steps: the latest request, open tasks and unresolved errors; nothing else.
     steps: list[str] = []
-    for e in assistants[-3:]:
-        steps += [_one_line(s, 300) for s in _sentences(e.text) if NEXT_RE.search(s)]
-    steps = _unique(steps, 6, keep_last=True)
     last_role = next((e.role for e in reversed(entries) if e.role in ("user", "assistant")), None)
-    if last_role == "user" and users:
-        steps.insert(0, "Answer the latest request: " + _one_line(users[-1].text, 300))
-    if not steps and previous.get("Next steps") and not (users or assistants or tools):
-        steps = [ln.lstrip("- ").strip() for ln in previous["Next steps"].split("\n") if ln.strip()]
-    if not steps:
-        target = users[-1].text if users else (goal_lines[0] if goal_lines else "the goal")
-        steps = ["Continue from the last state toward: " + _one_line(target, 300)]
-        if errors:
-            steps.append("Resolve the last error: " + errors[-1])
+    if users:
+        steps.append((_ANSWER if last_role == "user" else _LATEST) + request)
+    elif previous.get("Next steps"):
+        carried_request = [ln[2:].strip() for ln in previous["Next steps"].split("\n") if ln.startswith(("- " + _ANSWER, "- " + _LATEST))]
+        if assistants:  # answered in the view since
+            carried_request = [_LATEST + x.removeprefix(_ANSWER) if x.startswith(_ANSWER) else x for x in carried_request]
+        steps += carried_request
+    if tasks is not None:
+        open_tasks = [text for text, done in tasks if not done]
+        done_tasks = [text for text, done in tasks if done]
+    else:
+        open_tasks = [ln[2 + len(_OPEN_TASK) :].strip() for ln in (previous.get("Next steps") or "").split("\n") if ln.startswith("- " + _OPEN_TASK)]
+        done_tasks = list(carried["done"])
+    done_tasks = _unique([_one_line(x, 160) for x in done_tasks], 20, keep_last=True)
+    task_steps = [_OPEN_TASK + _one_line(x, 200) for x in _unique(open_tasks, 20)]
+    error_steps = []
+    for err in errors_u:
+        m = _ERROR_TARGET_RE.match(err)
+        error_steps.append(f"Resolve the error of {m.group('tool')} on `{m.group('target')}`" if m and m.group("target") else f"Resolve the error: {err}")
 
     # Constraints: what the user stated, verbatim where short.
     constraints = []
@@ -270,29 +327,108 @@ def summarize(entries: list[Entry]) -> str:
     for e in users:
         constraints += [_one_line(s, 300) for s in _sentences(e.text) if CONSTRAINT_RE.search(s)]
     constraints = [c for c in _unique(constraints, MAX_CONSTRAINTS, keep_last=True) if not c.startswith("None stated")]
-    if not constraints:
-        constraints = ["None stated in the transcript."]
 
-    return handoff.format_sections(
-        {
-            "Goal": "\n".join(goal_lines),
-            "State and what is done": _bullets(state) + ("\n" + "\n".join(quoted) if quoted else ""),
-            "Next steps": _bullets(steps),
-            "Constraints and preferences": _bullets(constraints),
-        }
+    # What the goal names (by basename stem) gives way after the other items, what the latest request
+    # names last: across folds the goal's files stay, so a request that goes back to them finds them.
+    stems = _stems(users[-1].text) if users else set()
+    goal_stems = _stems("\n".join(ln for ln in goal_lines if not ln.startswith("Latest request:"))) - stems
+
+    def named(item: str) -> bool:
+        return any(stem in item for stem in stems)
+
+    def in_goal(item: str) -> bool:
+        return any(stem in item for stem in goal_stems)
+
+    groups: dict[str, list[str]] = {
+        "edited": edited_u, "read": read_u, "mentioned": other, "commands": commands_u,
+        "searches": [x for x in _unique(searches, 24, keep_last=True) if not handoff.names_noise_path(x)],
+        "symbols": _unique(symbols, MAX_SYMBOLS, keep_last=True),
+        "errors": errors_u, "earlier": _unique(earlier_states, 2, keep_last=True),
+        "other": [ln for ln in _unique(carried["other"], MAX_CARRIED_LINES) if not handoff.names_noise_path(ln)],
+        "done": done_tasks, "tasks": task_steps, "error_steps": error_steps, "constraints": constraints,
+    }
+    # Each list gives way in tiers: what was carried from the earlier summary first, then what the view
+    # gave, then its three latest items, then what the goal names, and what the latest request names last.
+    full = dict(groups)
+    tiers: dict[str, list[str]] = {}
+    for name in TIERED:
+        items = full[name]
+        named_ = [x for x in items if named(x)]
+        goal = [x for x in items if in_goal(x) and not named(x)]
+        rest = [x for x in items if not named(x) and not in_goal(x)]
+        recent = [x for x in rest if x in fresh][-3:]
+        tiers[name + "@carried"] = [x for x in rest if x not in fresh]
+        tiers[name + "@view"] = [x for x in rest if x in fresh and x not in recent]
+        tiers[name + "@recent"] = recent
+        tiers[name + "@goal"] = goal
+        tiers[name + "@named"] = named_
+    for name in full:
+        if name not in TIERED:
+            tiers[name] = full[name]
+
+    def live(g: dict[str, list[str]], name: str) -> list[str]:
+        if name not in TIERED:
+            return g[name]
+        kept = {x for tier in ("@carried", "@view", "@recent", "@goal", "@named") for x in g[name + tier]}
+        return [x for x in full[name] if x in kept]
+
+    def render(g: dict[str, list[str]]) -> str:
+        state: list[str] = []
+        for label, name in (("Files changed: ", "edited"), ("Files read: ", "read"), ("Paths mentioned: ", "mentioned")):
+            paths = live(g, name)
+            if paths:
+                state.append(label + ", ".join(f"`{p}`" for p in paths))
+        state += [f"Ran `{c}`" for c in live(g, "commands")]
+        if live(g, "searches"):
+            state.append("Searched: " + "; ".join(live(g, "searches")))
+        if live(g, "symbols"):
+            state.append("Symbols: " + ", ".join(f"`{s}`" for s in live(g, "symbols")))
+        if live(g, "done"):
+            state.append("Tasks done: " + "; ".join(live(g, "done")))
+        state += [f"Error seen: {e}" for e in live(g, "errors")]
+        if last:
+            state.append("Last state: " + last)
+        state += [f"Earlier state: {x}" for x in live(g, "earlier")]
+        state += [ln for ln in live(g, "other") if ln not in state]
+        if not state:
+            state.append("Nothing was done in the loaded view yet.")
+        next_steps = steps + live(g, "tasks") + live(g, "error_steps") or ["No open request, task or error in the transcript."]
+        return handoff.format_sections(
+            {
+                "Goal": "\n".join(goal_lines),
+                "State and what is done": _bullets(state),
+                "Next steps": _bullets(next_steps),
+                "Constraints and preferences": _bullets(live(g, "constraints") or ["None stated in the transcript."]),
+            }
+        )
+
+    drop_order = (
+        "other", "earlier", "done",
+        *(name + "@carried" for name in TIERED),
+        *(name + "@view" for name in TIERED),
+        "error_steps", "tasks",
+        *(name + "@recent" for name in TIERED),
+        "constraints",
+        *(name + "@goal" for name in TIERED),
+        *(name + "@named" for name in TIERED),
     )
+    return handoff.fit_to_budget(render, tiers, drop_order, budget, count_text)
 
 
 class BuiltinProvider:
     name = "builtin"
     model = "builtin"
 
+    def __init__(self, budget: int | None = None):
+        # The summary's token budget (build_provider passes the CONTEXTVIEWER_HANDOFF_BUDGET setting).
+        self.budget = handoff.DEFAULT_BUDGET if budget is None else budget
+
     def complete(self, *, system: str, prompt: str, role: str, max_tokens: int = 4096) -> Completion:
         prompt = mask_text(prompt)  # what it writes comes from the prompt: masked like every prompt
         if role == "title":
             text = handoff.clean_title(handoff.request_of(prompt), 80) or "Untitled session"
         else:
-            text = summarize(handoff.parse_transcript(prompt))
+            text = summarize(handoff.parse_transcript(prompt), self.budget)
         return Completion(
             text=mask_text(text),
             model=self.model,

@@ -8,6 +8,8 @@ from collections.abc import Callable
 
 from django.db.models import Count, Sum
 
+from django.conf import settings
+
 from contextviewer.accounts.models import Project
 
 from . import ssrf
@@ -52,7 +54,7 @@ def default_config(project: Project) -> ProviderConfig | None:
 
 def build_provider(config: ProviderConfig | None) -> Provider:
     if config is None or config.provider == "builtin":
-        return BuiltinProvider()
+        return BuiltinProvider(budget=settings.HANDOFF_BUDGET)
     # Resolved once and checked; the client connects only to the checked addresses (no DNS rebinding).
     checked = ssrf.check(config.base_url, allow_private=config.allow_private_network) if config.base_url else None
     base_url = checked.url if checked else ""

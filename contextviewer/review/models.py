@@ -10,7 +10,7 @@ from contextviewer.conversations.models import Conversation, Fold
 from contextviewer.jobs.models import Job
 
 # Bump when facts.py changes what it extracts: stale probes are recomputed lazily.
-PROBE_VERSION = 2
+PROBE_VERSION = 3  # 3: salience tiers (core/salience.py); probes of an older version are computed again
 
 
 class FactProbe(models.Model):

@@ -50,7 +50,10 @@ def segment_messages(fold: Fold) -> list[Message]:
 
 
 def _plain(m: Message) -> dict:
-    return {"position": m.position, "turn": m.turn, "role": m.role, "blocks": m.blocks, "is_meta": m.is_meta}
+    return {
+        "position": m.position, "turn": m.turn, "role": m.role, "blocks": m.blocks, "is_meta": m.is_meta,
+        "is_compact_summary": m.is_compact_summary,  # the previous fold's summary is not user text
+    }
 
 
 def compute_probe(fold: Fold) -> FactProbe:
@@ -74,6 +77,8 @@ def compute_probe(fold: Fold) -> FactProbe:
         "compression_ratio": report.compression_ratio,
         "folded_tokens": report.folded_tokens,
         "summary_tokens": report.summary_tokens,
+        # Tiers A and B, each with its tier (core/facts.py); tier C (background: paths only seen in
+        # tool output, vendored trees, lookups) is not stored: the lost list is what matters.
         "facts": [f.as_dict() for f in report.facts],
         "segment_start": messages[0].position if messages else fold.position,
     }

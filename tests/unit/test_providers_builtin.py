@@ -6,6 +6,7 @@ import pytest
 
 from contextviewer.core import handoff as core
 from contextviewer.core.handoff import Entry
+from contextviewer.core.tokens import count_text
 from contextviewer.providers.builtin import BuiltinProvider, summarize
 
 
@@ -56,7 +57,12 @@ def test_builtin_builds_the_four_sections_from_the_transcript_and_keeps_the_prev
     assert "`src/app/main.py`" in state and "Ran `pytest -q tests/test_main.py`" in state
     assert "`parse_config()`" in state and "Error seen: Edit: String not found" in state
     assert "Ran `make build`" in state  # from the previous summary
-    assert "Next I will update docs/CHANGES.md" in sections["Next steps"]
+    # What the assistant said it would do is its last state; the next steps are the latest request
+    # and the error no later run resolved, nothing else.
+    assert "Next I will update docs/CHANGES.md" in state and "Next I will" not in sections["Next steps"]
+    steps = sections["Next steps"].split("\n")
+    assert steps[0].endswith(": Fix the crash in src/app/main.py. Always run `pytest -q`; use uv, not pip.")
+    assert "Edit on `src/app/main.py`" in steps[1] and len(steps) == 2
     constraints = sections["Constraints and preferences"]
     assert "Never push to main" in constraints and "use uv, not pip" in constraints
 
@@ -98,9 +104,12 @@ def _segment(start: int, n: int) -> list[dict]:
     return out
 
 
-def _handoff(entries: list[Entry]) -> str:
+def _handoff(entries: list[Entry], budget: int | None = None) -> str:
     system, prompt = core.build_prompt(core.render_transcript(entries))
-    return BuiltinProvider().complete(system=system, prompt=prompt, role="handoff").text
+    return BuiltinProvider(budget).complete(system=system, prompt=prompt, role="handoff").text
+
+
+ROOMY = 50_000  # a budget the merge never reaches: what is kept is what the merge keeps
 
 
 def _entries_of(messages: list[dict]) -> list[Entry]:
@@ -109,8 +118,8 @@ def _entries_of(messages: list[dict]) -> list[Entry]:
 
 def test_a_second_builtin_handoff_keeps_the_paths_and_commands_of_everything_folded():
     first, second = _segment(0, 30), _segment(30, 30)
-    s1 = _handoff(_entries_of(first))
-    s2 = _handoff([Entry("summary", s1)] + _entries_of(second))
+    s1 = _handoff(_entries_of(first), ROOMY)
+    s2 = _handoff([Entry("summary", s1)] + _entries_of(second), ROOMY)
     report = facts.probe(first + second, s2, cwd="/repo")
     per_kind = report.per_kind()
     assert per_kind["path"]["total"] >= 150 and per_kind["command"]["total"] >= 60
@@ -121,24 +130,42 @@ def test_a_second_builtin_handoff_keeps_the_paths_and_commands_of_everything_fol
     read_line = next(ln for ln in state.split("\n") if ln.startswith("- Files read:") or ln.startswith("- Files changed:"))
     assert "`/repo/src/pkg3`" not in state and "`/repo/src/pkg3/module_3.py`" in read_line
     # Deduplicated, not grown beyond the facts: a third handoff with nothing new says it again, no longer.
-    s3 = _handoff([Entry("summary", s2)])
+    s3 = _handoff([Entry("summary", s2)], ROOMY)
     assert facts.probe(first + second, s3, cwd="/repo").per_kind()["path"]["kept"] == per_kind["path"]["kept"]
     assert len(s3) <= len(s2) * 1.05
     assert state.count("Ran `pytest -q tests/test_module_3.py -k case_3`") == 1
 
 
-def test_a_foreign_summary_is_carried_whole_and_secrets_stay_masked():
+def test_within_the_default_budget_the_carried_items_give_way_before_the_new_ones():
+    first, second = _segment(0, 30), _segment(30, 30)
+    s1 = _handoff(_entries_of(first))
+    s2 = _handoff([Entry("summary", s1)] + _entries_of(second))
+    assert count_text(s1) <= core.DEFAULT_BUDGET and count_text(s2) <= core.DEFAULT_BUDGET
+    # The second view's commands all stay; its latest files do; the first segment's give way first.
+    assert facts.probe(second, s2, cwd="/repo").per_kind()["command"]["retention"] >= 0.9
+    assert all(f"/repo/src/pkg{i}/module_{i}.py" in s2 for i in range(55, 60))
+    kept_first = facts.probe(first, s2, cwd="/repo").per_kind()["path"]["retention"]
+    kept_second = facts.probe(second, s2, cwd="/repo").per_kind()["path"]["retention"]
+    assert kept_first < kept_second
+
+
+def test_a_foreign_summary_is_merged_item_by_item_and_secrets_stay_masked():
     secret = "ghp_" + "x1Y2z3W4v5" * 4
     files = [f"lib/area_{i}/file_{i}.ex" for i in range(80)]
     foreign = "Summary:\n1. Primary Request and Intent:\n   Ship tracing.\n\n## Goal\n" + "\n".join(
         f"   - **{p}** changed; ran `mix test test/area_{i}_test.exs`" for i, p in enumerate(files)
     ) + f"\n   token was {secret}\n"
     assert len(foreign) > 5_000
-    s1 = _handoff([Entry("summary", foreign), Entry("user", "Carry on.")])
+    s1 = _handoff([Entry("summary", foreign), Entry("user", "Carry on.")], ROOMY)
     assert all(p in s1 for p in files) and "mix test test/area_79_test.exs" in s1  # not cut at 1,500 characters
     assert secret not in s1
     sections = core.validate_sections(s1)  # the carried "## Goal" line cannot pass for a section
     assert sections["Goal"].startswith("From the earlier summary: Ship tracing.")
-    # And on to the next handoff, still whole.
-    s2 = _handoff([Entry("summary", s1), Entry("user", "And more.")])
+    assert "**lib/area_3/file_3.ex** changed" not in s1  # its items are merged, its text is not pasted
+    # And on to the next handoff, still all there.
+    s2 = _handoff([Entry("summary", s1), Entry("user", "And more.")], ROOMY)
     assert all(p in s2 for p in files) and secret not in s2
+    # Within the default budget, the earlier summary's latest items stay.
+    small = _handoff([Entry("summary", foreign), Entry("user", "Carry on.")])
+    assert count_text(small) <= core.DEFAULT_BUDGET and secret not in small
+    assert "lib/area_79/file_79.ex" in small and "mix test test/area_79_test.exs" in small
