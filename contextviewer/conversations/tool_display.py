@@ -250,6 +250,8 @@ def bash_result(text: str, is_error: bool, extra: dict | None) -> BashResult:
     exit_code = int(m.group(1)) if m else (None if is_error else 0)
     extra = extra if isinstance(extra, dict) else {}
     stdout, stderr = extra.get("stdout"), extra.get("stderr")
+    if stdout is None and isinstance(stderr, str):
+        stdout = body  # stored once: the importer leaves stdout out of extra where it is the result's text
     note = ""
     if isinstance(extra.get("note"), str):
         note = extra["note"]

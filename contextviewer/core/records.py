@@ -31,7 +31,7 @@ class Block:
     image_sizes: list | None = None  # tool_result: [width, height] of its images whose header was read
     # tool_result: what the log records beside the text, read by the format's importer so nothing
     # above the importers reads a raw record for it; shown, not counted. How a command ran:
-    # exit_code, duration_seconds, stdout and stderr apart, interrupted, note (the harness's word
+    # exit_code, duration_seconds, stdout and stderr apart (stdout left out where it is the text itself), interrupted, note (the harness's word
     # on the return code), background_task. A result the harness cut before the model saw it:
     # clip = {"marker": the marker text, "omitted_tokens": what the marker says was left out,
     # "original": the whole output, where the log keeps it} (each key only where known).

@@ -700,6 +700,8 @@ def result_extra(result: Any, text: str) -> dict | None:
     model got (``clip_marker``), ``clip``: the marker and the original where the line holds a
     longer one. ``result`` is the line's toolUseResult (None without one), ``text`` the result's."""
     extra = _run(result)
+    if extra.get("stdout") is not None and extra["stdout"].strip() == text.strip():
+        del extra["stdout"]  # the result's own text: stored once (the page reads it as stdout)
     marker = clip_marker(text)
     if marker is not None:
         clip: dict[str, Any] = {"marker": marker}

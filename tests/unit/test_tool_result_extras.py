@@ -147,3 +147,16 @@ def test_fill_extras_agrees_with_the_importer_on_every_fixture(path: Path):
     with open(path, "rb") as fh:
         records = of(list(claude_code.parse(fh)), MessageRecord)
     _fills_back(formats.get("claude-code"), records)
+
+
+def test_stdout_that_is_the_result_text_itself_is_stored_once_and_still_shown_apart():
+    from contextviewer.conversations.tool_display import bash_result
+
+    out = "3 passed in 0.12s"
+    line = {**BASH_LINE, "uuid": "u9", "message": {**BASH_LINE["message"], "content": [
+        {**BASH_LINE["message"]["content"][0], "content": out, "is_error": False}]},
+        "toolUseResult": {**BASH_LINE["toolUseResult"], "stdout": out, "stderr": ""}}
+    (record,) = [r for r in _parse_lines(line) if r.blocks and r.blocks[0].kind == "tool_result"]
+    assert record.blocks[0].extra == {"stderr": "", "note": "Some tests failed", "background_task": "bash_7"}  # no copy of the output
+    shown = bash_result(record.blocks[0].text, False, record.blocks[0].extra)
+    assert (shown.stdout, shown.stderr, shown.combined) == (out, "", False)
