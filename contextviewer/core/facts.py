@@ -10,7 +10,7 @@ Kinds (in report order): request, decision, constraint, path, command, identifie
 url. A request is a user message (every one is a fact); the previous compaction summary at the head of
 a segment is not user text.
 
-Salience tiers (each fact records its tier and the position of its message, `#m-<position>`):
+Salience tiers (each fact records its tier and the position of its message; the fold page links to that message):
 - A: what was changed or asked: Edit/Write/MultiEdit/apply_patch targets, paths in user messages,
   user requests and constraints, actions (build, test, migrate, VCS writes, installs).
 - B: what was looked at or said: Read/Grep/Glob inputs, paths in Bash arguments and in assistant
@@ -191,7 +191,7 @@ _COMPACT_SUMMARY_RE = re.compile(r"^\s*This session is being continued from a pr
 _HARNESS_TEXT_RE = re.compile(r"^\s*(?:<[\w-]+>|\[Request interrupted)")
 
 
-def _block_texts(message: Mapping) -> Iterable[tuple[str, str, Mapping]]:
+def block_texts(message: Mapping) -> Iterable[tuple[str, str, Mapping]]:
     """(source, text, block) of what a summarizer reads in a message: 'user', 'assistant',
     'harness' (a previous compaction's summary, a command echo, a reminder: not the person's
     words), 'input' (text: the tool input), 'error', 'result'."""
@@ -364,7 +364,7 @@ def extract(messages: Sequence[Mapping], cwd: str = "") -> list[Fact]:
             add_path(m.group(1), message, tier, frame=frame)
 
     for message in messages:
-        for source, text, block in _block_texts(message):
+        for source, text, block in block_texts(message):
             if source == "input":
                 tool = str(block.get("tool_name") or "")
                 target = ""

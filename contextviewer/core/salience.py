@@ -5,6 +5,7 @@ stack frames), and how an error reads in a tool result. Pure, no Django."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 # An error-marked result's headline: searched for the keyword only (a leading `.*` would rescan
 # the line from every character). `fatal:` and friends end in a colon, so no `\b` after them.
@@ -121,3 +122,66 @@ def error_head(lines: list[str]) -> str:
             break
         head = f"{head} {more}"
     return head[:200]
+
+
+# --- tool calls: what reads and what edits (core/continuation.py) -----------------------------
+
+# Tools that read a file (or search files) named in their input; `str_replace_based_edit_tool`
+# reads with its `view` command.
+READ_TOOLS = {"Read", "NotebookRead", "Grep", "Glob", "read_file", "grep", "glob", "view"}
+# Simple commands that read the files they name: their content, or a search in it.
+_READ_COMMAND_RE = re.compile(r"^(?:cat|head|tail|less|more|bat|nl|wc|sed -n|awk|grep|egrep|fgrep|rg|ag|jq|diff)\b")
+_SHELLS = {"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/usr/bin/bash", "/bin/zsh"}
+
+
+def shell_command(value: object) -> str:
+    """A tool input's command as one line: a list (`["bash", "-lc", "cat x"]`) is the script it runs."""
+    if isinstance(value, (list, tuple)):
+        words = [str(v) for v in value]
+        if len(words) >= 3 and words[0] in _SHELLS and words[1] in {"-c", "-lc", "-ic"}:
+            return " ".join(words[2:])
+        return " ".join(words)
+    return value if isinstance(value, str) else ""
+
+
+def simple_commands(cmd: str) -> list[str]:
+    """The simple commands of a command line: split at `&&`, `||`, `;`, `|` and newlines outside
+    quotes, each without a leading `cd X &&` or a redirection (normalize_command)."""
+    parts, current, quote, i = [], [], "", 0
+    while i < len(cmd):
+        c = cmd[i]
+        if quote:
+            if c == quote:
+                quote = ""
+            elif c == "\\" and quote == '"':
+                current.append(c)
+                i += 1
+                c = cmd[i] if i < len(cmd) else ""
+        elif c in "\"'":
+            quote = c
+        elif c in ";|\n&" and not (c == "&" and cmd[i : i + 2] != "&&"):
+            parts.append("".join(current))
+            current = []
+            if cmd[i : i + 2] in {"&&", "||"}:
+                i += 1
+            i += 1
+            continue
+        current.append(c)
+        i += 1
+    parts.append("".join(current))
+    return [normalize_command(p) for p in parts if p.strip()]
+
+
+def reads_files(simple: str) -> bool:
+    """A simple command that reads the files it names (cat, head, tail, sed -n, grep, rg, wc ...)."""
+    return bool(_READ_COMMAND_RE.match(simple.strip()))
+
+
+def is_edit(tool: str, tool_input: object) -> bool:
+    """An edit: Edit/Write/MultiEdit/NotebookEdit/apply_patch and their kin (WRITE_TOOLS), not the
+    `view` command of an editor tool; or a shell command that applies a patch."""
+    command = tool_input.get("command") if isinstance(tool_input, Mapping) else None
+    if tool in WRITE_TOOLS:
+        return command != "view"
+    script = shell_command(command)
+    return bool(script) and (script.lstrip().startswith("apply_patch") or PATCH_FILE_RE.search(script) is not None)

@@ -31,6 +31,11 @@ class ProbeOut(Schema):
     folded_tokens: int
     summary_tokens: int
     facts: list[dict]
+    lost: list[dict] = []  # tiers A and B lost: kind, text, turn, position, tier, used_after (as `manage.py probes --json`)
+    background: list[dict] = []  # tier C: kind, text, turn, position, tier, used_after, kept
+    reread_after: list[str] = []  # paths read before the fold and read again after it
+    anticipated: dict | None = None  # {"hits", "of"}: first actions after the fold touching what the summary names
+    calls_before_first_edit: int | None = None
     hidden: bool = False  # blind review: retention and which facts were kept show once the score is in
 
 
@@ -90,20 +95,23 @@ def _fold(request, fold_id: int, permission: str = "view"):
     return permissions.get_fold_for_user(request, None, fold_id, permission), None
 
 
-BLIND_KEYS = ("kept", "how")
+BLIND_KEYS = ("kept", "how", "used_after")  # used_after is set on lost facts only
 
 
 def _probe_out(probe, hidden: bool = False) -> dict:
-    if hidden:  # the facts of the segment stay readable; what the summary kept does not
+    if hidden:  # the facts of the segment stay readable; what the summary kept (and what followed) does not
         return {
             "fold_id": probe.fold_id, "retention": None, "per_kind": {}, "compression_ratio": probe.compression_ratio,
             "folded_tokens": probe.folded_tokens, "summary_tokens": probe.summary_tokens,
             "facts": [{k: v for k, v in f.items() if k not in BLIND_KEYS} for f in probe.facts], "hidden": True,
         }
+    row = fact_probes.probe_row(probe)
     return {
         "fold_id": probe.fold_id, "retention": probe.retention, "per_kind": probe.per_kind,
         "compression_ratio": probe.compression_ratio, "folded_tokens": probe.folded_tokens,
-        "summary_tokens": probe.summary_tokens, "facts": probe.facts,
+        "summary_tokens": probe.summary_tokens, "facts": probe.facts, "lost": row["lost"], "background": row["background"],
+        "reread_after": row["reread_after"], "anticipated": row["anticipated"],
+        "calls_before_first_edit": row["calls_before_first_edit"],
     }
 
 
@@ -124,7 +132,8 @@ def conversation_probes(request, conversation_id: int):
     rows = fact_probes.probe_report(conv)
     for row in rows:
         if row["fold_id"] in blind:  # a blind item of this fold waits for the user's score
-            row.update(origin=None, retention=None, per_kind={}, lost=[], hidden=True)
+            row.update(origin=None, retention=None, per_kind={}, lost=[], background=[], reread_after=[], anticipated=None,
+                       calls_before_first_edit=None, hidden=True)
     return Status(200, rows)
 
 

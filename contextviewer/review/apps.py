@@ -6,6 +6,6 @@ class ReviewConfig(AppConfig):
     label = "review"
     fold_panels = ("contextviewer.review.queues.summaries_card",)  # under a fold's summary (conversations/panels.py)
     masked_copies = (  # see ingest/remask.py
-        ("fact probes", "FactProbe", (), ("facts",)),
+        ("fact probes", "FactProbe", (), ("facts", "background", "continuation")),
         ("judge runs", "JudgeRun", ("prompt", "answer"), ("details",)),
     )

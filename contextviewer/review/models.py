@@ -10,7 +10,10 @@ from contextviewer.conversations.models import Conversation, Fold
 from contextviewer.jobs.models import Job
 
 # Bump when facts.py changes what it extracts: stale probes are recomputed lazily.
-PROBE_VERSION = 3  # 3: salience tiers (core/salience.py); probes of an older version are computed again
+# 3: salience tiers (core/salience.py); 4: tier C stored as `background`, the continuation after the
+# fold (core/continuation.py), a handoff's probe reads the previous summary. Probes of an older
+# version are computed again.
+PROBE_VERSION = 4
 
 
 class FactProbe(models.Model):
@@ -25,7 +28,11 @@ class FactProbe(models.Model):
     compression_ratio = models.FloatField(null=True, blank=True, help_text="folded tokens / summary tokens")
     folded_tokens = models.IntegerField(default=0)
     summary_tokens = models.IntegerField(default=0)
-    facts = models.JSONField(default=list, help_text="[{kind, text, key, position, turn, kept, how}]")
+    facts = models.JSONField(default=list, help_text="tiers A and B: [{kind, text, key, position, turn, tier, kept, how, used_after}]")
+    background = models.JSONField(default=list, blank=True, help_text="tier C facts, as `facts`")
+    continuation = models.JSONField(
+        default=dict, blank=True, help_text="what followed the fold (core/continuation.py); {} when nothing did"
+    )
     segment_start = models.IntegerField(default=0)
     created_at = models.DateTimeField(auto_now=True)
 

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from contextviewer.accounts import permissions
 from contextviewer.accounts.models import Membership, Project
-from contextviewer.conversations.models import Fold
+from contextviewer.conversations.models import Fold, Message
 
 from contextviewer.core import facts as core_facts
 from contextviewer.review import alternatives, dashboard as figures, judge, probes as fact_probes, queues as review_queues
@@ -194,8 +194,15 @@ def _fold_context(request: HttpRequest, fold: Fold, member: Membership) -> dict:
     for c in comments:
         if c.fact:
             by_fact.setdefault(c.fact, []).append(c)
-    facts = [dict(f, anchor=f"{f['kind']}:{f['key']}", comments=by_fact.get(f"{f['kind']}:{f['key']}", [])) for f in probe.facts]
+    at = _message_ids(fold, [*probe.facts, *probe.background])
+    facts = [
+        dict(f, anchor=f"{f['kind']}:{f['key']}", comments=by_fact.get(f"{f['kind']}:{f['key']}", []), message_id=at.get(f["position"]))
+        for f in probe.facts
+    ]
     facts.sort(key=lambda f: (f["kept"], f["position"]))  # lost first
+    background = sorted(
+        (dict(f, message_id=at.get(f["position"])) for f in probe.background), key=lambda f: (f["kept"], f["position"])
+    )
     kinds = [
         {"kind": k, **(probe.per_kind.get(k) or {}), "baseline": core_facts.BASELINE.get(k)}
         for k in core_facts.KINDS
@@ -203,12 +210,43 @@ def _fold_context(request: HttpRequest, fold: Fold, member: Membership) -> dict:
     ]
     return {
         "fold": fold, "conv": fold.conversation, "member": member, "probe": probe, "facts": facts, "kinds": kinds,
+        "after": _after_fold(probe, facts, background), "background": background,
         "turns": _segment_view(fold), "comments": comments,
         "turn_comments": [c for c in comments if c.turn is not None and not c.fact],
         "judge_runs": JudgeRun.objects.filter(fold=fold)[:5],
         "pairs": review_queues.pair_candidates(fold),
         "can_score": member.can("score"), "can_edit": member.can("edit"),
         "judge_why_not": _judge_refusal(fold.conversation.project) if member.can("edit") else "",
+    }
+
+
+def _message_ids(fold: Fold, facts: list[dict]) -> dict[int, int]:
+    """Position -> message id of the messages the facts came from: a fact links to its message on
+    the conversation page (`?turn=<turn>#m-<message id>`, the page's id scheme, as search's links)."""
+    positions = {f["position"] for f in facts}
+    if not positions:
+        return {}
+    return dict(Message.objects.filter(conversation_id=fold.conversation_id, position__in=positions).values_list("position", "id"))
+
+
+def _after_fold(probe: FactProbe, facts: list[dict], background: list[dict]) -> dict:
+    """What the fold page leads with: the lost facts the conversation needed again after the fold,
+    the paths it read again, and the continuation's figures (None when nothing followed the fold)."""
+    followed = fact_probes.continuation_of(probe)
+    found = [*facts, *background]
+    by_path = {}
+    for f in found:
+        if f["kind"] == "path":
+            by_path.setdefault(f["key"], f)
+            by_path.setdefault(f["text"], f)
+    reread = [{"path": p, "fact": by_path.get(p)} for p in followed["reread_after"]]
+    return {
+        "measured": bool(probe.continuation),
+        "needed": [f for f in found if not f["kept"] and f.get("used_after")],
+        "reread": reread,
+        "calls_before_first_edit": followed["calls_before_first_edit"],
+        "anticipated": followed["anticipated"],
+        "after_messages": followed["after_messages"],
     }
 
 

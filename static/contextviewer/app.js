@@ -165,6 +165,42 @@
   document.addEventListener("DOMContentLoaded", focusHash);
   if (document.readyState !== "loading") focusHash();
 
+  // A link to one message (a fact of a fold review: ?turn=N#m-ID): open turn N, which loads its
+  // messages, then scroll to the message (a long turn loads its later messages until it is there).
+  // Search links (?q=) are search.js's.
+  function focusMessage() {
+    var m = /^#m-(\d+)$/.exec(window.location.hash);
+    var params = new URLSearchParams(window.location.search);
+    if (!m || params.get("q") || !params.get("turn")) return;
+    var tries = 0;
+    (function reveal() {
+      var message = document.getElementById("m-" + m[1]);
+      if (message) {
+        for (var d = message.closest("details"); d; d = d.parentElement && d.parentElement.closest("details")) d.open = true;
+        message.classList.add("linked");
+        message.scrollIntoView({ block: "start" });
+        return;
+      }
+      var turn = document.getElementById("turn-" + params.get("turn"));
+      if (!turn || tries++ > 200) return;
+      if (!turn.open) turn.open = true; // its toggle makes htmx load the turn
+      var body = turn.querySelector(".turn-body");
+      if (tries >= 10 && body && !body.dataset.asked && body.querySelector(":scope > a.load-link") && window.htmx) {
+        // Opened before htmx listened for the toggle (both start as the page loads): load it here.
+        body.dataset.asked = "1";
+        window.htmx.ajax("GET", turn.getAttribute("hx-get"), { target: body, swap: "innerHTML" });
+      }
+      var more = turn.querySelector(".more-messages");
+      if (more && window.htmx && !more.dataset.asked) {
+        more.dataset.asked = "1";
+        window.htmx.ajax("GET", more.getAttribute("hx-get"), { target: more, swap: "outerHTML" });
+      }
+      window.setTimeout(reveal, 60);
+    })();
+  }
+  document.addEventListener("DOMContentLoaded", focusMessage);
+  if (document.readyState !== "loading") focusMessage();
+
   // --- curve hover and click ---------------------------------------------------------------
   function setupCurve(svg) {
     if (svg.dataset.ready) return;

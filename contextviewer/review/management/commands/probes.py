@@ -1,7 +1,10 @@
 """python manage.py probes CONVERSATION [--json] [--project SLUG]
 
 Per fold of the conversation (by id or external id): retention per fact kind and overall, the
-compression ratio, the summary's tokens, and the lost facts with the turn they came from."""
+compression ratio, the summary's tokens, the lost facts with the turn they came from (marked when
+the conversation used them again after the fold), and what followed the fold: the paths read again,
+the tool calls before the first edit, how many of the first actions touch what the summary names.
+--json adds the background (tier C facts: paths only seen in tool output, vendored, lookups)."""
 
 import json
 
@@ -55,7 +58,18 @@ class Command(BaseCommand):
                 k = row["per_kind"].get(kind) or {}
                 if k.get("total"):
                     self.stdout.write(f"  {kind:<11} {k['kept']:>4}/{k['total']:<4} {_pct(k['retention'])}")
+            if row["anticipated"] is not None or row["calls_before_first_edit"] is not None or row["reread_after"]:
+                first_edit = row["calls_before_first_edit"]
+                anticipated = row["anticipated"]
+                self.stdout.write(
+                    "  after the fold: "
+                    + ("no edit" if first_edit is None else f"{first_edit} tool calls before the first edit")
+                    + (f", anticipated {anticipated['hits']} of {anticipated['of']} first actions" if anticipated else "")
+                )
+                for path in row["reread_after"]:
+                    self.stdout.write(f"    re-read {path[:160]}")
             if row["lost"]:
                 self.stdout.write("  lost:")
                 for f in row["lost"]:
-                    self.stdout.write(f"    turn {f['turn']:>3}  {f['kind']:<10} {f['text'][:160]}")
+                    again = "  (needed again)" if f["used_after"] else ""
+                    self.stdout.write(f"    turn {f['turn']:>3}  {f['kind']:<10} {f['text'][:160]}{again}")
