@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from django.apps import apps
 from django.core.exceptions import PermissionDenied
-from django.db.models import Model, QuerySet
+from django.db.models import QuerySet
 from django.http import Http404
 
 from .auth import allowed_projects, request_token
@@ -115,24 +115,25 @@ def get_project_for_user(caller, pk_or_slug: int | str, permission: str = "view"
     return get_membership_for_user(caller, pk_or_slug, permission, doing=doing).project
 
 
-def _in_project(caller, obj: Model, project_id: int, permission: str, doing: str | None, not_found: str):
-    require(caller, project_id, permission, doing=doing, not_found=not_found)
-    return obj
-
-
-def get_conversation_for_user(caller, pk: int, permission: str = "view", *, doing: str | None = None):
-    """The conversation (with its project and parent), when the caller's role in its project allows `permission`."""
+def get_conversation_and_membership(caller, pk: int, permission: str = "view", *, doing: str | None = None):
+    """(conversation with its project and parent, the caller's membership), when the caller's role in
+    its project allows `permission`: for a page that also offers by role (one membership query)."""
     Conversation = apps.get_model("conversations", "Conversation")
     conv = Conversation.objects.select_related("project", "parent").filter(pk=pk).first()
     if conv is None:
         raise Http404("No such conversation.")
-    return _in_project(caller, conv, conv.project_id, permission, doing, "No such conversation.")
+    return conv, require(caller, conv.project_id, permission, doing=doing, not_found="No such conversation.")
 
 
-def get_fold_for_user(caller, conversation_or_pk, fold_id: int, permission: str = "view", *, doing: str | None = None):
-    """The fold (with its conversation and project), when the caller's role in its project allows
-    `permission`. With a conversation (or its pk), only a fold of that conversation is found; with
-    None, any fold."""
+def get_conversation_for_user(caller, pk: int, permission: str = "view", *, doing: str | None = None):
+    """The conversation (with its project and parent), when the caller's role in its project allows `permission`."""
+    return get_conversation_and_membership(caller, pk, permission, doing=doing)[0]
+
+
+def get_fold_and_membership(caller, conversation_or_pk, fold_id: int, permission: str = "view", *, doing: str | None = None):
+    """(fold with its conversation and project, the caller's membership), when the caller's role in
+    its project allows `permission`. With a conversation (or its pk), only a fold of that
+    conversation is found; with None, any fold."""
     Fold = apps.get_model("conversations", "Fold")
     qs = Fold.objects.select_related("conversation", "conversation__project").filter(pk=fold_id)
     if conversation_or_pk is not None:
@@ -140,7 +141,12 @@ def get_fold_for_user(caller, conversation_or_pk, fold_id: int, permission: str 
     fold = qs.first()
     if fold is None:
         raise Http404("No such fold.")
-    return _in_project(caller, fold, fold.conversation.project_id, permission, doing, "No such fold.")
+    return fold, require(caller, fold.conversation.project_id, permission, doing=doing, not_found="No such fold.")
+
+
+def get_fold_for_user(caller, conversation_or_pk, fold_id: int, permission: str = "view", *, doing: str | None = None):
+    """The fold (with its conversation and project), when the caller's role in its project allows `permission`."""
+    return get_fold_and_membership(caller, conversation_or_pk, fold_id, permission, doing=doing)[0]
 
 
 def get_job_for_user(caller, job_id: int, permission: str = "view", *, doing: str | None = None):
@@ -149,4 +155,5 @@ def get_job_for_user(caller, job_id: int, permission: str = "view", *, doing: st
     job = Job.objects.select_related("project").filter(pk=job_id).first()
     if job is None:
         raise Http404("No such job.")
-    return _in_project(caller, job, job.project_id, permission, doing, "No such job.")
+    require(caller, job.project_id, permission, doing=doing, not_found="No such job.")
+    return job

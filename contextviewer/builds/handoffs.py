@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from contextviewer.accounts.models import Membership
 from contextviewer.core import handoff as core
 from contextviewer.core.policies import fire_points
 from contextviewer.core.secrets import mask_text
@@ -232,14 +231,12 @@ def fold_preview(conv: Conversation, threshold_pct: int) -> FoldPreview:
     )
 
 
-def panel_context(user, conv: Conversation) -> dict:
-    """What the Handoff card of the conversation page shows."""
-
-    membership = Membership.objects.filter(project=conv.project, user=user).first()
+def panel_context(conv: Conversation, *, can_handoff: bool) -> dict:
+    """What the Handoff card of the conversation page shows (whether it is offered: the caller's role)."""
     configs = list(ProviderConfig.objects.filter(project=conv.project).exclude(provider="builtin"))
     return {
         "conv": conv,
-        "can_handoff": bool(membership and membership.can("edit")),
+        "can_handoff": can_handoff,
         "providers": ["builtin"] + [c.provider for c in configs],
         "default_provider": next((c.provider for c in configs if c.is_default), "builtin"),
         "spend": providers.conversation_spend(conv),
@@ -248,7 +245,7 @@ def panel_context(user, conv: Conversation) -> dict:
 
 def handoff_card(request, conv: Conversation, *, can_edit: bool) -> Panel:
     """The Handoff card of the conversation page (declared in BuildsConfig.conversation_panels)."""
-    return Panel("conversations/_handoff.html", {**panel_context(request.user, conv), "can_handoff": can_edit})
+    return Panel("conversations/_handoff.html", panel_context(conv, can_handoff=can_edit))
 
 
 def fold_preview_card(request, conv: Conversation, *, can_edit: bool) -> Panel:

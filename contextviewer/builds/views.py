@@ -10,6 +10,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from contextviewer.accounts import permissions
 from contextviewer.accounts.permissions import get_conversation_for_user
 from contextviewer.core import build as core_build
 
@@ -158,7 +159,7 @@ def export_download(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
 # Handoff and "fold at X %" (helper-4a) ------------------------------------------------------
 
 def _handoff_context(request: HttpRequest, conv: Conversation, **extra) -> dict:
-    return {**handoff.panel_context(request.user, conv), **extra}
+    return {**handoff.panel_context(conv, can_handoff=permissions.can(request, conv.project_id, "edit")), **extra}
 
 
 @login_required

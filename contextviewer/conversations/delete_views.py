@@ -10,7 +10,6 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from contextviewer.accounts import permissions
-from contextviewer.accounts.permissions import get_conversation_for_user
 from contextviewer.conversations import deletion
 from contextviewer.conversations.models import Conversation
 
@@ -22,8 +21,8 @@ def _refused(request: HttpRequest, conv: Conversation, reason: str) -> HttpRespo
 @login_required
 @require_http_methods(["GET", "POST"])
 def conversation_delete(request: HttpRequest, pk: int) -> HttpResponse:
-    conv = get_conversation_for_user(request, pk)
-    reason = deletion.refusal(request.user, conv, permissions.membership(request, conv.project_id))
+    conv, member = permissions.get_conversation_and_membership(request, pk)
+    reason = deletion.refusal(request.user, conv, member)
     if reason is not None:
         return _refused(request, conv, reason)
     if request.method == "POST" and request.POST.get("confirm") == "yes":

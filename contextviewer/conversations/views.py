@@ -67,15 +67,14 @@ def index(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def conversation(request: HttpRequest, pk: int) -> HttpResponse:
-    conv = get_conversation_for_user(request, pk)
+    conv, member = permissions.get_conversation_and_membership(request, pk)  # the member: what the page offers
     found = search.in_conversation(request.user, conv.pk, request.GET.get("q"))
     focus = _int(request.GET.get("turn"))
     if focus is None and found and found.steps:
         focus = found.steps[0][1]  # a search opens at its first match
     page = conversation_page.conversation_page(conv, focus_turn=focus)
-    member = permissions.membership(request, conv.project_id)  # what the page offers (any member may view)
-    can_delete = bool(member and member.can("delete"))  # the danger zone
-    can_edit = bool(member and member.can("edit"))  # build and handoff
+    can_delete = member.can("delete")  # the danger zone
+    can_edit = member.can("edit")  # build and handoff
     summarized = [s.fold for s in page.segments if s.fold is not None and s.fold.summary_text]
     context = {
         "page": page, "conv": conv, "found": found,

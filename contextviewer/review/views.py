@@ -45,8 +45,7 @@ def _project_for(request: HttpRequest, slug: str, permission: str = "view") -> t
 
 
 def _get_fold_for_user(request: HttpRequest, fold_id: int, permission: str = "view") -> tuple[Fold, Membership]:
-    fold = permissions.get_fold_for_user(request, None, fold_id, permission)
-    return fold, permissions.membership(request, fold.conversation.project_id)
+    return permissions.get_fold_and_membership(request, None, fold_id, permission)
 
 
 def _get_queue_for_user(request: HttpRequest, queue_id: int, permission: str = "view") -> tuple[ReviewQueue, Membership]:

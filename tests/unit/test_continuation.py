@@ -2,49 +2,13 @@
 against what the fold's summary kept. On the two real folds of test_fact_tiers.py, checked by hand,
 and on hand-made transcripts for each rule."""
 
-from pathlib import Path
 
 import pytest
 
 from contextviewer.core import continuation, facts, salience
-from contextviewer.core import segments as core_segments
-from contextviewer.core import turns as core_turns
-from contextviewer.core.records import FoldRecord, MessageRecord, SessionInfo
-from contextviewer.importers import claude_code
-from tests.conftest import shared_fixtures_dir
-from tests.unit.test_fact_tiers import SPOTTER_4TE, SPOTTER_FUM
+from tests.unit.test_fact_tiers import SPOTTER_4TE, SPOTTER_FUM, fold_and_after as _fold_and_after
 
 # --- the real folds ---------------------------------------------------------------------------
-
-
-def _fold_and_after(name: str) -> tuple[list[dict], str, str, list[dict]]:
-    """As test_fact_tiers._fold (the first archived segment of the main thread, its summary, the
-    cwd), and the messages after that fold up to the next fold (inclusive) or the end."""
-    root = shared_fixtures_dir()
-    if root is None or not (root / "claude-code" / name).is_file():
-        pytest.skip(f"shared fixture claude-code/{name} not found (set CONTEXTVIEWER_FIXTURES to ../shared/fixtures)")
-    records, folds, cwd, seen = [], [], "", set()
-    with open(Path(root) / "claude-code" / name, "rb") as stream:
-        for r in claude_code.parse(stream):
-            if isinstance(r, MessageRecord) and not r.agent_id and not r.agent_kind and r.uuid not in seen:
-                seen.add(r.uuid)
-                records.append(r)
-            elif isinstance(r, FoldRecord) and not r.agent_id and r.kind == "compact":
-                folds.append(r)
-            elif isinstance(r, SessionInfo) and not r.agent_id:
-                cwd = r.cwd or cwd
-    blocks = [[b.as_dict() for b in r.blocks] for r in records]
-    turns = core_turns.assign_turns((r.role, b, r.is_meta, r.is_compact_summary) for r, b in zip(records, blocks))
-    messages = [
-        {"position": i, "turn": t, "role": r.role, "blocks": b, "is_meta": r.is_meta, "is_compact_summary": r.is_compact_summary}
-        for i, (r, b, t) in enumerate(zip(records, blocks, turns))
-    ]
-    position = {r.uuid: i for i, r in enumerate(records)}
-    spans = [core_segments.FoldSpan(f.boundary_uuid, position[f.boundary_uuid], position.get(f.summary_uuid))
-             for f in folds if f.boundary_uuid in position]
-    first, following = core_segments.segments(0, len(records) - 1, spans)[:2]  # the next archived one, or the loaded one
-    assert first.kind == core_segments.ARCHIVED
-    return messages[first.start : first.end + 1], folds[0].summary_text, cwd, messages[following.start : following.end + 1]
 
 
 # How both folds were checked by hand. Every tool_call block of the main thread was listed with the

@@ -21,9 +21,10 @@ from tests.conftest import shared_fixtures_dir
 # --- the real folds ---------------------------------------------------------------------------
 
 
-def _fold(name: str) -> tuple[list[dict], str, str]:
-    """The first archived segment of a Claude Code fixture (its main thread), its summary and the
-    session's cwd: parsed by the importer, turns and segments by the core (no Django)."""
+def fold_and_after(name: str) -> tuple[list[dict], str, str, list[dict]]:
+    """The first archived segment of a Claude Code fixture's main thread, its summary, the session's
+    cwd, and the messages after that fold up to the next fold (inclusive) or the end: parsed by the
+    importer, turns and segments by the core (no Django)."""
     root = shared_fixtures_dir()
     if root is None or not (root / "claude-code" / name).is_file():
         pytest.skip(f"shared fixture claude-code/{name} not found (set CONTEXTVIEWER_FIXTURES to ../shared/fixtures)")
@@ -44,10 +45,15 @@ def _fold(name: str) -> tuple[list[dict], str, str]:
         for i, (r, b, t) in enumerate(zip(records, blocks, turns))
     ]
     position = {r.uuid: i for i, r in enumerate(records)}
-    fold = folds[0]
-    span = core_segments.FoldSpan(fold.boundary_uuid, position[fold.boundary_uuid], position.get(fold.summary_uuid))
-    archived = next(s for s in core_segments.segments(0, len(records) - 1, [span]) if s.kind == core_segments.ARCHIVED)
-    return messages[archived.start : archived.end + 1], fold.summary_text, cwd
+    spans = [core_segments.FoldSpan(f.boundary_uuid, position[f.boundary_uuid], position.get(f.summary_uuid))
+             for f in folds if f.boundary_uuid in position]
+    first, following = core_segments.segments(0, len(records) - 1, spans)[:2]  # the next archived one, or the loaded one
+    assert first.kind == core_segments.ARCHIVED
+    return messages[first.start : first.end + 1], folds[0].summary_text, cwd, messages[following.start : following.end + 1]
+
+
+def _fold(name: str) -> tuple[list[dict], str, str]:
+    return fold_and_after(name)[:3]
 
 
 # How both folds were checked. Every tool call of the archived segment was listed with the importer
