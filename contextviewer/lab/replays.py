@@ -28,26 +28,25 @@ has no text, so a fact a modelled summary might have kept still counts as at ris
 from __future__ import annotations
 
 import bisect
-import statistics
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from contextviewer.core import facts as core_facts, model_specs, tokens
 from contextviewer.core.policylab import Call, Msg, Replay, Session, get as get_policy, names as policy_names
-from contextviewer.core.policylab.common import calibrate
-from contextviewer.core.policylab.model import CLIPPED, FULL
+from contextviewer.core.policylab.common import ACTION_OF, FOLD_KINDS, calibrate
+from contextviewer.core.policylab.model import CLIPPED, FULL, RecordedFold
+from contextviewer.importers import formats
 from contextviewer.core.severity import CRITICAL_AT
 
 from contextviewer.conversations import page_cache, segments
-from contextviewer.conversations.models import Conversation, FoldOrigin, Message, ModelCall
+from contextviewer.conversations.models import Conversation, Fold, FoldOrigin, Message, ModelCall
 
 OPEN_LOOP_NOTE = (
     "Open loop: the recorded actions are replayed unchanged; after the first fold the real agent "
     "would have behaved differently."
 )
 FACTS_SHOWN = 12  # facts listed per action on the page (the count is always whole)
-MAX_CONVERSATIONS = 25  # conversations replayed for the project table (the most recent; the page says so)
 
 BASELINE = "recorded"  # the registry's recorded window: the curve every policy is drawn against
 
@@ -82,6 +81,9 @@ class LabSession:
     usage: list[dict]  # per call: its measured usage split and model (cost at list price)
     summaries_measured: int  # compaction summaries of the session itself
     cwd: str = ""
+    # The session's own summaries by the call that first carried them: a replayed fold at that call
+    # coincides with the recorded one and carries that summary (facts at risk are checked against it).
+    real_summaries: dict[int, str] = field(default_factory=dict)
     fact_cache: dict[str, list] = field(default_factory=dict)  # Msg id -> its facts (core/facts.py)
     prepared_cache: dict = field(default_factory=dict)  # a held text -> core_facts.prepare of it
 
@@ -120,13 +122,20 @@ def load_session(conv: Conversation) -> LabSession:
         )
     )
     window_of: dict[str, int] = {}
+    limit_of: dict[str, int] = {}
     calls: list[Call] = []
     usage: list[dict] = []
     call_of_api: dict[str, int] = {}
     for i, (pos, api, model, unc, cw, cw5, cw1, cr, out, _est) in enumerate(call_rows):
         if model not in window_of:
-            window_of[model] = segments.call_window(conv, model)
-        calls.append(Call(index=i, seq=pos, usage_input=unc + cw + cr, output=out, model=model or None, window=window_of[model]))
+            spec = segments.call_spec(conv, model)
+            window_of[model], limit_of[model] = spec.window, formats.harness(conv.agent, spec).input_limit(spec)
+        calls.append(
+            Call(
+                index=i, seq=pos, usage_input=unc + cw + cr, output=out, model=model or None, window=window_of[model],
+                input_limit=limit_of[model],
+            )
+        )
         w5, w1 = model_specs.split_cache_write(cw, cw5, cw1)
         usage.append({"model": model, "input_uncached": unc, "cache_write_5m": w5, "cache_write_1h": w1, "cache_read": cr, "output": out})
         call_of_api.setdefault(api, i)
@@ -195,6 +204,14 @@ def load_session(conv: Conversation) -> LabSession:
         msgs = [_with_original(m, originals[m.id]) if m.id in originals else m for m in msgs]
 
     summary_sizes = tuple(tokens.count_text(f.summary_text) for f in folds if f.summary_text)
+    recorded_folds = tuple(
+        RecordedFold(seq=b if b is not None else s if s is not None else p + 1, kind=kind, trigger=trigger or "",
+                     tokens_before=before or 0, tokens_after=after or 0)
+        for b, s, p, kind, trigger, before, after in Fold.objects.filter(conversation=conv, origin=FoldOrigin.IMPORTED)
+        .counted()
+        .order_by("position", "id")
+        .values_list("boundary__position", "summary_message__position", "position", "kind", "trigger", "tokens_before", "tokens_after")
+    )
     # Calibrated per session (docs/policy-lab.md §0): scale and harness overhead fitted on the
     # session's own measured calls, so a policy that does nothing draws the recorded curve.
     session = calibrate(
@@ -204,9 +221,11 @@ def load_session(conv: Conversation) -> LabSession:
             calls=tuple(calls),
             window=segments.call_window(conv, None),
             real_summary_tokens=summary_sizes,
+            recorded_folds=recorded_folds,
         )
     )
-    return LabSession(session, by_id, clips, usage, len(summary_sizes), conv.cwd or "")
+    real_summaries = {m.call_index: m.text for m in msgs if m.kind == "summary" and m.call_index is not None and m.text}
+    return LabSession(session, by_id, clips, usage, len(summary_sizes), conv.cwd or "", real_summaries)
 
 
 def _with_original(m: Msg, original: str) -> Msg:
@@ -261,6 +280,11 @@ class Action:
     def saved(self) -> int:
         return self.tokens_before - self.tokens_after
 
+    @property
+    def group(self) -> str:
+        """folds | clips | clears | offloads | drops (a clip reports the tokens it removed)."""
+        return ACTION_OF.get(self.kind, "folds" if self.kind in FOLD_KINDS else "clips")
+
 
 @dataclass
 class PolicyResult:
@@ -274,8 +298,11 @@ class PolicyResult:
     red_zone_calls: int
     calls: int
     params: dict
-    cost: float | None  # USD at list price, modelled (see cost_of)
+    cost: float | None  # USD at list price, modelled (see cost_of); None when not comparable
     by_kind: dict = field(default_factory=dict)  # folds, clips, clears, offloads, drops
+    overflow_calls: int = 0  # calls whose replayed window holds more than the model's window
+    calibrated: bool = True  # False: the session's calibration failed, the figures are uncalibrated estimates
+    calibration_note: str = ""
 
     @property
     def folds(self) -> int:
@@ -304,11 +331,14 @@ class PolicyResult:
             "policy": self.name,
             "label": self.label,
             "open_loop": True,
+            "calibrated": self.calibrated,
+            "calibration_note": self.calibration_note,
+            "overflow_calls": self.overflow_calls,
             "calls": self.calls,
             "fires": self.fires,
             "actions_by_kind": dict(self.by_kind),
             "fire_points": [{"call_index": c, "tokens": t} for c, t in self.fire_points],
-            "tokens_saved": self.saved_tokens,
+            "tokens_saved": self.saved_tokens if self.calibrated else None,
             "peak": self.peak,
             "red_zone_calls": self.red_zone_calls,
             "facts_at_risk": self.facts_at_risk,
@@ -317,6 +347,7 @@ class PolicyResult:
                 {
                     "call_index": a.call_index,
                     "kind": a.kind,
+                    "action": a.group,
                     "tokens_before": a.tokens_before,
                     "tokens_after": a.tokens_after,
                     "detail": a.detail,
@@ -445,6 +476,9 @@ def summarize(lab: LabSession, replay: Replay) -> PolicyResult:
         at_risk_by_pos: dict[int, list[FactAtRisk]] = {}
         if touched:
             remaining = _remaining(lab, windows_by_call.get(call_index), msg_by_id)
+            real = lab.real_summaries.get(call_index)
+            if real and any(e.kind in FOLD_KINDS for e in events):
+                remaining = core_facts.merge([remaining, core_facts.prepare(real)])
             for f in _facts_not_kept(lab, list(dict.fromkeys(touched)), remaining, msg_by_id):
                 at_risk_by_pos.setdefault(f.position, []).append(FactAtRisk(f.kind, f.text, f.position, f.turn, _digest(f.key)))
         seen: set[int] = set()
@@ -476,8 +510,11 @@ def summarize(lab: LabSession, replay: Replay) -> PolicyResult:
         red_zone_calls=red_calls,
         calls=len(session.calls),
         params=dict(replay.params),
-        cost=cost_of(lab, totals),
+        cost=cost_of(lab, totals) if session.calibrated or replay.policy == BASELINE else None,
         by_kind=dict(replay.actions),
+        overflow_calls=replay.overflow_calls,
+        calibrated=session.calibrated,
+        calibration_note=session.calibration_note,
     )
 
 
@@ -500,7 +537,8 @@ def _facts_not_kept(lab: LabSession, mids: list[str], remaining, msg_by_id: dict
     if not facts:
         return []
     tails = core_facts.suffix_counts(f.key for f in facts.values() if f.kind == "path")
-    return [f for f in facts.values() if not core_facts.is_kept(f, remaining, lab.cwd, tails)]
+    # Salient facts only (tiers A and B, core/salience.py): the background tier is not at risk.
+    return [f for f in facts.values() if f.tier != "C" and not core_facts.is_kept(f, remaining, lab.cwd, tails)]
 
 
 def _remaining(lab: LabSession, window, msg_by_id: dict[str, Msg]):
@@ -556,57 +594,16 @@ def recorded_cost(lab: LabSession) -> float | None:
     return cost_of(lab, [c.usage_input for c in lab.session.calls])
 
 
-# --- the project table ------------------------------------------------------------------------
-
-
-@dataclass
-class ProjectRow:
-    name: str
-    label: str
-    conversations: int
-    median_peak: float | None
-    folds_per_100_calls: float | None
-    facts_at_risk: int
-
-
-def project_table(convs: Sequence[Conversation], names: Iterable[str] | None = None) -> list[ProjectRow]:
-    """Each policy over the conversations: median peak, folds (fires) per 100 calls, facts at risk."""
-    chosen = resolve_names(names)
-    per: dict[str, list[PolicyResult]] = {n: [] for n in chosen}
-    for conv in convs:
-        _, results = cached_replays(conv, chosen, with_texts=False)
-        for r in results:
-            per[r.name].append(r)
-    rows = []
-    for n in chosen:
-        rs = [r for r in per[n] if r.calls]
-        calls = sum(r.calls for r in rs)
-        label = rs[0].label if rs else get_policy(n).label
-        rows.append(
-            ProjectRow(
-                name=n,
-                label=label,
-                conversations=len(rs),
-                median_peak=statistics.median([r.peak for r in rs]) if rs else None,
-                folds_per_100_calls=(100.0 * sum(r.folds for r in rs) / calls) if calls else None,
-                facts_at_risk=sum(r.facts_at_risk for r in rs),
-            )
-        )
-    return rows
-
-
 __all__ = [
     "CLIPPED",
     "OPEN_LOOP_NOTE",
     "Clip",
     "LabSession",
     "PolicyResult",
-    "ProjectRow",
     "UnknownPolicy",
     "cached_replays",
     "cost_of",
     "load_session",
-    "project_table",
     "recorded_cost",
     "replay_all",
     "resolve_names",

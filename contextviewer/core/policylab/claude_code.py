@@ -2,21 +2,21 @@
 (policy-lab.md §3, pseudo-algorithm §3.6).
 
 Open loop: the recorded calls are replayed unchanged; the count that triggers the fold is the last
-call's usage (this replay's window) + round(chars/4) for every message after it (§3.1)."""
+call's usage + round(chars/4) for every message after it (§3.1): the measured usage while the
+replay has not diverged from the recording, then the estimate of this replay's window."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from .common import (
-    calibrated,
+    Meter,
     api_round_start,
     chars4,
     clip_event,
     finish,
     fold_event,
     folded_summary,
-    freeze,
     merged,
     parse_ts,
     slot,
@@ -129,7 +129,7 @@ class ClaudeCode:
     def replay(self, session: Session, **params: Any) -> Replay:
         p = merged(self.params, params)
         oh = session.overhead_tokens
-        hist, windows, folds = [], [], 0
+        hist, windows, folds, meter = [], [], 0, Meter(session)
         prev_total = prev_call = None
         last_assistant_ts = None
         for call, new in steps(session):
@@ -145,7 +145,7 @@ class ClaudeCode:
                     s = s2
                 hist.append(s)
             count = usage_then_estimate(
-                prev_total, prev_call, new, lambda m: chars4(m.text), oh + sum(chars4(s.text) for s in hist)
+                prev_total, prev_call, new, lambda m: chars4(m.text), oh + sum(chars4(s.text) for s in hist), usage_covers="first"
             )
             mode = p["microcompact"]
             before = total(hist, oh)
@@ -165,12 +165,12 @@ class ClaudeCode:
                 summary = folded_summary(session, self.wrapper_tokens, folded, folds, MAX_OUTPUT_TOKENS_FOR_SUMMARY, SUMMARY_INTRO)
                 after = [summary, *restore_files(folded)]
                 detail = f"auto-compact at {count:,} ≥ {thr:,} tokens"
-                events.append(fold_event(call.index, "fold", hist, after, oh, folded, detail))
+                events.append(fold_event(call.index, "fold", hist, after, oh, folded, detail, meter, count))
                 hist, folds = after, folds + 1
-            w = freeze(call, hist, oh, window, events)
+            w = meter.freeze(call, hist, oh, window, events)
             windows.append(w)
-            # What the provider would have measured for this window: the harness counts from it.
-            prev_total, prev_call = calibrated(session, w.total_tokens), call
+            # What the provider measured (or would have) for this window: the harness counts from it.
+            prev_total, prev_call = w.total_tokens, call
             last_assistant_ts = next((m.ts for m in reversed(new) if m.role == "assistant"), last_assistant_ts)
         return finish(self.name, self.label, session, windows, p)
 

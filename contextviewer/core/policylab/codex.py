@@ -1,4 +1,5 @@
-"""OpenAI Codex CLI: compaction at 90 % of the context window (272k → 244,800), kept user
+"""OpenAI Codex CLI: compaction at 90 % of the model's context window (272k → 244,800, not 90 % of
+the 258,400 a rollout logs as `model_context_window`, which is the usable 95 %), kept user
 messages ≤ 20k tokens + SUMMARY_PREFIX summary, tool outputs middle-truncated at record time
 (policy-lab.md §4, pseudo-algorithm §4.4).
 
@@ -10,13 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from .common import (
-    calibrated,
+    Meter,
     bytes4,
     clip_event,
     finish,
     fold_event,
     folded_summary,
-    freeze,
     lab_tokens,
     merged,
     slot,
@@ -62,15 +62,20 @@ class Codex:
     name = "codex"
     label = "Codex CLI: compact at 90 % of the window"
     wrapper_tokens = 100  # SUMMARY_PREFIX (policy-lab §8)
-    params: dict[str, Any] = {"limit": None, "trunc_mode": "tokens", "trunc_limit": 10_000}
+    params: dict[str, Any] = {
+        "limit": None,  # model_auto_compact_token_limit (clamped to ≤ 90 % of the context window)
+        "context_window": None,  # the model's context window; default: the model's input limit (272,000 for gpt-5.x)
+        "trunc_mode": "tokens",
+        "trunc_limit": 10_000,
+    }
 
     def replay(self, session: Session, **params: Any) -> Replay:
         p = merged(self.params, params)
-        oh, hist, windows, folds = session.overhead_tokens, [], [], 0
+        oh, hist, windows, folds, meter = session.overhead_tokens, [], [], 0, Meter(session)
         prev_total = prev_call = None
         for call, new in steps(session):
             window, events = window_of(session, call), []
-            limit = auto_compact_limit(window, p["limit"])
+            limit = auto_compact_limit(p["context_window"] or call.input_limit or window, p["limit"])
             for m in new:
                 s = slot(m)
                 if m.role == "tool" and (done := middle_truncate(m.text, p["trunc_mode"], p["trunc_limit"])):
@@ -83,12 +88,12 @@ class Codex:
             if active >= limit and hist:
                 after = self._compact(session, hist, folds)
                 dropped = [s for s in hist if s not in after]
-                events.append(fold_event(call.index, "fold", hist, after, oh, dropped, f"active {active:,} ≥ {limit:,}"))
+                events.append(fold_event(call.index, "fold", hist, after, oh, dropped, f"active {active:,} ≥ {limit:,}", meter, active))
                 hist, folds = after, folds + 1
-            w = freeze(call, hist, oh, window, events)
+            w = meter.freeze(call, hist, oh, window, events)
             windows.append(w)
-            # What the provider would have measured for this window: the harness counts from it.
-            prev_total, prev_call = calibrated(session, w.total_tokens), call
+            # What the provider measured (or would have) for this window: the harness counts from it.
+            prev_total, prev_call = w.total_tokens, call
         return finish(self.name, self.label, session, windows, p)
 
     @staticmethod

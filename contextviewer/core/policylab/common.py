@@ -266,15 +266,22 @@ def folded_summary(session: Session, wrapper: int, folded: Sequence[Slot], fold_
 
 def fold_event(
     call_index: int, kind: str, before: Sequence[Slot], after: Sequence[Slot], overhead: int,
-    dropped: Iterable[Slot], detail: str,
+    dropped: Iterable[Slot], detail: str, meter: Meter | None = None, count: int | None = None,
 ) -> Event:
-    """A fold, handoff, summary or condensation: the window's tokens before and after, the messages it put away."""
-    return Event(call_index, kind, total(before, overhead), total(after, overhead), dropped_msg_ids=ids(dropped), detail=detail)
+    """A fold, handoff, summary or condensation: the window's tokens before and after, the messages
+    it put away. With the replay's `meter`, both figures are provider tokens: before = `count` (the
+    harness's own count that fired it) or the meter's estimate anchored on the last measured call."""
+    if meter is None:
+        return Event(call_index, kind, total(before, overhead), total(after, overhead), dropped_msg_ids=ids(dropped), detail=detail)
+    b = count if count is not None else meter.count(total(before, overhead))
+    a = calibrated(meter.session, total(after, overhead))
+    return Event(call_index, kind, b, a, dropped_msg_ids=ids(dropped), detail=detail, scope="provider")
 
 
 def clip_event(call_index: int, kind: str, msg: Msg, now: Slot, detail: str = "") -> Event:
-    """A message rewritten in place (clipped, truncated, offloaded): its tokens as recorded and as rewritten."""
-    return Event(call_index, kind, slot(msg).tokens, now.tokens, clipped_msg_ids=(msg.id,), detail=detail)
+    """A message rewritten in place (clipped, truncated, offloaded): its tokens as recorded and as
+    rewritten (one message's tokens, not a window's: scope "message")."""
+    return Event(call_index, kind, slot(msg).tokens, now.tokens, clipped_msg_ids=(msg.id,), detail=detail, scope="message")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -341,12 +348,13 @@ def calibrated(session: Session, raw_total: int) -> int:
 
 
 def unmodified_totals(session: Session) -> dict[int, int]:
-    """Per call, the whole history it saw (no fold, no clip: a policy that never acts), calibrated.
-    Tokens saved are counted against it, so a policy that only removes things never saves less than 0."""
-    out, running = {}, 0
+    """Per call, the whole history it saw (no fold, no clip: a policy that never acts), in provider
+    tokens as a Meter gives them (measured up to the session's own first fold). Tokens saved are
+    counted against it, so a policy that only removes things never saves less than 0."""
+    out, running, meter = {}, 0, Meter(session)
     for call, new in steps(session):
         running += sum(slot(m).tokens for m in new)
-        out[call.index] = calibrated(session, session.overhead_tokens + running)
+        out[call.index] = meter.close(call, session.overhead_tokens + running, ())
     return out
 
 
@@ -355,41 +363,102 @@ def calibrate(session: Session) -> Session:
     "scale = recorded prompt tokens ÷ estimated tokens" on the unmodified history): a least-squares
     line of measured input against the lab tokens of each call's window, over the calls before the
     session's own first fold; scale = its slope (provider tokens per lab token), overhead = its
-    intercept (what every call carries besides the messages). With fewer than three measured calls,
-    or a slope outside budget.FACTOR_RANGE (the gap is then not a tokenizer's), scale = 1 and the
-    overhead is the first measured call's input minus its messages (§0, "Harness overhead")."""
+    intercept (what every call carries besides the messages). With fewer than three measured calls
+    the overhead is the first measured call's input minus its messages (§0, "Harness overhead") and
+    scale = 1. A slope outside budget.FACTOR_RANGE is no tokenizer's gap (the log's text is not what
+    the model read: redacted or elided outputs): the calibration FAILS, scale = 1, and the session
+    says so (`calibrated=False`, `calibration_note`): every replayed figure is then an uncalibrated
+    estimate, not comparable with the measured curve."""
     rows, folds = recorded_estimates(session)
     points = [(m, e) for seq, m, e in rows if m and (not folds or seq <= folds[0])]
     if not points:
-        return session
+        note = "no measured model call: every figure is the lab's estimate" if session.calls else ""
+        return replace(session, calibrated=not session.calls, calibration_note=note)
     scale, overhead = 1.0, points[0][0] - points[0][1]
     n = len(points)
     if n >= MIN_FIT_CALLS:
         mean_m, mean_e = sum(m for m, _ in points) / n, sum(e for _, e in points) / n
         den = sum((e - mean_e) ** 2 for _, e in points)
         k = sum((e - mean_e) * (m - mean_m) for m, e in points) / den if den else 0.0
-        if FACTOR_RANGE[0] <= k <= FACTOR_RANGE[1]:
-            scale, overhead = k, round(mean_m - k * mean_e)
-    return replace(session, scale=scale, overhead_tokens=max(0, round(overhead)))
-
-
-def finish(
-    name: str, label: str, session: Session, windows: list[CallWindow], params: dict[str, Any], *, raw: bool = True
-) -> Replay:
-    """The replay's figures. `raw`: the windows' totals are overhead + lab tokens, brought to
-    provider tokens here (the session's scale); the events' figures with them."""
-    if raw and session.scale != 1.0:
-        windows = [
-            replace(
-                w,
-                total_tokens=calibrated(session, w.total_tokens),
-                events=tuple(
-                    replace(e, tokens_before=calibrated(session, e.tokens_before), tokens_after=calibrated(session, e.tokens_after))
-                    for e in w.events
-                ),
+        if not FACTOR_RANGE[0] <= k <= FACTOR_RANGE[1]:
+            note = (
+                f"calibration failed: the measured input grows {k:.2f} tokens per token of the logged text "
+                f"(a tokenizer's ratio lies between {FACTOR_RANGE[0]} and {FACTOR_RANGE[1]}); the log does not hold "
+                "what the model read (redacted or elided text), so the replayed curves are uncalibrated estimates"
             )
-            for w in windows
-        ]
+            return replace(session, scale=1.0, overhead_tokens=max(0, round(overhead)), calibrated=False, calibration_note=note)
+        scale, overhead = k, round(mean_m - k * mean_e)
+    return replace(session, scale=scale, overhead_tokens=max(0, round(overhead)), calibrated=True, calibration_note="")
+
+
+def first_recorded_fold(session: Session) -> int | None:
+    """The position of the session's own first fold (its boundary, summary or a logged fold)."""
+    seqs = [m.seq for m in session.messages if m.is_recorded_fold] + [f.seq for f in session.recorded_folds]
+    return min(seqs) if seqs else None
+
+
+class Meter:
+    """What the provider would have measured for each replayed window, call after call.
+
+    While the replay's window is still the recorded one (the policy has not acted yet and the
+    session's own first fold is not behind the call), that is the call's MEASURED input: the
+    trigger counts of the harnesses ("last usage + an estimate of what came after it") start from
+    real usage, not from the lab's estimate. From the first divergence on, windows are estimates:
+    overhead + scale x lab tokens (`calibrated`). `count(raw)` estimates a window not sent yet
+    (a zone check, a fold's "before"): the last call's provider total plus the calibrated growth
+    since it."""
+
+    def __init__(self, session: Session):
+        self.session = session
+        self.fold_seq = first_recorded_fold(session)
+        self.diverged = False
+        self.last: tuple[int, int] | None = None  # (provider total, raw total) of the previous call
+        self.last_measured = False
+
+    def count(self, raw: int) -> int:
+        if self.last is None:
+            return calibrated(self.session, raw)
+        provider, last_raw = self.last
+        return provider + round(self.session.scale * (raw - last_raw))
+
+    def close(self, call: Call, raw: int, events: Sequence[Event]) -> int:
+        """The provider total of `call`'s window (raw: overhead + lab tokens), after its events."""
+        if events or (self.fold_seq is not None and call.seq > self.fold_seq):
+            self.diverged = True
+        self.last_measured = not self.diverged and bool(call.usage_input)
+        provider = call.usage_input if self.last_measured else calibrated(self.session, raw)
+        self.last = (provider, raw)
+        return provider
+
+    def freeze(
+        self, call: Call, slots: Sequence[Slot], overhead: int, window: int, events: Sequence[Event],
+        zone_of: Callable[[int, int], str] | None = None,
+    ) -> CallWindow:
+        """The call's window with its provider total (measured or estimated) and the zone of that
+        total; its events' window figures (lab tokens) in provider tokens, anchored like `count`."""
+        events = tuple(
+            replace(e, tokens_before=self.count(e.tokens_before), tokens_after=self.count(e.tokens_after), scope="provider")
+            if e.scope == "window" else e
+            for e in events
+        )
+        w = freeze(call, slots, overhead, window, events)
+        t = self.close(call, w.total_tokens, events)
+        return replace(w, total_tokens=t, zone=(zone_of or zone)(t, window))
+
+
+def finish(name: str, label: str, session: Session, windows: list[CallWindow], params: dict[str, Any]) -> Replay:
+    """The replay's figures. The windows' totals are provider tokens already (Meter.freeze); each
+    event's figures are brought to provider tokens here by what they measure (Event.scope): a
+    window's lab tokens with the overhead, one message's with the scale only, provider tokens as they are."""
+    def provider(e: Event) -> Event:
+        if e.scope == "provider":
+            return e
+        if e.scope == "message":
+            return replace(e, tokens_before=round(session.scale * e.tokens_before), tokens_after=round(session.scale * e.tokens_after))
+        return replace(e, tokens_before=calibrated(session, e.tokens_before), tokens_after=calibrated(session, e.tokens_after))
+
+    if session.scale != 1.0:
+        windows = [replace(w, events=tuple(provider(e) for e in w.events)) for w in windows]
     events = [e for w in windows for e in w.events]
     base = unmodified_totals(session)
     saved = sum(base.get(w.call_index, w.total_tokens) - w.total_tokens for w in windows)
@@ -397,6 +466,8 @@ def finish(
     for e in events:
         group = ACTION_OF.get(e.kind, "folds" if e.kind in FOLD_KINDS else "clips")
         actions[group] += 1
+    calls = {c.index: c for c in session.calls}
+    overflow = sum(1 for w in windows if (limit := window_of(session, calls.get(w.call_index))) and w.total_tokens > limit)
     return Replay(
         policy=name,
         label=label,
@@ -408,6 +479,7 @@ def finish(
         red_zone_calls=sum(1 for w in windows if w.zone == "red"),
         params=dict(params),
         actions=actions,
+        overflow_calls=overflow,
     )
 
 
@@ -423,18 +495,25 @@ def ids(slots: Iterable[Slot]) -> tuple[str, ...]:
 
 
 def usage_then_estimate(
-    prev_total: int | None, prev_call: Call | None, new: Sequence[Msg], est: Callable[[Msg], int], rough: int
+    prev_total: int | None, prev_call: Call | None, new: Sequence[Msg], est: Callable[[Msg], int], rough: int,
+    *, usage_covers: str = "all",
 ) -> int:
     """ "Last API usage + an estimate for every message after it" (Claude Code
     `tokenCountWithEstimation` §3.1, Codex active_tokens §4.1). Open loop, the last usage is the
-    previous call's replayed window in provider tokens (`calibrated`: what the provider would have
-    measured for it) plus its output; the assistant message that call
-    produced is counted by that output when it was measured. Before any response: `rough`."""
+    previous call's window in provider tokens as the replay's Meter gave it (its measured input
+    while nothing has diverged, else the calibrated estimate) plus its output. What that output
+    covers of the response that call produced (when it was measured): `usage_covers="all"` its
+    every message (Codex: the response's items); `"first"` only its first record (Claude Code
+    writes one record per content block, each with the usage of the stream's start, and counts the
+    records after the first one of the last response by estimate). Before any response: `rough`."""
     if prev_total is None or prev_call is None:
         return rough
     value = prev_total + prev_call.output
+    covered = 0
     for m in new:
         if m.role == "assistant" and m.call_index == prev_call.index and prev_call.output:
-            continue
+            if usage_covers == "all" or covered == 0:
+                covered += 1
+                continue
         value += est(m)
     return value

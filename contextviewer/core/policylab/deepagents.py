@@ -4,18 +4,20 @@ last 10 % (policy-lab.md §2.1, §2.2, §2.4, pseudo-algorithm §2.5; deepagents
 langchain==1.5.0).
 
 The summarization decision uses LangChain's approximate counter (ceil(chars/4) + 3 per message)
-plus the harness overhead (system prompt and tool schemas)."""
+plus the harness overhead (system prompt and tool schemas), scaled by the last reported usage
+(clamped to 1.0-1.25); it also fires on the reported usage itself, on a request over the input
+budget, and when the provider would refuse the window (the overflow path, §2.4 steps 4 and 10)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from .common import (
+    Meter,
     clip_event,
     finish,
     fold_event,
     folded_summary,
-    freeze,
     lc_approx,
     merged,
     slot,
@@ -24,7 +26,7 @@ from .common import (
     total,
     window_of,
 )
-from .model import ARGS_TRUNCATED, CLEARED, EVICTED_TO_FILE, Event, Replay, Session
+from .model import ARGS_TRUNCATED, CLEARED, CLIPPED, EVICTED_TO_FILE, Event, Replay, Session
 
 TOOL_TOKEN_LIMIT_BEFORE_EVICT = 20_000
 NUM_CHARS_PER_TOKEN = 4
@@ -34,6 +36,10 @@ CLEARED_PLACEHOLDER = "[cleared]"
 ARG_MAX_LEN, ARG_KEEP = 2_000, 20
 ARG_TRUNCATED = "...(argument truncated)"
 NO_PROFILE_TRIGGER, NO_PROFILE_KEEP_MESSAGES = 170_000, 6
+USAGE_SCALING = (1.0, 1.25)  # count_tokens_approximately's use_usage_metadata_scaling clamp (§2.4)
+OVERFLOW_CLIP_TOKENS = 5_000  # the overflow clip's threshold when keep is message-based (_overflow_clip.py)
+READ_FILE_CLIP_CHARS = 4_000
+READ_FILE_NOTICE = "\n[... read_file result clipped to free context; re-read with offset/limit ...]"
 SUMMARY_WRAPPER = (
     "Your conversation has been summarized; the full history was saved to {path} should you need to refer back to it."
 )
@@ -70,6 +76,14 @@ def should_evict(tool_name: str | None, text: str, limit_tokens: int = TOOL_TOKE
 
 def lc_count(slots, overhead: int) -> int:
     return overhead + sum(lc_approx(len(s.text)) for s in slots)
+
+
+def usage_factor(reported: int | None, approx: int | None) -> float:
+    """LangChain's usage-metadata scaling: the last AI message's reported total tokens over the
+    approximate count up to it, clamped to 1.0-1.25 (1.0 before any response)."""
+    if not reported or not approx:
+        return 1.0
+    return min(USAGE_SCALING[1], max(USAGE_SCALING[0], reported / approx))
 
 
 def clear_tool_uses(slots, keep: int = 3, exclude: frozenset[str] = frozenset()):
@@ -119,6 +133,7 @@ class DeepAgents:
     def replay(self, session: Session, **params: Any) -> Replay:
         p = merged(self.params, params)
         oh, state, summary, cut_at, windows, folds = session.overhead_tokens, [], None, 0, [], 0
+        meter, last_usage, last_lc = Meter(session), None, None
         for call, new in steps(session):
             max_in, events = window_of(session, call), []
             for m in new:
@@ -138,24 +153,68 @@ class DeepAgents:
                 eff = clear_tool_uses(eff, p["clear_keep"])
                 if total(eff, oh) < before:
                     events.append(Event(call.index, "clear", before, total(eff, oh), detail=CLEARED_PLACEHOLDER))
-            count = lc_count(eff, oh)
-            if count >= trigger:
+            # The count (§2.4 step 2): LC's approximation scaled by the last AI message's reported
+            # usage over the approximation up to it, clamped to 1.0-1.25; the trigger also fires on
+            # that reported usage itself (usage_metadata.total_tokens ≥ the threshold).
+            factor = usage_factor(last_usage, last_lc)
+            count = round(lc_count(eff, oh) * factor)
+            usage_fires = last_usage is not None and last_usage >= trigger
+            if count >= trigger or usage_fires:
                 eff = self._truncate_args(eff, keep_tokens, keep_messages, call.index, oh, events)
-                count = lc_count(eff, oh)
-            if count >= trigger or (p["profile"] and count > int(0.95 * max_in) - p["max_output"]):
+                count = round(lc_count(eff, oh) * factor)
+            budget = int(0.95 * max_in) - p["max_output"] if p["profile"] else None
+            over_budget = budget is not None and count > budget
+            # The provider refuses a request over the window (HTTP 400/413 context errors): §2.4
+            # step 4 falls through to summarize anyway, and step 10 clips the trailing tool batch.
+            overflow = bool(max_in) and meter.count(total(eff, oh)) > max_in
+            if count >= trigger or usage_fires or over_budget or overflow:
                 cut = keep_cut(eff, keep_tokens, keep_messages)
                 if cut > 0:
                     path = f"/conversation_history/{session.agent or 'session'}.md"
                     wrapper = SUMMARY_WRAPPER.format(path=path)
                     new_summary = folded_summary(session, self.wrapper_tokens, eff[:cut], folds, p["max_output"] or None, wrapper)
                     after = [new_summary, *eff[cut:]]
-                    detail = f"{count:,} ≥ {trigger:,} (LC approx)"
-                    events.append(fold_event(call.index, "summarize", eff, after, oh, eff[:cut], detail))
+                    why = (
+                        f"{count:,} ≥ {trigger:,} (LC approx ×{factor:.2f})" if count >= trigger
+                        else f"reported usage {last_usage:,} ≥ {trigger:,}" if usage_fires
+                        else f"{count:,} over the input budget {budget:,}" if over_budget
+                        else f"context overflow: the window holds more than {max_in:,}"
+                    )
+                    if overflow and not (count >= trigger or usage_fires or over_budget):
+                        after = self._clip_trailing_tools(after, keep_tokens, call.index, events)
+                    events.append(fold_event(call.index, "summarize", eff, after, oh, eff[:cut], why, meter))
                     cut_at = (cut_at + cut - 1) if summary else cut
                     summary, folds = new_summary, folds + 1
-                    eff = [summary, *eff[cut:]]
-            windows.append(freeze(call, eff, oh, max_in, events))
+                    eff = after
+            w = meter.freeze(call, eff, oh, max_in, events)
+            windows.append(w)
+            last_usage = w.total_tokens + call.output
+            last_lc = lc_count(eff, oh) + sum(lc_approx(len(m.text)) for m in new if m.role == "assistant" and m.call_index == call.index)
         return finish(self.name, self.label, session, windows, p)
+
+    @staticmethod
+    def _clip_trailing_tools(slots, keep_tokens, call_index, events):
+        """§2.4 step 10 (overflow path only): the preserved tail's trailing ToolMessage batch is
+        clipped, read_file results to 4,000 chars, others offloaded with the stub; the threshold
+        is the keep budget in tokens (5,000 when keep is message-based)."""
+        limit = keep_tokens or OVERFLOW_CLIP_TOKENS
+        out = list(slots)
+        j = len(out)
+        while j > 0 and out[j - 1].msg is not None and out[j - 1].msg.role == "tool":
+            j -= 1
+        for k in range(j, len(out)):
+            s = out[k]
+            if lc_approx(len(s.text)) <= limit:
+                continue
+            m = s.msg
+            if m.tool_name == "read_file":
+                text = s.text[:READ_FILE_CLIP_CHARS] + READ_FILE_NOTICE
+                out[k] = s.rewrite(CLIPPED, text, READ_FILE_NOTICE.strip())
+            else:
+                stub, head = evict_stub((m.tool_call_ids or (m.id,))[0], s.text)
+                out[k] = s.rewrite(EVICTED_TO_FILE, stub, head)
+            events.append(clip_event(call_index, "offload" if out[k].state == EVICTED_TO_FILE else "clip", m, out[k], "overflow clip"))
+        return out
 
     @staticmethod
     def _truncate_args(eff, keep_tokens, keep_messages, call_index, oh, events):

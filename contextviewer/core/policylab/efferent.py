@@ -17,7 +17,7 @@ from .common import (
     finish,
     fold_event,
     folded_summary,
-    freeze,
+    Meter,
     keep_last_assistant_turns,
     merged,
     slot,
@@ -211,6 +211,7 @@ class Efferent:
     def replay(self, session: Session, **params: Any) -> Replay:
         p = merged(self.params, params)
         oh, loaded, summary, windows, folds, last_input = session.overhead_tokens, [], None, [], 0, None
+        meter = Meter(session)
         for call, new in steps(session):
             window, events = window_of(session, call), []
             for m in new:
@@ -225,7 +226,7 @@ class Efferent:
                     view = ([summary] if summary else []) + loaded
                     after = folded_summary(session, self.wrapper_tokens, view, folds, None, HANDOFF_NOTE)
                     detail = f"auto-handoff: last input {last_input:,} ≥ {p['pct']} % of {window:,}"
-                    events.append(fold_event(call.index, "handoff", view, [after], oh, loaded, detail))
+                    events.append(fold_event(call.index, "handoff", view, [after], oh, loaded, detail, meter, last_input))
                     summary, loaded, folds = after, [], folds + 1
                 s = slot(m)
                 if m.role == "tool":
@@ -236,9 +237,9 @@ class Efferent:
                             s = replace(s, tokens=s.tokens + DIGEST_TOKENS)
                         events.append(clip_event(call.index, "clip", m, s, done[1][:160]))
                 loaded.append(s)
-            w = freeze(call, ([summary] if summary else []) + loaded, oh, window, events)
+            w = meter.freeze(call, ([summary] if summary else []) + loaded, oh, window, events)
             windows.append(w)
-            last_input = w.total_tokens
+            last_input = w.total_tokens  # the provider's usage (measured until the replay diverges)
         return finish(self.name, self.label, session, windows, p)
 
 
@@ -254,6 +255,7 @@ class EfferentEngine:
     def replay(self, session: Session, **params: Any) -> Replay:
         p = merged(self.params, params)
         oh, buf, summary, windows, folds, last_input, cooldown = session.overhead_tokens, [], None, [], 0, None, 0
+        meter = Meter(session)
         for call, new in steps(session):
             window, events = window_of(session, call), []
             in_run = not any(m.role == "user" for m in new)
@@ -266,9 +268,9 @@ class EfferentEngine:
                     view = ([summary] if summary else []) + buf[:cut]
                     after = folded_summary(session, self.wrapper_tokens, view, folds, None, HANDOFF_NOTE)
                     detail = f"engine fold: last input {last_input:,} > {p['threshold_tokens']:,}"
-                    events.append(fold_event(call.index, "fold", view, [after], oh, buf[:cut], detail))
+                    events.append(fold_event(call.index, "fold", view, [after], oh, buf[:cut], detail, meter))
                     summary, buf, folds, cooldown = after, buf[cut:], folds + 1, p["cooldown_turns"]
-            w = freeze(call, ([summary] if summary else []) + buf, oh, window, events)
+            w = meter.freeze(call, ([summary] if summary else []) + buf, oh, window, events)
             windows.append(w)
             last_input = w.total_tokens
         return finish(self.name, self.label, session, windows, p)

@@ -87,6 +87,21 @@ class Call:
     output: int = 0
     model: str | None = None
     window: int | None = None
+    # The model's own input limit when the harness counts against it rather than the window the log
+    # gives (Codex logs the usable 95 %, 258,400, of gpt-5's 272,000 and compacts at 90 % of 272,000).
+    input_limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedFold:
+    """One of the session's own folds as its log records it: where it sits, what triggered it and
+    the token figures the harness logged (0 when the log has none)."""
+
+    seq: int  # position of its boundary (or its summary when there is no boundary)
+    kind: str = "compact"  # compact | handoff | microcompact | ...
+    trigger: str = ""  # auto | manual | "" (the log does not say)
+    tokens_before: int = 0
+    tokens_after: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +113,11 @@ class Session:
     real_summary_tokens: tuple[int, ...] = ()  # sizes of the session's own compaction summaries
     overhead_tokens: int = 0  # system prompt + tool schemas, not in the message log (provider tokens)
     scale: float = 1.0  # provider tokens per lab token, fitted per session (common.calibrate, §0)
+    recorded_folds: tuple[RecordedFold, ...] = ()
+    # Whether the fit of scale and overhead held (common.calibrate); when it did not, every replayed
+    # figure after the first action is an uncalibrated estimate and `calibration_note` says why.
+    calibrated: bool = True
+    calibration_note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +141,10 @@ class Event:
     dropped_msg_ids: tuple[str, ...] = ()
     clipped_msg_ids: tuple[str, ...] = ()
     detail: str = ""
+    # What tokens_before/after measure, and so how they become provider tokens (common.finish):
+    # "window" a whole window in lab tokens (overhead + scale x messages), "message" one message in
+    # lab tokens (scale only: a clip reports the tokens it removed), "provider" already provider tokens.
+    scope: str = "window"
 
     @property
     def saved(self) -> int:
@@ -149,6 +173,7 @@ class Replay:
     open_loop: bool = True
     params: Mapping[str, Any] = field(default_factory=dict)
     actions: Mapping[str, int] = field(default_factory=dict)  # folds, clips, clears, offloads, drops
+    overflow_calls: int = 0  # calls whose window holds more than the model's context window
 
     @property
     def folds(self) -> int:

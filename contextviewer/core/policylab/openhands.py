@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import clip_event, finish, fold_event, folded_summary, freeze, merged, slot, steps, window_of
+from .common import Meter, clip_event, finish, fold_event, folded_summary, merged, slot, steps, window_of
 from .model import CLIPPED, Replay, Session
 
 MAX_MESSAGE_CHARS = 30_000
@@ -32,6 +32,7 @@ class OpenHands:
         if not p["keep_first"] < p["max_size"] // 2:
             raise ValueError("keep_first must be < max_size // 2")
         oh, view, summ, windows, folds = session.overhead_tokens, [], None, [], 0
+        meter = Meter(session)
         k = p["keep_first"]
         for call, new in steps(session):
             events = []
@@ -50,7 +51,7 @@ class OpenHands:
                 after = view[:k] + [summ] + view[k:]
                 events.append(fold_event(call.index, "condense", v, after, oh, forgotten, f"{len(v)} events > {p['max_size']}"))
                 v, folds = after, folds + 1
-            windows.append(freeze(call, v, oh, window_of(session, call), events))
+            windows.append(meter.freeze(call, v, oh, window_of(session, call), events))
         return finish(self.name, self.label, session, windows, p)
 
 

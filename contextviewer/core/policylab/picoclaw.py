@@ -14,7 +14,7 @@ from .common import (
     finish,
     fold_event,
     folded_summary,
-    freeze,
+    Meter,
     ids,
     merged,
     picoclaw_est,
@@ -67,6 +67,7 @@ class Picoclaw:
     def replay(self, session: Session, **params: Any) -> Replay:
         p = merged(self.params, params)
         oh, hist, summary, note, windows, folds = session.overhead_tokens, [], None, "", [], 0
+        meter = Meter(session)
         for call, new in steps(session):
             cw = p["context_window"] or window_of(session, call) or p["max_tokens"] * 4
             events = []
@@ -120,7 +121,7 @@ class Picoclaw:
                 + ([synthetic("note:emergency", NOTE, picoclaw_est(len(note)), note)] if note else [])
                 + hist
             )
-            windows.append(freeze(call, win, oh, cw, events))
+            windows.append(meter.freeze(call, win, oh, cw, events))
         return finish(self.name, self.label, session, windows, p)
 
 
