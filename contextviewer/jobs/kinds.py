@@ -29,6 +29,7 @@ JOB_KINDS: dict[str, str] = {
     "probes": "contextviewer.review.probes.run_probes",
     "judge": "contextviewer.review.judge.run_judge",
     "summarize_again": "contextviewer.review.alternatives.run",
+    "policy_table": "contextviewer.lab.table.run_policy_table",
 }
 
 

@@ -1,6 +1,7 @@
 """The policy lab's pages: the lab of one conversation (/c/<pk>/lab/) and the project-wide table
 (/policies/). Access as on the conversation page: a member of the conversation's project (any role)
-sees it; anyone else gets a 404. The replay is open loop and every page says so."""
+sees it; anyone else gets a 404. The table reads the figures the policy_table job stored (lab/table.py);
+starting that job takes the "edit" permission. The replay is open loop and every page says so."""
 
 from __future__ import annotations
 
@@ -9,16 +10,20 @@ from dataclasses import dataclass, field
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import urlencode
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
 
 from contextviewer.core.policylab import defaults as default_policies, get as get_policy, names as policy_names
 from contextviewer.core.severity import CRITICAL_AT, WARN_AT
 from contextviewer.importers import formats
 
-from contextviewer.lab import replays as policylab
-from contextviewer.conversations.models import Conversation, ConversationKind
-from contextviewer.accounts.permissions import get_conversation_for_user, projects_for
+from contextviewer.lab import replays as policylab, table as policy_table
+from contextviewer.conversations.models import Conversation
+from contextviewer.jobs import queue as jobs
+from contextviewer.accounts.permissions import can, get_conversation_for_user, get_membership_for_user, projects_for
 
 CLIP_SHOWN = 6000  # characters of each side of a clip shown (the counts say how much more there is)
 WIDTH, HEIGHT = 1000, 250
@@ -31,6 +36,8 @@ class Line:
     css: str
     path: str
     fires: list[tuple[float, float, int, int]] = field(default_factory=list)  # x, y, call index, tokens
+    # Calls whose window holds more than the model's window: marked on the window's line.
+    overflows: list[tuple[float, float, int, int]] = field(default_factory=list)  # x, y, call index, tokens
     # A curve of one call is one point, and a path through one point draws nothing: its point is a dot.
     points: list[tuple[float, float, int, int]] = field(default_factory=list)  # x, y, call index, tokens
 
@@ -68,12 +75,29 @@ def _curve(window: int, baseline: policylab.PolicyResult, results: list[policyla
     def points(values: list[int]) -> list[tuple[float, float, int, int]]:
         return [(x(i), y(v), i, v) for i, v in enumerate(values)] if len(values) == 1 else []
 
+    def fires(r: policylab.PolicyResult) -> list[tuple[float, float, int, int]]:
+        # A dot sits on the line where it acts: the level of the call before the action.
+        return [(x(c), y(r.totals[max(c - 1, 0)]), c, t) for c, t in r.fire_points if 0 <= c < n]
+
+    def overflows(r: policylab.PolicyResult) -> list[tuple[float, float, int, int]]:
+        return [(x(i), y(window), i, t) for i, t in enumerate(r.totals) if window and t > window]
+
+    estimate = "" if baseline.calibrated else " line-estimate"
     recorded = baseline.totals
-    lines = [Line(baseline.name, "recorded (as logged)", "line-recorded", path(recorded), points=points(recorded))]
+    lines = [
+        Line(
+            baseline.name, "recorded (as logged)", "line-recorded", path(recorded), fires=fires(baseline), points=points(recorded),
+            overflows=overflows(baseline),
+        )
+    ]
     for k, r in enumerate(results):
-        # A dot sits on the policy's line where it acts: the level of the call before the action.
-        fires = [(x(c), y(r.totals[max(c - 1, 0)]), c, t) for c, t in r.fire_points if 0 <= c < n]
-        lines.append(Line(r.name, r.label, f"line-policy pl-{k % 8}", path(r.totals), fires, points(r.totals)))
+        label = r.label if r.calibrated else f"{r.label} (uncalibrated estimate)"
+        lines.append(
+            Line(
+                r.name, label, f"line-policy pl-{k % 8}{estimate}", path(r.totals), fires=fires(r), points=points(r.totals),
+                overflows=overflows(r),
+            )
+        )
     step = 10 ** max(0, int(math.log10(ymax)))
     while ymax / step > 6:
         step *= 2
@@ -108,6 +132,15 @@ def _ends(text: str) -> tuple[str, int, str]:
     return text[:head], len(text) - head - tail, text[-tail:]
 
 
+def _row(r: policylab.PolicyResult) -> dict:
+    """One policy's row and action list: its red-zone share and each action's facts (the first ones)."""
+    return {
+        "r": r,
+        "red_pct": 100.0 * r.red_zone_calls / r.calls if r.calls else 0.0,
+        "facts_shown": [(a, a.facts[: policylab.FACTS_SHOWN], max(0, len(a.facts) - policylab.FACTS_SHOWN)) for a in r.actions],
+    }
+
+
 @login_required
 @require_GET
 def lab(request: HttpRequest, pk: int) -> HttpResponse:
@@ -118,23 +151,18 @@ def lab(request: HttpRequest, pk: int) -> HttpResponse:
     if lab_session is None:
         lab_session = policylab.load_session(conv)
     window = lab_session.session.window
-    rows = []
-    for r in results:
-        rows.append(
-            {
-                "r": r,
-                "red_pct": 100.0 * r.red_zone_calls / r.calls if r.calls else 0.0,
-                "facts_shown": [(a, a.facts[: policylab.FACTS_SHOWN], max(0, len(a.facts) - policylab.FACTS_SHOWN)) for a in r.actions],
-            }
-        )
+    rows = [_row(r) for r in results]
     clips = [{"c": c, "given": _ends(c.given), "original": _ends(c.original or "")} for c in lab_session.clips]
     context = {
         "conv": conv,
         "policies": [(n, get_policy(n).label, n in chosen) for n in policy_names() if n != policylab.BASELINE],
         "unknown": unknown,
         "baseline": baseline,
-        "baseline_red_pct": 100.0 * baseline.red_zone_calls / baseline.calls if baseline.calls else 0.0,
+        "baseline_row": _row(baseline),
         "rows": rows,
+        "rows_with_baseline": [_row(baseline), *rows],
+        "calibrated": lab_session.session.calibrated,
+        "calibration_note": lab_session.session.calibration_note,
         "curve": _curve(window, baseline, results),
         "window": window,
         "red_line": policylab.red_line(window),
@@ -149,27 +177,40 @@ def lab(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_GET
+@vary_on_headers("HX-Request")
 def project_table(request: HttpRequest) -> HttpResponse:
+    """The project-wide policy table, from the rows the policy_table job stored (no replay here)."""
     projects = list(projects_for(request))
     slug = request.GET.get("project", "")
     project = next((p for p in projects if p.slug == slug), projects[0] if projects else None)
     error = f"No project {slug!r} of yours; showing {project.name}." if slug and project and project.slug != slug else ""
-    names = [n for n in policy_names() if n != policylab.BASELINE]
-    rows: list[policylab.ProjectRow] = []
-    total = shown = 0
-    if project is not None:
-        qs = Conversation.objects.filter(project=project, kind=ConversationKind.MAIN, model_call_count__gt=0).order_by("-started_at", "-id")
-        total = qs.count()
-        convs = list(qs[: policylab.MAX_CONVERSATIONS])
-        shown = len(convs)
-        rows = policylab.project_table(convs, names)
+    job = policy_table.latest_job(project) if project is not None else None
+    if request.htmx and request.GET.get("poll"):  # the job's progress, polled while it runs
+        response = render(request, "conversations/policy_table.html#table-job", {"project": project, **_job_context(job)})
+        if job is None or job.is_finished:
+            response["HX-Refresh"] = "true"  # done: the whole page again, with the new figures
+        return response
     context = {
         "projects": projects,
         "project": project,
         "error": error,
-        "rows": rows,
-        "total": total,
-        "shown": shown,
+        "table": policy_table.table(project, request.GET.get("page")) if project is not None else None,
+        "can_start": can(request, project, "edit"),
         "note": policylab.OPEN_LOOP_NOTE,
+        **_job_context(job),
     }
     return render(request, "conversations/policy_table.html", context)
+
+
+def _job_context(job) -> dict:
+    progress, text = jobs.current_progress(job) if job is not None else (0.0, "")
+    return {"job": job, "progress_pct": int(progress * 100), "progress_text": text}
+
+
+@login_required
+@require_POST
+def project_table_start(request: HttpRequest) -> HttpResponse:
+    """Start the project's policy_table job (or find the one running) and go back to the table."""
+    member = get_membership_for_user(request, request.POST.get("project", ""), "edit", doing="update the policy table")
+    policy_table.start(member.project, user=request.user)
+    return redirect(f"{reverse('policy_table')}?{urlencode({'project': member.project.slug})}")

@@ -39,16 +39,23 @@ def test_policy_lab_toggles_a_policy_and_shows_the_clip(page, live_server, fixtu
         box.set_checked(box.get_attribute("value") in {"claude_code", "efferent"})
     form.locator("button[type=submit]").click()
     page.wait_for_load_state()
-    assert page.locator("svg.curve path.line-policy").count() == 2
+    assert page.locator("svg.curve path.line-policy:not(.overflow)").count() == 2
     assert page.locator("#policy-codex").count() == 0
     page.check("input[name=policy][value=codex]")
     page.locator("#policy-form button[type=submit]").click()
     page.wait_for_load_state()
-    assert page.locator("svg.curve path.line-policy").count() == 3
+    assert page.locator("svg.curve path.line-policy:not(.overflow)").count() == 3
     assert page.locator("#policy-codex").count() == 1
     assert page.locator("input[name=policy][value=codex]").is_checked()
-    # Claude Code's own policy fires where the recorded session folded: a dot on its line.
-    assert page.locator("svg.curve circle.fire").count() >= 1
+    # Claude Code's own policy fires where the recorded session folded: the recorded line's dot
+    # (the session's own auto-compaction, before call 71) and Claude Code's dot at the same call.
+    recorded_fold = page.locator("svg.curve circle.fire.line-recorded title").first.text_content()
+    assert "acts at call 71" in recorded_fold
+    claude = [t.text_content() for t in page.locator("svg.curve circle.fire.line-policy title").all() if t.text_content().startswith("Claude Code")]
+    assert any("acts at call 71 " in t for t in claude), claude
+    # efferent classic hands off only at the end of a user turn: its window passes 200k first, marked.
+    assert page.locator("svg.curve path.overflow title").first.text_content().startswith("efferent")
+    assert "fold" in page.locator("#policy-recorded .actions-by-kind").text_content()
 
     clip = page.locator("#clipping article.clip").first
     assert "persisted-output" in clip.locator(".clip-sides").inner_text() or "Output too large" in clip.inner_text()
@@ -79,4 +86,31 @@ def test_policy_lab_draws_the_single_point_of_a_one_call_conversation(page, live
     for i in range(dots.count()):
         assert dots.nth(i).evaluate("c => getComputedStyle(c).fill") not in ("none", "")
     chart.screenshot(path=str(tmp_path / "policy-lab-one-call.png"))
+    watch.assert_clean()
+
+
+REDACTED_CODEX = "codex/madshn__localpush__rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl"
+
+
+def test_policy_lab_says_a_calibration_failed_and_draws_estimates_dashed(page, live_server, fixtures_dir):
+    """A Codex rollout whose texts are redacted placeholders cannot be calibrated: the page says
+    so at the top, the replays' lines are dashed and labelled as uncalibrated estimates, and the
+    recorded row shows the session's own fold as a dot on the recorded line."""
+    page_cache.clear()
+    project = make_project("lab-redacted")
+    user = make_user("lab-redacted-viewer", project=project)
+    ingest.import_path(project, fixtures_dir / REDACTED_CODEX)
+    conv = Conversation.objects.get(project=project, parent__isnull=True, external_id__startswith="019c8a59")
+    login(page.context, live_server, user)
+    watch = Watch(page)
+    page.goto(f"{live_server.url}/c/{conv.pk}/lab/")
+    alert = page.locator("#calibration-failed")
+    assert alert.is_visible() and "calibration failed" in alert.inner_text()
+    line = page.locator("svg.curve path.line-policy.line-estimate").first
+    assert line.evaluate("p => getComputedStyle(p).strokeDasharray") not in ("none", "")
+    assert "uncalibrated estimate" in page.locator(".lab-legend").inner_text()
+    assert page.locator("svg.curve circle.fire.line-recorded").count() == 1
+    assert "not comparable" in page.locator("#policy-codex").inner_text()
+    page.evaluate("window.scrollTo(0, 0)")
+    page.screenshot(path=str(SCREENSHOTS / "policy-lab-uncalibrated.png"))
     watch.assert_clean()

@@ -199,19 +199,6 @@ def test_other_projects_users_get_404(client, conv):
     assert client.get(reverse("policy_lab", args=[conv.pk])).status_code == 302  # to the login page
 
 
-def test_project_table_has_a_row_per_policy(client, conv):
-    client.force_login(make_user(project=conv.project))
-    r = client.get(reverse("policy_table"), {"project": conv.project.slug})
-    html = r.content.decode()
-    assert r.status_code == 200 and "replayed unchanged" in html
-    for name in policylab.resolve_names(None):
-        if name != policylab.BASELINE:
-            assert f'id="policy-{name}"' in html
-    rows = policylab.project_table([conv])
-    claude = next(row for row in rows if row.name == "claude_code")
-    assert claude.conversations == 1 and claude.median_peak > 0
-
-
 def test_lab_page_marks_the_point_of_a_conversation_with_one_model_call(client, tmp_path):
     """One call is one point per curve, and a path through one point draws nothing: each curve's
     point is a dot, in the chart (not on its left edge) and inside it."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from contextviewer.core.policylab import get, names
@@ -193,6 +195,38 @@ def test_codex_compacts_at_90_percent_of_272k():
     assert fires(below, "fold") == []
     items = at.windows[1].items
     assert items[-1].state == "summary" and [i.role for i in items[:-1]] == ["user"]
+
+
+def _codex_rollout(usage: int):
+    """A gpt-5 rollout: the log's window is the usable 95 % (258,400) of the model's 272,000; the
+    first call measured `usage` tokens, then a small result and a second call."""
+    b = LabBuilder(window=258_400, agent="codex")
+    b.user(text_of(1_000))
+    b.tool_turn("shell", text_of(10), usage=usage)
+    b.final_call()
+    s = b.session()
+    return replace(s, calls=tuple(replace(c, input_limit=272_000) for c in s.calls))
+
+
+def test_codex_limit_is_90_percent_of_the_models_window_not_of_the_logged_one():
+    """232,560 (90 % of the logged 258,400) does not fire; 244,800 (90 % of 272,000) does."""
+    below = get("codex").replay(_codex_rollout(240_000))
+    at = get("codex").replay(_codex_rollout(244_800))
+    assert fires(below, "fold") == []
+    assert [e.call_index for e in fires(at, "fold")] == [1]
+    assert "≥ 244,800" in fires(at, "fold")[0].detail
+
+
+def test_the_trigger_counts_from_the_measured_usage_not_the_estimate():
+    """The lab's estimate of call 0's window (1,000 tokens of text) is far below what the provider
+    measured (166,990): Claude Code's count starts from the measured usage and fires at call 1."""
+    b = LabBuilder()
+    b.user(text_of(1_000))
+    b.tool_turn("Read", text_of(10), usage=166_990)
+    b.final_call(usage=167_010)
+    r = get("claude_code").replay(b.session())
+    assert [e.call_index for e in fires(r, "fold")] == [1]
+    assert r.windows[0].total_tokens == 166_990
 
 
 def test_codex_truncates_tool_output_in_the_middle():

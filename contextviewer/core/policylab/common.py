@@ -274,7 +274,7 @@ def fold_event(
     if meter is None:
         return Event(call_index, kind, total(before, overhead), total(after, overhead), dropped_msg_ids=ids(dropped), detail=detail)
     b = count if count is not None else meter.count(total(before, overhead))
-    a = calibrated(meter.session, total(after, overhead))
+    a = meter.estimate(total(after, overhead))
     return Event(call_index, kind, b, a, dropped_msg_ids=ids(dropped), detail=detail, scope="provider")
 
 
@@ -404,7 +404,8 @@ class Meter:
     session's own first fold is not behind the call), that is the call's MEASURED input: the
     trigger counts of the harnesses ("last usage + an estimate of what came after it") start from
     real usage, not from the lab's estimate. From the first divergence on, windows are estimates:
-    overhead + scale x lab tokens (`calibrated`). `count(raw)` estimates a window not sent yet
+    overhead + scale x lab tokens (`calibrated`) plus the part of the last measured call's gap that
+    the window still holds (`estimate`). `count(raw)` estimates a window not sent yet
     (a zone check, a fold's "before"): the last call's provider total plus the calibrated growth
     since it."""
 
@@ -414,6 +415,10 @@ class Meter:
         self.diverged = False
         self.last: tuple[int, int] | None = None  # (provider total, raw total) of the previous call
         self.last_measured = False
+        # At the last measured call: what the measurement exceeded the calibrated estimate by, and
+        # the lab tokens of that window. An estimate carries that gap for the part of the window it
+        # still holds, so a replay that keeps growing goes on from the measured curve, not below it.
+        self.gap, self.gap_raw = 0, 0
 
     def count(self, raw: int) -> int:
         if self.last is None:
@@ -426,9 +431,23 @@ class Meter:
         if events or (self.fold_seq is not None and call.seq > self.fold_seq):
             self.diverged = True
         self.last_measured = not self.diverged and bool(call.usage_input)
-        provider = call.usage_input if self.last_measured else calibrated(self.session, raw)
+        if self.last_measured:
+            provider = call.usage_input
+            self.gap, self.gap_raw = provider - calibrated(self.session, raw), raw
+        else:
+            provider = self.estimate(raw)
         self.last = (provider, raw)
         return provider
+
+    def estimate(self, raw: int) -> int:
+        """A window the provider never measured: overhead + scale x its lab tokens, plus the gap of
+        the last measured call in proportion to how much of that window's messages it still holds
+        (all of it while the window only grows; a fold that keeps a tenth keeps a tenth of the gap)."""
+        oh = self.session.overhead_tokens
+        base = calibrated(self.session, raw)
+        if not self.gap or self.gap_raw <= oh:
+            return base
+        return max(oh, base + round(self.gap * min(1.0, max(0, raw - oh) / (self.gap_raw - oh))))
 
     def freeze(
         self, call: Call, slots: Sequence[Slot], overhead: int, window: int, events: Sequence[Event],

@@ -40,6 +40,8 @@ class Command(ConversationCommand):
                         "calls": len(lab.session.calls),
                         "window": lab.session.window,
                         "open_loop": True,
+                        "calibrated": lab.session.calibrated,
+                        "calibration_note": lab.session.calibration_note,
                         "note": policylab.OPEN_LOOP_NOTE,
                         "clipped_tokens": lab.clipped_tokens,
                         "recorded_cost_usd": policylab.recorded_cost(lab),
@@ -54,14 +56,18 @@ class Command(ConversationCommand):
             f"{len(lab.session.calls)} model calls, window {lab.session.window:,} tokens"
         )
         self.stdout.write(policylab.OPEN_LOOP_NOTE)
+        if not lab.session.calibrated:
+            self.stdout.write(f"NOT CALIBRATED: {lab.session.calibration_note}. Tokens saved and costs are not comparable.")
         for r in results:
             points = ", ".join(f"call {c} at {t:,}" for c, t in r.fire_points[:10])
             if len(r.fire_points) > 10:
                 points += f", and {len(r.fire_points) - 10} more (--json lists all)"
             cost = f", ${r.cost:,.2f} at list price (modelled)" if r.cost is not None else ""
+            saved = f"{r.saved_tokens:,} tokens saved" if r.calibrated else "tokens saved not comparable (uncalibrated)"
+            over = f", {r.overflow_calls} call{'s' if r.overflow_calls != 1 else ''} over the window" if r.overflow_calls else ""
             self.stdout.write(
                 f"\n{r.name} ({r.label}): {r.fires} action{'s' if r.fires != 1 else ''} ({r.actions_text}), "
-                f"{r.saved_tokens:,} tokens saved, peak {r.peak:,}, {r.red_zone_calls} call"
+                f"{saved}, peak {r.peak:,}{over}, {r.red_zone_calls} call"
                 f"{'s' if r.red_zone_calls != 1 else ''} in the red zone, {r.facts_at_risk} fact"
                 f"{'s' if r.facts_at_risk != 1 else ''} at risk{cost}"
             )
