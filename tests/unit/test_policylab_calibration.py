@@ -75,3 +75,28 @@ def test_the_harness_counts_from_what_the_provider_would_have_measured():
     first = folds[0]
     assert 167_000 <= first.tokens_before < 167_000 + 2 * 4_000 * SCALE + 1_000  # within a call of the threshold
     assert r.peak < 200_000
+
+
+def test_a_slope_no_tokenizer_has_fails_the_calibration_and_says_why():
+    """Redacted logs: the measured input grows 7 tokens per token of logged text."""
+    b = LabBuilder()
+    b.user(text_of(500))
+    seen = 500
+    for _ in range(5):
+        b.call(usage=round(OVERHEAD + 7 * seen), tools=("Read",))
+        b.result(text_of(1_000))
+        seen += 1_000
+    b.final_call(usage=round(OVERHEAD + 7 * seen))
+    s = calibrate(b.session())
+    assert not s.calibrated and s.scale == 1.0
+    assert "7.00 tokens per token" in s.calibration_note and "redacted" in s.calibration_note
+    assert calibrate(measured_session()).calibrated and calibrate(measured_session()).calibration_note == ""
+
+
+def test_a_session_with_nothing_measured_is_all_estimate_and_says_so():
+    b = LabBuilder()
+    b.user(text_of(500))
+    b.tool_turn("Read", text_of(1_000))
+    b.final_call()
+    s = calibrate(b.session())
+    assert s.calibrated and "no measured model call" in s.calibration_note
