@@ -301,6 +301,7 @@ class PolicyResult:
     cost: float | None  # USD at list price, modelled (see cost_of); None when not comparable
     by_kind: dict = field(default_factory=dict)  # folds, clips, clears, offloads, drops
     overflow_calls: int = 0  # calls whose replayed window holds more than the model's window
+    estimated_from: int | None = None  # the first call whose figure is an estimate (before it: measured)
     calibrated: bool = True  # False: the session's calibration failed, the figures are uncalibrated estimates
     calibration_note: str = ""
 
@@ -334,6 +335,7 @@ class PolicyResult:
             "calibrated": self.calibrated,
             "calibration_note": self.calibration_note,
             "overflow_calls": self.overflow_calls,
+            "estimated_from_call": self.estimated_from,
             "calls": self.calls,
             "fires": self.fires,
             "actions_by_kind": dict(self.by_kind),
@@ -513,6 +515,7 @@ def summarize(lab: LabSession, replay: Replay) -> PolicyResult:
         cost=cost_of(lab, totals) if session.calibrated or replay.policy == BASELINE else None,
         by_kind=dict(replay.actions),
         overflow_calls=replay.overflow_calls,
+        estimated_from=replay.estimated_from,
         calibrated=session.calibrated,
         calibration_note=session.calibration_note,
     )

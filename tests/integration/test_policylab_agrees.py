@@ -17,6 +17,7 @@ Truth used here, each figure checked by hand in the fixture files:
 from __future__ import annotations
 
 import json
+import re
 from io import StringIO
 from pathlib import Path
 
@@ -111,6 +112,8 @@ def test_before_anything_diverges_every_replay_is_the_measured_curve():
         for name in ("claude_code", "deepagents", "cwm", "efferent", "codex"):
             replay = get_policy(name).replay(session)
             first = min([e.call_index for e in replay.events], default=len(session.calls))
+            after_fold = next(c.index for c in session.calls if c.seq > fold_seq)
+            assert replay.estimated_from == min(first, after_fold), name  # the page says "measured until"
             for call, w in zip(session.calls, replay.windows, strict=True):
                 if call.index < first and call.seq < fold_seq and call.usage_input:
                     assert w.total_tokens == call.usage_input, (name, call.index)
@@ -131,7 +134,8 @@ def test_no_negative_figure_and_overflows_are_marked(client):
             assert r.overflow_calls == sum(1 for t in r.totals if t > window)
         client.force_login(make_user(f"reader-{conv.pk}", project=conv.project))
         html = client.get(reverse("policy_lab", args=[conv.pk]), {"policy": [r.name for r in results if r.name != "recorded"]}).content.decode()
-        assert "-" not in "".join(part.split("</td>")[0] for part in html.split('<td class="fire-points">')[1:])
+        fire_cells = "".join(part.split("</td>")[0] for part in html.split('<td class="fire-points">')[1:])
+        assert not re.search(r"-\d", fire_cells), fire_cells
         assert html.count('class="overflow ') == sum(r.overflow_calls for r in results)
 
 

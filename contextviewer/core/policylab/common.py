@@ -488,6 +488,8 @@ def finish(name: str, label: str, session: Session, windows: list[CallWindow], p
         group = ACTION_OF.get(e.kind, "folds" if e.kind in FOLD_KINDS else "clips")
         actions[group] += 1
     calls = {c.index: c for c in session.calls}
+    fold_seq = first_recorded_fold(session)
+    diverged = [c.index for c in session.calls if fold_seq is not None and c.seq > fold_seq] + [e.call_index for e in events]
     overflow = sum(1 for w in windows if (limit := window_of(session, calls.get(w.call_index))) and w.total_tokens > limit)
     return Replay(
         policy=name,
@@ -501,6 +503,7 @@ def finish(name: str, label: str, session: Session, windows: list[CallWindow], p
         params=dict(params),
         actions=actions,
         overflow_calls=overflow,
+        estimated_from=min(diverged) if diverged and min(diverged) < len(session.calls) else None,
     )
 
 

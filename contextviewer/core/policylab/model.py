@@ -174,6 +174,9 @@ class Replay:
     params: Mapping[str, Any] = field(default_factory=dict)
     actions: Mapping[str, int] = field(default_factory=dict)  # folds, clips, clears, offloads, drops
     overflow_calls: int = 0  # calls whose window holds more than the model's context window
+    # The first call whose figure is an estimate (the policy's first action or the first call after
+    # the session's own first fold); every call before it is the measured input. None: all measured.
+    estimated_from: int | None = None
 
     @property
     def folds(self) -> int:
