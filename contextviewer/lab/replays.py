@@ -222,6 +222,7 @@ def load_session(conv: Conversation) -> LabSession:
             window=segments.call_window(conv, None),
             real_summary_tokens=summary_sizes,
             recorded_folds=recorded_folds,
+            own_policy=formats.harness(conv.agent).own_policy or "",
         )
     )
     real_summaries = {m.call_index: m.text for m in msgs if m.kind == "summary" and m.call_index is not None and m.text}

@@ -38,6 +38,15 @@ ALLOWED: dict[str, tuple[dict[str, int], str]] = {
         "`bench vs-claude-code-log` races claude-code-log, a tool for Claude Code logs only: its default "
         "input is the Claude Code fixtures folder",
     ),
+    "ops/agents.py": (
+        {"claude-code": 1, "codex": 2},
+        "the real Claude Code and Codex CLIs as the lab's oracle (tests/agents, `agent_thresholds`): about "
+        "those two clients by purpose, the npm packages and binaries they install",
+    ),
+    "ops/management/commands/agent_thresholds.py": (
+        {"claude-code": 9, "codex": 4},
+        "bisects the real Claude Code and Codex CLIs' compaction thresholds on their own fixture folders",
+    ),
     "ops/management/commands/bench.py": (
         {"codex": 1},
         "`bench import` also times a synthetic Codex rollout (importers/codex_synthetic.py): the scratch "

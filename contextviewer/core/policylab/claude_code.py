@@ -129,7 +129,7 @@ class ClaudeCode:
     def replay(self, session: Session, **params: Any) -> Replay:
         p = merged(self.params, params)
         oh = session.overhead_tokens
-        hist, windows, folds, meter = [], [], 0, Meter(session)
+        hist, windows, folds, meter = [], [], 0, Meter(session, self.name)
         prev_total = prev_call = None
         last_assistant_ts = None
         for call, new in steps(session):

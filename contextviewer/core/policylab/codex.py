@@ -71,7 +71,7 @@ class Codex:
 
     def replay(self, session: Session, **params: Any) -> Replay:
         p = merged(self.params, params)
-        oh, hist, windows, folds, meter = session.overhead_tokens, [], [], 0, Meter(session)
+        oh, hist, windows, folds, meter = session.overhead_tokens, [], [], 0, Meter(session, self.name)
         prev_total = prev_call = None
         for call, new in steps(session):
             window, events = window_of(session, call), []
@@ -82,8 +82,11 @@ class Codex:
                     s = s.rewrite(CLIPPED, *done)
                     events.append(clip_event(call.index, "clip", m, s, done[1]))
                 hist.append(s)
+            # Pre-turn, Codex checks before the new turn records its prompt (and the context it
+            # adds): only what came before the new user message counts; mid-turn, every item since.
+            first_user = next((i for i, m in enumerate(new) if m.role == "user"), len(new))
             active = usage_then_estimate(
-                prev_total, prev_call, new, lambda m: bytes4(m.text), oh + sum(bytes4(s.text) for s in hist)
+                prev_total, prev_call, new[:first_user], lambda m: bytes4(m.text), oh + sum(bytes4(s.text) for s in hist)
             )
             if active >= limit and hist:
                 after = self._compact(session, hist, folds)

@@ -393,6 +393,15 @@ def calibrate(session: Session) -> Session:
     return replace(session, scale=scale, overhead_tokens=max(0, round(overhead)), calibrated=True, calibration_note="")
 
 
+def recorded_fold_seqs(session: Session) -> list[int]:
+    """The positions of the session's own folds: as logged (recorded_folds), else its boundary
+    messages, else its summary messages (one position per fold)."""
+    if session.recorded_folds:
+        return sorted(f.seq for f in session.recorded_folds)
+    marks = [m.seq for m in session.messages if m.kind == "boundary"] or [m.seq for m in session.messages if m.kind == "summary"]
+    return sorted(marks)
+
+
 def first_recorded_fold(session: Session) -> int | None:
     """The position of the session's own first fold (its boundary, summary or a logged fold)."""
     seqs = [m.seq for m in session.messages if m.is_recorded_fold] + [f.seq for f in session.recorded_folds]
@@ -402,19 +411,23 @@ def first_recorded_fold(session: Session) -> int | None:
 class Meter:
     """What the provider would have measured for each replayed window, call after call.
 
-    While the replay's window is still the recorded one (the policy has not acted yet and the
-    session's own first fold is not behind the call), that is the call's MEASURED input: the
+    While the replay's window is still the recorded one, that is the call's MEASURED input: the
     trigger counts of the harnesses ("last usage + an estimate of what came after it") start from
-    real usage, not from the lab's estimate. From the first divergence on, windows are estimates:
-    overhead + scale x lab tokens (`calibrated`) plus the part of the last measured call's gap that
-    the window still holds (`estimate`). `count(raw)` estimates a window not sent yet
-    (a zone check, a fold's "before"): the last call's provider total plus the calibrated growth
-    since it."""
+    real usage, not from the lab's estimate. The window stops being the recorded one at the
+    policy's first action or at the session's own fold, whichever comes first; the replay of the
+    session's own harness (`policy` == session.own_policy) that folds exactly where the session
+    folded is back in step with the recording (both now hold that fold's summary), and is measured
+    again until the next difference. Out of step, windows are estimates: overhead + scale x lab
+    tokens (`calibrated`) plus the part of the last measured call's gap that the window still
+    holds (`estimate`). `count(raw)` estimates a window not sent yet (a zone check, a fold's
+    "before"): the last call's provider total plus the calibrated growth since it."""
 
-    def __init__(self, session: Session):
+    def __init__(self, session: Session, policy: str = ""):
         self.session = session
-        self.fold_seq = first_recorded_fold(session)
-        self.diverged = False
+        self.fold_seqs = recorded_fold_seqs(session)
+        self.own = bool(policy) and policy == session.own_policy
+        self.in_step = True
+        self.prev_seq: int | None = None
         self.last: tuple[int, int] | None = None  # (provider total, raw total) of the previous call
         self.last_measured = False
         # At the last measured call: what the measurement exceeded the calibrated estimate by, and
@@ -430,9 +443,14 @@ class Meter:
 
     def close(self, call: Call, raw: int, events: Sequence[Event]) -> int:
         """The provider total of `call`'s window (raw: overhead + lab tokens), after its events."""
-        if events or (self.fold_seq is not None and call.seq > self.fold_seq):
-            self.diverged = True
-        self.last_measured = not self.diverged and bool(call.usage_input)
+        fold_passed = any((self.prev_seq is None or self.prev_seq < f) and f < call.seq for f in self.fold_seqs)
+        if fold_passed:
+            folded = [e for e in events if e.kind in FOLD_KINDS]
+            self.in_step = self.own and bool(folded) and len(folded) == len(events)
+        elif events:
+            self.in_step = False
+        self.prev_seq = call.seq
+        self.last_measured = self.in_step and bool(call.usage_input)
         if self.last_measured:
             provider = call.usage_input
             self.gap, self.gap_raw = provider - calibrated(self.session, raw), raw

@@ -36,7 +36,7 @@ class CWM:
     def replay(self, session: Session, **params: Any) -> Replay:
         p = merged(self.params, params)
         oh, hist, summary, windows, folds, turn = session.overhead_tokens, [], None, [], 0, 0
-        meter = Meter(session)
+        meter = Meter(session, self.name)
         born: dict[str, int] = {}
         for call, new in steps(session):
             usable = max(1, window_of(session, call) - p["output_reserve"])

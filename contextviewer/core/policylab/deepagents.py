@@ -133,7 +133,7 @@ class DeepAgents:
     def replay(self, session: Session, **params: Any) -> Replay:
         p = merged(self.params, params)
         oh, state, summary, cut_at, windows, folds = session.overhead_tokens, [], None, 0, [], 0
-        meter, last_usage, last_lc = Meter(session), None, None
+        meter, last_usage, last_lc = Meter(session, self.name), None, None
         for call, new in steps(session):
             max_in, events = window_of(session, call), []
             for m in new:

@@ -211,7 +211,7 @@ class Efferent:
     def replay(self, session: Session, **params: Any) -> Replay:
         p = merged(self.params, params)
         oh, loaded, summary, windows, folds, last_input = session.overhead_tokens, [], None, [], 0, None
-        meter = Meter(session)
+        meter = Meter(session, self.name)
         for call, new in steps(session):
             window, events = window_of(session, call), []
             for m in new:
@@ -255,7 +255,7 @@ class EfferentEngine:
     def replay(self, session: Session, **params: Any) -> Replay:
         p = merged(self.params, params)
         oh, buf, summary, windows, folds, last_input, cooldown = session.overhead_tokens, [], None, [], 0, None, 0
-        meter = Meter(session)
+        meter = Meter(session, self.name)
         for call, new in steps(session):
             window, events = window_of(session, call), []
             in_run = not any(m.role == "user" for m in new)

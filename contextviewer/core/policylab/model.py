@@ -118,6 +118,7 @@ class Session:
     # figure after the first action is an uncalibrated estimate and `calibration_note` says why.
     calibrated: bool = True
     calibration_note: str = ""
+    own_policy: str = ""  # the policy of the harness that recorded the session (the format's own_policy)
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,7 @@ class OpenHands:
         if not p["keep_first"] < p["max_size"] // 2:
             raise ValueError("keep_first must be < max_size // 2")
         oh, view, summ, windows, folds = session.overhead_tokens, [], None, [], 0
-        meter = Meter(session)
+        meter = Meter(session, self.name)
         k = p["keep_first"]
         for call, new in steps(session):
             events = []

@@ -67,7 +67,7 @@ class Picoclaw:
     def replay(self, session: Session, **params: Any) -> Replay:
         p = merged(self.params, params)
         oh, hist, summary, note, windows, folds = session.overhead_tokens, [], None, "", [], 0
-        meter = Meter(session)
+        meter = Meter(session, self.name)
         for call, new in steps(session):
             cw = p["context_window"] or window_of(session, call) or p["max_tokens"] * 4
             events = []

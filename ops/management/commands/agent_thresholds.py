@@ -1,0 +1,104 @@
+"""python manage.py agent_thresholds [--client claude-code|codex|both] [--timeout 60]
+
+The real Claude Code and Codex CLIs (pinned, installed by `bin/setup --agents` into var/agents) as
+the oracle of the policy lab's auto-compaction thresholds: for each client and each chosen fixture
+prefix (ops/agents.py CLAUDE_PREFIXES / CODEX_PREFIXES), bisect on the last response's usage to the
+exact token from which the client compacts, and print it next to the lab's value. Each step runs the
+real client once, offline, in a throw-away HOME against a fake provider on 127.0.0.1 (about 1 s).
+
+The threshold is given as the rule's count at that point: the bisected last usage + the rule's
+estimate of what follows it (Claude Code: round(chars/4) of the prompt and what it attaches, read
+from the client's own request; Codex: bytes/4 of the items recorded since, none when a turn starts).
+Figures, not a timed test (tests/agents checks the same within 0.5 %).
+"""
+
+from __future__ import annotations
+
+import time
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from contextviewer.core.policylab import claude_code, codex
+from ops import agents
+
+# A Claude Code session on a model without a configured auto-compact window (claude-opus-4-5): shown
+# to check that 2.1.197 leaves such models to reactive compaction (none up to the window).
+REACTIVE_ONLY = ("moredip__session-share__0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl", 0)
+
+
+class Command(BaseCommand):
+    help = "Bisect the real Claude Code and Codex CLIs to their auto-compaction thresholds and compare with the lab's."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--client", choices=["claude-code", "codex", "both"], default="both")
+        parser.add_argument("--timeout", type=float, default=agents.TIMEOUT, help="seconds per client run")
+
+    def handle(self, *args, **opts):
+        problem = agents.missing_clients()
+        if problem:
+            raise CommandError(problem)
+        root = settings.FIXTURES_DIR
+        if not root.is_dir():
+            raise CommandError(f"shared fixtures not found at {root} (set CONTEXTVIEWER_FIXTURES)")
+        timeout = opts["timeout"]
+        rows = []
+        if opts["client"] in ("claude-code", "both"):
+            lab = claude_code.threshold(200_000)
+            for name, nth in agents.CLAUDE_PREFIXES:
+                prefix = agents.claude_prefix(root / "claude-code" / name, nth)
+                rows.append(self._bisect("claude-code", name, prefix, lab, timeout))
+            self._reactive_only(root, timeout)
+        if opts["client"] in ("codex", "both"):
+            lab = codex.auto_compact_limit(272_000)
+            for name, nth in agents.CODEX_PREFIXES:
+                prefix = agents.codex_prefix(root / "codex" / name, nth)
+                rows.append(self._bisect("codex", name, prefix, lab, timeout))
+        self.stdout.write("")
+        self.stdout.write(f"{'client':<22} {'fixture prefix':<44} {'model':<26} {'real':>9} {'lab':>9} {'diff':>8}")
+        for r in rows:
+            self.stdout.write(f"{r['client']:<22} {r['name'][:44]:<44} {r['model'][:26]:<26} {r['real']:>9,} {r['lab']:>9,} "
+                              f"{r['diff']:>+7.3f}%")
+
+    def _run(self, client, prefix, usage, timeout):
+        run = agents.run_claude if client == "claude-code" else agents.run_codex
+        return run(prefix, usage, timeout=timeout).check()
+
+    def _bisect(self, client, name, prefix, lab, timeout):
+        t0 = time.monotonic()
+        probe = self._run(client, prefix, lab // 2, timeout)
+        if probe.compacted:
+            raise CommandError(f"{client} compacted {name} at half the lab's threshold ({lab // 2:,})")
+        tail = agents.claude_rule_tail(probe) if client == "claude-code" else agents.codex_rule_tail(prefix)
+        lo, hi = round(lab * 0.9) - tail, round(lab * 1.1) - tail
+        if self._run(client, prefix, lo, timeout).compacted or not self._run(client, prefix, hi, timeout).compacted:
+            raise CommandError(f"{client} on {name}: the threshold is not within ±10 % of the lab's {lab:,}")
+        steps = []
+        usage = agents.bisect(lambda u: self._run(client, prefix, u, timeout), lo, hi, lambda u, c: steps.append((u, c)))
+        real = usage + tail
+        at = self._run(client, prefix, usage, timeout)
+        extra = ""
+        if client == "claude-code":
+            pre = [line.get("compactMetadata", {}).get("preTokens") for line in at.session_lines
+                   if line.get("subtype") == "compact_boundary"]
+            extra = f", the client's own count there (compact_boundary preTokens) {pre[0]:,}" if pre and pre[0] else ""
+        diff = (real - lab) / lab * 100
+        self.stdout.write(
+            f"{client} {probe.version}  {name}\n"
+            f"  model {prefix.model}; compacts from last usage {usage:,} (not at {usage - 1:,}) + {tail:,} after it "
+            f"= {real:,}{extra}\n"
+            f"  lab {lab:,}; difference {real - lab:+,} tokens ({diff:+.3f} %); {len(steps) + 4} client runs, "
+            f"{time.monotonic() - t0:.0f} s")
+        return {"client": f"{client} {probe.version}", "name": name, "model": prefix.model, "real": real, "lab": lab, "diff": diff}
+
+    def _reactive_only(self, root, timeout):
+        name, nth = REACTIVE_ONLY
+        path = root / "claude-code" / name
+        if not path.is_file():
+            return
+        prefix = agents.claude_prefix(path, nth)
+        usage = 199_000
+        out = self._run("claude-code", prefix, usage, timeout)
+        self.stdout.write(
+            f"claude-code {out.version}  {name}\n  model {prefix.model}: last usage {usage:,} (over the lab's "
+            f"{claude_code.threshold(200_000):,}): compacted={out.compacted} ({out.detail})")
