@@ -264,6 +264,28 @@ LOGIN_FAILURE_LIMIT = int(env("CONTEXTVIEWER_LOGIN_FAILURES", "10") or 0)
 LOGIN_IP_FAILURE_LIMIT = int(env("CONTEXTVIEWER_LOGIN_IP_FAILURES", "30") or 0)
 LOGIN_LOCKOUT_SECONDS = int(env("CONTEXTVIEWER_LOGIN_LOCKOUT_SECONDS", "900") or 0)
 
+# Password reset by email (contextviewer.accounts.passwords): at most PASSWORD_RESET_LIMIT requests
+# per client address, and per address asked about, within PASSWORD_RESET_WINDOW_SECONDS (0: no
+# limit); a reset link works once, for PASSWORD_RESET_TIMEOUT seconds.
+PASSWORD_RESET_LIMIT = int(env("CONTEXTVIEWER_PASSWORD_RESET_LIMIT", "5") or 0)
+PASSWORD_RESET_WINDOW_SECONDS = int(env("CONTEXTVIEWER_PASSWORD_RESET_WINDOW_SECONDS", "3600") or 0)
+PASSWORD_RESET_TIMEOUT = int(env("CONTEXTVIEWER_PASSWORD_RESET_TIMEOUT", "3600") or 3600)
+
+# Email: printed on the console by default (the embedded mode has no mail server: the reset link
+# appears in the web server's output); CONTEXTVIEWER_EMAIL_HOST sends it by SMTP.
+EMAIL_HOST = env("CONTEXTVIEWER_EMAIL_HOST", "localhost")
+EMAIL_BACKEND = env("CONTEXTVIEWER_EMAIL_BACKEND") or (
+    "django.core.mail.backends.smtp.EmailBackend" if env("CONTEXTVIEWER_EMAIL_HOST")
+    else "django.core.mail.backends.console.EmailBackend"
+)
+EMAIL_PORT = int(env("CONTEXTVIEWER_EMAIL_PORT", "587") or 587)
+EMAIL_HOST_USER = env("CONTEXTVIEWER_EMAIL_USER")
+EMAIL_HOST_PASSWORD = env("CONTEXTVIEWER_EMAIL_PASSWORD")
+EMAIL_USE_SSL = env_bool("CONTEXTVIEWER_EMAIL_SSL", False)  # implicit TLS (port 465)
+EMAIL_USE_TLS = not EMAIL_USE_SSL and env_bool("CONTEXTVIEWER_EMAIL_STARTTLS", True)
+EMAIL_TIMEOUT = int(env("CONTEXTVIEWER_EMAIL_TIMEOUT", "30") or 30)
+DEFAULT_FROM_EMAIL = env("CONTEXTVIEWER_EMAIL_FROM", "contextviewer@localhost")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -1,8 +1,19 @@
+from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import join, views
+from . import join, passwords, views
 
 urlpatterns = [
+    # One's own password: change it signed in, or reset it by email (passwords.py).
+    path("password/change/", passwords.ThrottledPasswordChangeView.as_view(), name="password_change"),
+    path("password/change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
+    path("password/reset/", passwords.ThrottledPasswordResetView.as_view(), name="password_reset"),
+    path("password/reset/sent/", auth_views.PasswordResetDoneView.as_view(), name="password_reset_done"),
+    path(
+        "password/reset/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(),
+        name="password_reset_confirm",
+    ),
+    path("password/reset/done/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
     path("projects/", views.projects, name="projects"),
     path("join/<str:token>/", join.invitation_join, name="invitation_join"),
     path("invitations/<int:invitation_id>/<slug:answer>/", views.invitation_answer, name="invitation_answer"),

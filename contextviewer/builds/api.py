@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import quote
 
 from django.http import HttpResponse
 from ninja import Query, Router, Schema
@@ -63,14 +64,43 @@ def export_conversation(request, conversation_id: int, format: str = Query(..., 
         return Status(400, {"detail": str(exc)})
 
 
+# Printable ASCII but "%": what a header value keeps as is. Names from the log (tool names, titles,
+# ids) reach the notes; a line break in one made Django refuse the header (BadHeaderError: a 500).
+_HEADER_SAFE = "".join(chr(c) for c in range(0x20, 0x7F) if chr(c) != "%")
+# RFC 5987 attr-chars besides letters and digits (what filename*= keeps unencoded).
+_ATTR_CHARS = "!#$&+-.^_`|~"
+
+
+def header_value(text: str, limit: int = 2000) -> str:
+    """``text`` as a header value: control characters, "%" and anything outside printable ASCII
+    percent-encoded (UTF-8), at most ``limit`` characters, never cutting an escape in two."""
+    value = quote(text, safe=_HEADER_SAFE)
+    if len(value) > limit:
+        value = value[:limit]
+        cut = value.rfind("%", limit - 2)
+        if cut >= 0:
+            value = value[:cut]
+    return value
+
+
+def content_disposition(filename: str, disposition: str = "attachment") -> str:
+    """A Content-Disposition header: an ASCII ``filename=`` (unsafe characters as "_") and, where
+    that changed the name, the exact one as RFC 5987 ``filename*=``."""
+    fallback = "".join(c if " " <= c <= "~" and c not in '"\\;%' else "_" for c in filename) or "download"
+    value = f'{disposition}; filename="{fallback}"'
+    if fallback != filename:
+        value += f"; filename*=UTF-8''{quote(filename, safe=_ATTR_CHARS)}"
+    return value
+
+
 def export_response(f: builds.ExportFile) -> HttpResponse:
     response = HttpResponse(f.content.encode("utf-8"), content_type=f.content_type)
-    response["Content-Disposition"] = f'attachment; filename="{f.filename}"'
+    response["Content-Disposition"] = content_disposition(f.filename)
     response["X-Content-Type-Options"] = "nosniff"
     if f.session_id:
-        response["X-Session-Id"] = f.session_id
+        response["X-Session-Id"] = header_value(f.session_id, 200)
     if f.notes:
-        response["X-Export-Notes"] = "; ".join(f.notes)[:2000].encode("ascii", "replace").decode()
+        response["X-Export-Notes"] = header_value("; ".join(f.notes))
     return response
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
+
 from django.db import models
 from django.db.models import Q
 
@@ -68,7 +71,27 @@ class ConversationQuerySet(models.QuerySet):
         ref = (ref or "").strip()
         if ref.isdigit() and self.filter(pk=int(ref)).exists():
             return self.filter(pk=int(ref))
-        return self.filter(external_id=ref)
+        return self.filter(external_id=external_key(ref))
+
+
+# The external id column's size. A log's session, thread or agent id can be longer (nothing bounds
+# it); it is stored as external_key(id), the same key on every import and on every database.
+EXTERNAL_ID_MAX = 255
+
+
+# What no text column of PostgreSQL holds (SQLite does): NUL and lone surrogates.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def external_key(value: str) -> str:
+    """An id as stored in a 255-character column: itself when it fits (and every database can hold
+    it), else a readable prefix (NUL and lone surrogates as U+FFFD), "~" and the sha256 of the
+    whole id (the whole id stays in the messages' raw records)."""
+    if len(value) <= EXTERNAL_ID_MAX and not _UNSTORABLE.search(value):
+        return value
+    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+    prefix = _UNSTORABLE.sub("\ufffd", value[:EXTERNAL_ID_MAX - len(digest) - 1])
+    return f"{prefix}~{digest}"
 
 
 class Conversation(models.Model):

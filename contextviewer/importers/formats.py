@@ -284,6 +284,22 @@ def claim(path: Path, head: bytes | None = None) -> Format | None:
 class Discovery:
     sessions: list[SessionFiles] = field(default_factory=list)
     skipped: list[tuple[Path, str]] = field(default_factory=list)  # (path, what it looked like)
+    # Links out of the chosen folder, never read: (path, why). A folder names what it holds, and a
+    # link in it to ~/.ssh or /etc must not carry that file into the database.
+    not_followed: list[tuple[Path, str]] = field(default_factory=list)
+
+
+def _outside(path: Path, root: Path) -> bool:
+    """Whether ``path``, its links resolved, leaves ``root`` (a resolved folder)."""
+    try:
+        return not path.resolve().is_relative_to(root)
+    except (OSError, RuntimeError):  # a loop of links
+        return True
+
+
+def not_followed_reason(path: Path) -> str:
+    what = "folder" if path.is_dir() else "file"
+    return f"a link to a {what} outside the chosen folder: not followed"
 
 
 def discover(path: str | Path) -> Discovery:
@@ -299,18 +315,30 @@ def discover(path: str | Path) -> Discovery:
         return found
     if not path.is_dir():
         return found
+    root = path.resolve()
     claimed: dict[str, list[Path]] = {}
+    # Links are not followed: one out of the folder is listed as such; one within it is left out,
+    # since its target is found where it is (no file is read twice).
     for folder, dirnames, filenames in os.walk(path):
         base = Path(folder)
         dirnames.sort()
         for name in list(dirnames):
             sub = base / name
+            if sub.is_symlink():
+                if _outside(sub, root):
+                    found.not_followed.append((sub, not_followed_reason(sub)))
+                dirnames.remove(name)
+                continue
             fmt = claim(sub, b"")
             if fmt is not None:
                 claimed.setdefault(fmt.name, []).append(sub)
                 dirnames.remove(name)  # the format reads the whole folder
         for name in sorted(filenames):
             file = base / name
+            if file.is_symlink():
+                if _outside(file, root):
+                    found.not_followed.append((file, not_followed_reason(file)))
+                continue
             if not file.is_file():
                 continue
             fmt = claim(file)
@@ -320,7 +348,12 @@ def discover(path: str | Path) -> Discovery:
                 claimed.setdefault(fmt.name, []).append(file)
     for fmt in registry():
         if fmt.name in claimed:
-            found.sessions.extend(fmt.sessions(claimed[fmt.name]))
+            for group in fmt.sessions(claimed[fmt.name]):
+                # A format finds a session's sub-agent files itself (a folder beside the main file).
+                outside = [s for s in group.subagents if _outside(s.path, root)]
+                found.not_followed.extend((s.path, not_followed_reason(s.path)) for s in outside)
+                group.subagents = [s for s in group.subagents if s not in outside]
+                found.sessions.append(group)
     return found
 
 

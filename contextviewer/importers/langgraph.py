@@ -100,17 +100,55 @@ class BlobError(ValueError):
     pass
 
 
-def _ext_hook(code: int, data: bytes) -> Any:
-    """jsonplus.py's ext types as plain data: LangChain objects become their ``model_dump()``."""
-    value = msgpack.unpackb(data, ext_hook=_ext_hook, strict_map_key=False, raw=False, unicode_errors="replace")
-    if code == 7:
-        return Snapshot(value)
-    if code in (0, 1, 2, 3, 4, 5) and isinstance(value, (list, tuple)) and len(value) >= 3:
-        module, arg = value[0], value[2]
-        if code == 0 and module == "uuid" and isinstance(arg, str) and len(arg) == 32:
-            return f"{arg[:8]}-{arg[8:12]}-{arg[12:16]}-{arg[16:20]}-{arg[20:]}"
-        return arg
-    return {"__ext__": code}
+# Bounds on nested extension types. msgpack's C unpacker keeps a ~40 KB context on the C stack for
+# every nested ``unpackb`` an ext hook starts, so ~200 nested ext values overflow an 8 MB stack and
+# the process dies (SIGSEGV, nothing to catch). LangGraph nests a few levels (a delta snapshot
+# holding messages holding a UUID); a value nested deeper is refused as a bad record. The byte
+# budget bounds the work: each level decodes its payload again.
+MAX_EXT_DEPTH = 32
+EXT_BYTES_PER_BLOB_BYTE = 16
+EXT_BYTES_SLACK = 1 << 20
+
+
+class _Unpacker:
+    """One blob's decoding: jsonplus.py's ext types as plain data (LangChain objects become their
+    ``model_dump()``), nested at most ``MAX_EXT_DEPTH`` levels and within a byte budget."""
+
+    __slots__ = ("depth", "budget")
+
+    def __init__(self, size: int):
+        self.depth = 0
+        self.budget = size * EXT_BYTES_PER_BLOB_BYTE + EXT_BYTES_SLACK
+
+    def unpack(self, data: bytes) -> Any:
+        return msgpack.unpackb(data, ext_hook=self.ext_hook, strict_map_key=False, raw=False, unicode_errors="replace")
+
+    def ext_hook(self, code: int, data: bytes) -> Any:
+        if self.depth >= MAX_EXT_DEPTH:
+            raise BlobError(f"its msgpack value nests extension types deeper than the nesting limit of "
+                            f"{MAX_EXT_DEPTH} levels, so it is not decoded")
+        self.budget -= len(data)
+        if self.budget < 0:
+            raise BlobError("its msgpack extension types hold more nested data than the size limit "
+                            f"({EXT_BYTES_PER_BLOB_BYTE} times the value's size), so it is not decoded")
+        self.depth += 1
+        try:
+            value = self.unpack(data)
+        finally:
+            self.depth -= 1
+        if code == 7:
+            return Snapshot(value)
+        if code in (0, 1, 2, 3, 4, 5) and isinstance(value, (list, tuple)) and len(value) >= 3:
+            module, arg = value[0], value[2]
+            if code == 0 and module == "uuid" and isinstance(arg, str) and len(arg) == 32:
+                return f"{arg[:8]}-{arg[8:12]}-{arg[12:16]}-{arg[16:20]}-{arg[20:]}"
+            return arg
+        return {"__ext__": code}
+
+
+def unpack(blob: bytes) -> Any:
+    """A msgpack blob as plain data; raises BlobError (nesting or size limit) or msgpack's errors."""
+    return _Unpacker(len(blob)).unpack(blob)
 
 
 def _lc_hook(obj: dict) -> Any:
@@ -137,7 +175,12 @@ def decode(type_: Any, blob: Any) -> Any:
         blob = blob.encode("utf-8", "surrogateescape")
     if type_ == "msgpack":
         try:
-            return msgpack.unpackb(blob, ext_hook=_ext_hook, strict_map_key=False, raw=False, unicode_errors="replace")
+            return unpack(blob)
+        except BlobError:
+            raise
+        except msgpack.StackError:
+            raise BlobError("its msgpack value nests arrays or maps deeper than msgpack's nesting limit, "
+                            "so it is not decoded") from None
         except Exception as exc:
             raise BlobError(f"its msgpack value cannot be decoded ({type(exc).__name__}: {str(exc)[:120]})") from None
     if type_ == "json":
@@ -169,7 +212,11 @@ def to_json(value: Any) -> str:
     try:
         return _encode(value)
     except (ValueError, TypeError, RecursionError):
+        pass
+    try:
         return compact_json(repr(value))
+    except RecursionError:  # repr of a value nested deeper than the recursion limit
+        return compact_json(f"({json_kind(value)} nested too deeply to show)")
 
 
 # -- the database ---------------------------------------------------------------------------------
@@ -330,6 +377,19 @@ def _as_message(item: Any) -> dict | None:
 # -- one namespace of one thread ------------------------------------------------------------------
 
 
+DERIVED_ID_MAX = 255  # what a stored message id holds
+
+
+def derived_id(*parts: Any) -> str:
+    """An id made of the thread's (``<thread>:<...>``): as is when it fits a stored message id,
+    else a readable prefix, "~" and the sha256 of the whole (a thread id can be of any length)."""
+    value = ":".join(str(p) for p in parts)
+    if len(value) <= DERIVED_ID_MAX:
+        return value
+    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{value[:DERIVED_ID_MAX - len(digest) - 1]}~{digest}"
+
+
 class _Seen:
     __slots__ = ("uuid", "msg", "line_no", "offset", "ts", "summary")
 
@@ -359,7 +419,7 @@ class _Namespace(TimeSpan):
             if mid is None:
                 digest = hashlib.sha1(to_json({k: msg.get(k) for k in ("type", "content", "tool_call_id")}).encode()).hexdigest()[:16]
                 n = counts[digest] = counts.get(digest, 0) + 1
-                mid = f"{self.thread}:{digest}:{n}"
+                mid = derived_id(self.thread, digest, n)
             out.append(mid)
         return out
 
@@ -404,7 +464,7 @@ class _Namespace(TimeSpan):
             meta["file_path"] = file_path
         summary_id = None
         if summary is not None:
-            summary_id = str_or_none(summary.get("id")) or f"{self.thread}:{self.ns}:summary:{cid}"
+            summary_id = str_or_none(summary.get("id")) or derived_id(self.thread, self.ns, "summary", cid)
         self._fold(cid, line_no, ts, summary_id, summary, preserved, meta, files, db_dir)
         if summary is not None and summary_id not in self.seen:
             self._add(summary_id, summary, line_no, -1, ts, summary=True)
@@ -418,9 +478,9 @@ class _Namespace(TimeSpan):
                 meta["file_found"] = where
                 if not any(isinstance(e, _Seen) for e in self.entries) and text:
                     # Nothing archived was ever checkpointed here: the offloaded history stands in.
-                    uuid = f"{self.thread}:{self.ns}:offloaded:{cid}"
+                    uuid = derived_id(self.thread, self.ns, "offloaded", cid)
                     self._add(uuid, {"type": "offloaded_history", "file_path": file_path, "content": text}, line_no, -1, ts)
-        marker = f"{self.thread}:{self.ns}:fold:{cid}"
+        marker = derived_id(self.thread, self.ns, "fold", cid)
         n = len(self.folds) + 1
         text = f"Conversation summarized (fold {n}): the messages before this point were replaced by the summary below"
         if preserved:

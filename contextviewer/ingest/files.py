@@ -26,12 +26,14 @@ from contextviewer.importers import formats
 from contextviewer.importers.formats import Format, ParseInput
 from contextviewer.importers.lines import open_stream
 
-from contextviewer.conversations.models import Conversation, ConversationKind, Source, SourceStatus
+from contextviewer.conversations.models import Conversation, ConversationKind, Source, SourceStatus, external_key
 from contextviewer.ingest.writer import Writer, attach_compaction_costs
 
 IMPORTER_VERSION = "2"
 MAX_STORED_ERRORS = 1000
 HASH_CHUNK = 1 << 20
+
+UNREAD = "not a format contextviewer reads"
 
 Progress = Callable[[int, int, str], None]  # (bytes done, bytes total, what)
 
@@ -53,7 +55,9 @@ class ImportReport:
     files: list[FileReport] = field(default_factory=list)
     conversation_ids: list[int] = field(default_factory=list)
     errors: list[dict] = field(default_factory=list)  # {"path", "line", "reason"}
-    skipped: list[str] = field(default_factory=list)  # files in a folder that no format reads
+    # Files in a folder that were not read, each {"path", "reason"}: no format reads it, or it is a
+    # link out of the chosen folder (formats.discover does not follow those).
+    skipped: list[dict] = field(default_factory=list)
     refused: bool = False  # nothing named was read by any format: nothing was stored
 
     def add(self, report: FileReport) -> None:
@@ -80,7 +84,8 @@ def import_path(project: Project, path: str | os.PathLike, progress: Progress | 
         return report
     found = formats.discover(path)
     groups = found.sessions
-    report.skipped = [str(p) for p, _ in found.skipped]
+    report.skipped = [{"path": str(p), "reason": UNREAD} for p, _ in found.skipped]
+    report.skipped += [{"path": str(p), "reason": reason} for p, reason in found.not_followed]
     if not groups:
         report.refused = True
         if path.is_file() or not found.skipped:
@@ -108,7 +113,7 @@ def import_path(project: Project, path: str | os.PathLike, progress: Progress | 
             parent = _main_conversation(main_report)
         else:  # sub-agent files named without their session's main file
             parent = Conversation.objects.filter(
-                project=project, agent=fmt.name, external_id=group.session_id or ""
+                project=project, agent=fmt.name, external_id=external_key(group.session_id or "")
             ).first()
         for sub in group.subagents:
             sub_report = import_file(

@@ -240,6 +240,11 @@ class Watcher:
             return
         if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
             return
+        if not any(file.resolve().is_relative_to(f) for f in self.folders):
+            # A link out of the watched folders (to ~/.ssh, /etc): not followed, as in a folder import.
+            log.warning("watch: %s: %s", file, formats.not_followed_reason(file))
+            self.ignored += 1
+            return
         target = self._target(file)
         if target is None:
             self.ignored += 1

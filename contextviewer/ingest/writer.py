@@ -17,6 +17,7 @@ from pathlib import Path
 
 from django.db import connection
 from django.db.models import Max
+from django.db.models.functions import Length
 
 from contextviewer.core import harness
 from contextviewer.core.records import AgentLink, BadLine, FoldRecord, ImportProgress, SessionInfo, UsageRecord
@@ -27,7 +28,15 @@ from contextviewer.importers import formats
 from contextviewer.importers.formats import Format
 
 from contextviewer.conversations import search, segments
-from contextviewer.conversations.models import Conversation, ConversationKind, Fold, Message, ModelCall
+from contextviewer.conversations.models import (
+    EXTERNAL_ID_MAX,
+    Conversation,
+    ConversationKind,
+    Fold,
+    Message,
+    ModelCall,
+    external_key,
+)
 from contextviewer.ingest.rows import insert_rows, inserted_pks, update_rows
 from contextviewer.ingest.prepare import PreparedMessage, prepare_ahead, storable
 
@@ -47,6 +56,26 @@ UPDATED_MESSAGE_FIELDS = [
 
 def _tool_call_count(blocks) -> int:
     return sum(1 for b in blocks or () if isinstance(b, dict) and b.get("kind") == "tool_call")
+
+
+def child_key(parent_key: str, agent_id: str) -> str:
+    """A sub-agent's external id, ``<session>/<agent id>``, from its parent's stored key (both kept
+    within the column: see ``external_key``)."""
+    return external_key(f"{parent_key}/{external_key(agent_id)}")
+
+
+def _adopt_orphans(project, conversation: Conversation) -> None:
+    """Sub-agents imported before their parent (a main conversation) are adopted now. The LIKE
+    pattern is the stored key (bounded by the column), never the log's id; a sub-agent whose key
+    had to be hashed is matched by recomputing it."""
+    key = conversation.external_id
+    orphans = Conversation.objects.filter(project=project, parent__isnull=True).exclude(pk=conversation.pk)
+    orphans.filter(external_id__startswith=f"{key}/").update(parent=conversation)
+    hashed = orphans.exclude(agent_id="").annotate(key_length=Length("external_id")).filter(key_length=EXTERNAL_ID_MAX)
+    adopt = [pk for pk, external_id, agent_id in hashed.values_list("pk", "external_id", "agent_id")
+             if child_key(key, agent_id) == external_id]
+    if adopt:
+        Conversation.objects.filter(pk__in=adopt).update(parent=conversation)
 
 
 class _ConversationState:
@@ -111,18 +140,18 @@ class Writer:
         if self.main is None:
             self.main = _ConversationState(self._get_main(record))
         agent = record.agent_id
-        if agent and agent != self.agent_id and agent != (self.main.conversation.agent_id or None):
+        if agent and agent != self.agent_id and external_key(agent) != (self.main.conversation.agent_id or None):
             state = self.children.get(agent)
             if state is None:
                 parent = self.main.conversation
                 child, _ = Conversation.objects.get_or_create(
                     project=self.project,
                     agent=self.agent,
-                    external_id=f"{parent.external_id}/{agent}",
+                    external_id=child_key(parent.external_id, agent),
                     defaults={
                         "kind": ConversationKind.SUBAGENT,
                         "parent": parent,
-                        "agent_id": agent,
+                        "agent_id": external_key(agent),
                         "source": self.source,
                         "cwd": parent.cwd,
                     },
@@ -147,6 +176,7 @@ class Writer:
             agent_id = record.agent_id
         parent = self.parent
         kind = self.kind
+        session = external_key(session)  # what the column holds, for an id of any length
         if agent_id:
             if parent is None:
                 parent = Conversation.objects.filter(
@@ -154,7 +184,7 @@ class Writer:
                 ).first()
             if kind == ConversationKind.MAIN:
                 kind = ConversationKind.COMPACTION if record.agent_kind == "compaction" else ConversationKind.SUBAGENT
-            external_id = f"{parent.external_id if parent else session}/{agent_id}"
+            external_id = child_key(parent.external_id if parent else session, agent_id)
         else:
             external_id = session
         conversation, created = Conversation.objects.get_or_create(
@@ -164,16 +194,13 @@ class Writer:
             defaults={
                 "kind": kind,
                 "parent": parent,
-                "agent_id": agent_id or "",
+                "agent_id": external_key(agent_id or ""),
                 "agent_type": self.agent_type or "",
                 "source": self.source,
             },
         )
         if not agent_id:
-            # Sub-agents imported before their parent are adopted now.
-            Conversation.objects.filter(
-                project=self.project, parent__isnull=True, external_id__startswith=f"{external_id}/"
-            ).update(parent=conversation)
+            _adopt_orphans(self.project, conversation)
         if conversation.source_id is None:
             conversation.source = self.source
             conversation.save(update_fields=["source"])
@@ -248,7 +275,7 @@ class Writer:
                 uuid=message.uuid,
                 role=message.role,
                 is_sidechain=message.is_sidechain,
-                agent_id=message.agent_id or "",
+                agent_id=external_key(message.agent_id or ""),
                 is_meta=message.is_meta,
                 is_compact_summary=message.is_compact_summary,
                 **self._content(message),
@@ -489,7 +516,7 @@ class Writer:
         conversation = main.conversation
         links = dict(conversation.agent_links or {})
         for link in self.links:
-            entry = links.setdefault(link.agent_id, {})
+            entry = links.setdefault(external_key(link.agent_id), {})  # as the child's agent_id
             for name in ("tool_use_id", "agent_type", "description"):
                 value = getattr(link, name)
                 if value and not entry.get(name):
@@ -499,7 +526,7 @@ class Writer:
         for child in conversation.children.all():
             entry = links.get(child.agent_id)
             if entry and (not child.parent_tool_use_id or not child.agent_type):
-                child.parent_tool_use_id = child.parent_tool_use_id or entry.get("tool_use_id") or ""
+                child.parent_tool_use_id = child.parent_tool_use_id or (entry.get("tool_use_id") or "")[:255]
                 child.agent_type = child.agent_type or (entry.get("agent_type") or "")[:100]
                 child.save(update_fields=["parent_tool_use_id", "agent_type"])
 
@@ -546,20 +573,20 @@ def _refresh_conversation(state: _ConversationState, info: SessionInfo | None) -
     conversation = state.conversation
     if info is not None:
         if info.title:
-            conversation.title = mask_text(info.title)[:500]
-        conversation.cwd = conversation.cwd or (info.cwd or "")[:1024]
-        conversation.git_branch = (info.git_branch or conversation.git_branch or "")[:255]
-        conversation.cli_version = (info.cli_version or conversation.cli_version or "")[:40]
+            conversation.title = mask_text(storable(info.title))[:500]
+        conversation.cwd = conversation.cwd or storable(info.cwd or "")[:1024]
+        conversation.git_branch = storable(info.git_branch or conversation.git_branch or "")[:255]
+        conversation.cli_version = storable(info.cli_version or conversation.cli_version or "")[:40]
         if info.window and info.window > 0 and not conversation.window:
             conversation.window = info.window
         if info.agent_type and not conversation.agent_type:
-            conversation.agent_type = info.agent_type[:100]
+            conversation.agent_type = storable(info.agent_type)[:100]
     if not conversation.title and state.first_prompt:
         conversation.title = from_request(state.first_prompt, 120)
     if conversation.parent_id and not conversation.parent_tool_use_id:
         entry = (conversation.parent.agent_links or {}).get(conversation.agent_id)
         if entry:
-            conversation.parent_tool_use_id = entry.get("tool_use_id") or ""
+            conversation.parent_tool_use_id = (entry.get("tool_use_id") or "")[:255]
             conversation.agent_type = conversation.agent_type or (entry.get("agent_type") or "")[:100]
     # Models the session names beside those its messages name (a log that gives the model once).
     for model in (info.models if info is not None else []) or []:

@@ -51,7 +51,12 @@ A_MARKERS = ["Aardvark Alpha", "alpha-zq", "zq-secret-title", "zq-secret-marker"
 LOGIN_URL = "/login/"
 OUTSIDE = ("anonymous", "b_token", "outsider")
 # Pages reachable by everyone by design (they show no project data).
-PUBLIC = {"login", "logout", "invitation_join"}  # invitation_join: a signed link (test_accounts.py)
+PUBLIC = {
+    "login", "logout",
+    "invitation_join",  # a signed link (test_accounts.py)
+    # Asking for a reset link, and using it (test_password_flows.py).
+    "password_reset", "password_reset_done", "password_reset_confirm", "password_reset_complete",
+}
 
 
 # --- the world: two projects, A's objects, one caller of each kind ------------------------------
