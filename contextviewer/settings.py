@@ -173,6 +173,10 @@ WHITENOISE_USE_FINDERS = True
 # The builtin handoff's size in tokens, however many folds came before it (providers/builtin.py).
 HANDOFF_BUDGET = max(300, int(env("CONTEXTVIEWER_HANDOFF_BUDGET", "2500") or 2500))
 
+# A title job (one per import) asks the project's LLM provider for at most this many titles; the
+# conversations past it keep the builtin (offline) title, and the job's result says so.
+TITLE_CALL_BUDGET = max(0, int(env("CONTEXTVIEWER_TITLE_CALL_BUDGET", "50") or 50))
+
 # Uploads: stream to disk, cap the size. A single session file above the cap is refused with a message.
 MAX_UPLOAD_BYTES = int(env("CONTEXTVIEWER_MAX_UPLOAD_BYTES", str(1024 * 1024 * 1024)))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024

@@ -327,6 +327,11 @@ def text_of(blocks: list[Block]) -> str:
     return "\n".join(b.text for b in blocks if b.kind == "text" and b.text)
 
 
+# Python's JSON reader stops (RecursionError) on a value nested about as deep as the recursion
+# limit (1,000); one it cannot read is nested deeper than this, which is what the messages say.
+JSON_DEPTH = 500
+
+
 def looks_binary(head: bytes) -> bool:
     sample = head[:8192]
     if b"\x00" in sample:

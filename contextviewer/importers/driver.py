@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from contextviewer.core.records import BadLine, ImportProgress, Record, SessionInfo
-from contextviewer.importers.common import BOM, json_kind, looks_binary
+from contextviewer.importers.common import BOM, JSON_DEPTH, json_kind, looks_binary
 from contextviewer.importers.lines import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_MAX_DECOMPRESSED_BYTES,
@@ -31,9 +31,11 @@ from contextviewer.importers.lines import (
     GzipStream,
     LongLine,
     StreamError,
+    as_utf8,
     human_size,
     iter_lines,
     peek,
+    text_encoding,
 )
 from contextviewer.importers.longline import Reducer
 
@@ -58,6 +60,9 @@ def open_head(
         head, stream = peek(stream, SNIFF_BYTES)
         if head[:2] == GZIP_MAGIC:
             stream = GzipStream(stream, max_decompressed_bytes=max_decompressed_bytes)
+            head, stream = peek(stream, SNIFF_BYTES)
+        if text_encoding(head) is not None:  # UTF-16 or UTF-32 text (open_stream reads it as UTF-8 already)
+            stream, _ = as_utf8(stream)
             head, stream = peek(stream, SNIFF_BYTES)
     except StreamError as exc:
         return BadLine(line_no=0, offset=0, reason=str(exc))
@@ -352,7 +357,7 @@ class JsonParser:
         if text.lstrip().startswith("//"):
             return f"line {line_no} is a comment, not JSON"
         if isinstance(exc, RecursionError):
-            return f"line {line_no} is nested too deeply to read"
+            return f"line {line_no} is nested deeper than {JSON_DEPTH} levels, too deep to read"
         if isinstance(exc, json.JSONDecodeError):
             return f"line {line_no} is not valid JSON ({exc.msg} at column {exc.colno})"
         return f"line {line_no} is not valid JSON ({exc})"

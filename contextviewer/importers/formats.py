@@ -44,7 +44,14 @@ from typing import IO, TYPE_CHECKING, Any
 from contextviewer.core.harness import DEFAULT_RULES, Harness
 from contextviewer.core.records import Record
 from contextviewer.core.model_specs import ModelSpec
-from contextviewer.importers.lines import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_LINE_BYTES, GZIP_MAGIC, GzipStream
+from contextviewer.importers.common import JSON_DEPTH
+from contextviewer.importers.lines import (
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    DEFAULT_MAX_LINE_BYTES,
+    GZIP_MAGIC,
+    GzipStream,
+    utf8_head,
+)
 
 if TYPE_CHECKING:  # the type of Format.export only: a format that declares one imports core/export.py itself
     from contextviewer.core.export import Target
@@ -233,8 +240,15 @@ def harness(name: str | None, spec: ModelSpec | None = None) -> Harness:
 # -- sniffing -----------------------------------------------------------------------------------
 
 
+# A zip archive's first bytes (a local file header; an empty archive's end record). No format
+# reads one, whatever its members are: a stored (uncompressed) member's JSON lines would otherwise
+# be claimed, and read with the archive's headers as bad lines.
+ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
+
+
 def head_of(path: Path, size: int = SNIFF_BYTES) -> bytes:
-    """The first ``size`` bytes of a file, gzip undone; b"" for a folder or an unreadable file."""
+    """The first ``size`` bytes of a file, gzip undone, UTF-16 or UTF-32 text as UTF-8; b"" for a
+    folder or an unreadable file."""
     if not path.is_file():
         return b""
     try:
@@ -253,13 +267,15 @@ def head_of(path: Path, size: int = SNIFF_BYTES) -> bytes:
                 head = b"".join(chunks)
     except Exception:  # a broken file: the format's parser says what is wrong with it
         return b""
-    return head
+    return utf8_head(head)
 
 
 def scores(path: Path, head: bytes | None = None) -> list[tuple[float, Format]]:
     """Every format's claim on ``path``, strongest first (claims of 0 left out)."""
     if head is None:
         head = head_of(path)
+    if head.startswith(ZIP_MAGIC):
+        return []
     out = []
     for fmt in registry():
         try:
@@ -374,6 +390,8 @@ def describe(path: Path, head: bytes | None = None) -> str:
     if not head:
         return "the file is empty"
     sample = head.removeprefix(b"\xef\xbb\xbf")
+    if sample.startswith(ZIP_MAGIC):
+        return ZIP_REFUSAL
     if b"\x00" in sample[:8192]:
         if sample.startswith(b"SQLite format 3\x00"):
             return "a SQLite database with no tables a format knows"
@@ -386,7 +404,10 @@ def describe(path: Path, head: bytes | None = None) -> str:
             return "a file that is not UTF-8 text"
     stripped = text.lstrip()
     lines = path.name.endswith((".jsonl", ".jsonl.gz", ".ndjson"))
-    value = _first_json(stripped, complete=len(head) < SNIFF_BYTES, lines=lines)
+    try:
+        value = _first_json(stripped, complete=len(head) < SNIFF_BYTES, lines=lines)
+    except RecursionError:
+        return f"a JSON document nested deeper than {JSON_DEPTH} levels"
     if value is not _NOTHING:
         return _describe_json(value, stripped)
     first = stripped.split("\n", 1)[0][:60]
@@ -394,6 +415,7 @@ def describe(path: Path, head: bytes | None = None) -> str:
 
 
 _NOTHING = object()
+ZIP_REFUSAL = "a zip archive: unpack it or upload the folder"
 
 
 def _first_json(text: str, complete: bool, lines: bool) -> Any:
@@ -444,4 +466,6 @@ def refusal(path: Path, looked_like: str | None = None) -> str:
     looked_like = looked_like or describe(path)
     if looked_like == "the file is empty":
         return "the file is empty: nothing to import"
+    if looked_like == ZIP_REFUSAL:  # it says what to do instead
+        return looked_like
     return f"{looked_like}: not a format contextviewer reads ({labels()})"

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from contextviewer.core.records import BadLine
-from contextviewer.importers.common import BOM, looks_binary
+from contextviewer.importers.common import BOM, JSON_DEPTH, looks_binary
 from contextviewer.importers.driver import open_head
 from contextviewer.importers.formats import ParseInput
 from contextviewer.importers.lines import (
@@ -153,7 +153,9 @@ def read_json(
             offset=0,
             reason=f"the file is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}), so it is not {what}",
         )
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:
+        return BadLine(line_no=0, offset=0, reason=f"a JSON document nested deeper than {JSON_DEPTH} levels: not {what}")
+    except ValueError as exc:
         return BadLine(line_no=0, offset=0, reason=f"the file could not be read as JSON ({exc.__class__.__name__})")
     return Document(value, text, total)
 
@@ -177,7 +179,7 @@ def json_error(exc: Exception) -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"{exc.msg} at line {exc.lineno}, column {exc.colno}"
     if isinstance(exc, RecursionError):
-        return "nested too deeply to read"
+        return f"nested deeper than {JSON_DEPTH} levels"
     return str(exc)
 
 

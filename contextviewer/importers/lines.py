@@ -13,6 +13,7 @@ few C calls. Two caps protect the process:
 
 from __future__ import annotations
 
+import codecs
 import io
 import zlib
 from collections.abc import Callable, Iterator
@@ -28,13 +29,14 @@ DEFAULT_CHUNK_SIZE = 1 << 20
 
 
 def human_size(n: int) -> str:
-    """'50.0 MB', '4.0 GB', '512 bytes' (binary units, one decimal)."""
+    """'50.0 MiB', '4.0 GiB', '512 bytes': binary units (1 MiB = 1,048,576 bytes) named as such,
+    one decimal."""
     if n < 1024:
         return f"{n} bytes"
     value = float(n)
-    for unit in ("KB", "MB", "GB", "TB"):
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
         value /= 1024
-        if value < 1024 or unit == "TB":
+        if value < 1024 or unit == "TiB":
             return f"{value:.1f} {unit}"
     return f"{n} bytes"  # pragma: no cover
 
@@ -193,6 +195,106 @@ class GzipStream(io.RawIOBase):
             super().close()
 
 
+# Byte order marks, longest first (UTF-32 LE's starts with UTF-16 LE's).
+BOMS = (
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
+
+
+def text_encoding(head: bytes) -> tuple[str, int] | None:
+    """(encoding, BOM length) of text written in UTF-16 or UTF-32, from a file's first bytes: a byte
+    order mark says it; without one, text whose first characters are ASCII with NUL bytes beside
+    them in a fixed pattern (JSON lines saved as "Unicode" on Windows, or by PowerShell's ``>``)
+    is UTF-16 or UTF-32. None:
+    not one of these (UTF-8, or binary)."""
+    for bom, encoding in BOMS:
+        if head.startswith(bom):
+            return encoding, len(bom)
+    sample = head[:64]
+    for encoding, unit, at in (("utf-32-le", 4, 0), ("utf-32-be", 4, 3), ("utf-16-le", 2, 0), ("utf-16-be", 2, 1)):
+        units = [sample[i : i + unit] for i in range(0, len(sample) - unit + 1, unit)][:16]
+        if len(units) < 2:
+            continue
+        # ASCII characters (no NUL, no high bit) in their byte, the other bytes NUL: the first two
+        # (JSON starts so) and most of the rest (keys and punctuation are ASCII).
+        ascii_units = [0 < u[at] < 0x80 and u[:at] + u[at + 1 :] == bytes(unit - 1) for u in units]
+        if all(ascii_units[:2]) and sum(ascii_units) * 2 >= len(units):
+            return encoding, 0
+    return None
+
+
+class Utf8Stream(io.RawIOBase):
+    """UTF-16 or UTF-32 text read as UTF-8 bytes (what every importer reads), decoded as it is read.
+
+    Offsets past it are offsets in the UTF-8 bytes, so the stream is not seekable; a grown file of
+    this kind is read again whole (ingest keeps what is stored). A malformed character (a lone
+    surrogate) becomes U+FFFD."""
+
+    def __init__(self, raw: IO[bytes], encoding: str, *, chunk: int = 1 << 16):
+        self._raw = raw
+        self._decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+        self._chunk = chunk
+        self._buffer = b""
+        self._eof = False
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            size = 1 << 20
+        while len(self._buffer) < size and not self._eof:
+            data = self._raw.read(self._chunk)
+            if not data:
+                self._eof = True
+                self._buffer += self._decoder.decode(b"", final=True).encode("utf-8", "surrogatepass")
+                break
+            self._buffer += self._decoder.decode(data).encode("utf-8", "surrogatepass")
+        out, self._buffer = self._buffer[:size], self._buffer[size:]
+        return out
+
+    def readinto(self, b) -> int:  # pragma: no cover
+        data = self.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        try:
+            self._raw.close()
+        finally:
+            super().close()
+
+
+def as_utf8(stream: IO[bytes]) -> tuple[IO[bytes], str | None]:
+    """``stream``, read as UTF-8 when it is UTF-16 or UTF-32 text (its byte order mark dropped),
+    and the encoding it was in (None: passed through)."""
+    if _seekable(stream):
+        head, stream = peek(stream, 64)
+    else:  # one read: a gzip stream hands out the bytes before an error, then raises the error
+        head = stream.read(64) or b""
+        stream = PrefixedStream(head, stream)
+    found = text_encoding(head)
+    if found is None:
+        return stream, None
+    encoding, bom = found
+    if bom:
+        stream.read(bom)
+    return Utf8Stream(stream, encoding), encoding
+
+
+def utf8_head(head: bytes) -> bytes:
+    """The first bytes of a file as UTF-8 when they are UTF-16 or UTF-32 text (for sniffing); a
+    character cut at the end is left out."""
+    found = text_encoding(head)
+    if found is None:
+        return head
+    encoding, bom = found
+    return codecs.getincrementaldecoder(encoding)(errors="replace").decode(head[bom:]).encode("utf-8", "surrogatepass")
+
+
 def peek(stream: IO[bytes], size: int) -> tuple[bytes, IO[bytes]]:
     """Read up to ``size`` bytes and return them with a stream that still starts at them."""
     head = b""
@@ -217,17 +319,24 @@ def open_stream(
 ) -> tuple[IO[bytes], str | None]:
     """Open a file (or wrap a binary file object) for line reading.
 
-    Returns ``(stream, compression)`` with compression ``"gzip"`` or ``None``. Gzip is detected by
-    its magic bytes (not the file name) and streamed; plain data passes through unchanged.
+    Returns ``(stream, compression)`` with compression ``"gzip"``, the text encoding the file was
+    in when it is UTF-16 or UTF-32 (``"utf-16-le"``: it is read as UTF-8), or ``None``. Gzip is
+    detected by its magic bytes (not the file name) and streamed; plain data passes through
+    unchanged. Either way the stream is not seekable, and offsets are in what it gives.
     """
     if isinstance(path_or_fileobj, (str, Path)):
         raw: IO[bytes] = open(path_or_fileobj, "rb")  # noqa: SIM115 - the caller closes the stream
     else:
         raw = path_or_fileobj
     head, raw = peek(raw, 2)
+    compression = None
     if head == GZIP_MAGIC:
-        return GzipStream(raw, max_decompressed_bytes=max_decompressed_bytes), "gzip"
-    return raw, None
+        raw, compression = GzipStream(raw, max_decompressed_bytes=max_decompressed_bytes), "gzip"
+    try:
+        raw, encoding = as_utf8(raw)
+    except StreamError:  # a corrupt gzip head: the reader says so when it reads it
+        return raw, compression
+    return raw, compression or encoding
 
 
 def skip_to(stream: IO[bytes], offset: int, *, chunk_size: int = DEFAULT_CHUNK_SIZE) -> int:

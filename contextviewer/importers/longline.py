@@ -7,7 +7,7 @@ A line longer than ``max_line_bytes`` is never held whole. Its bytes are fed, as
    is small and the line's budget of kept string bytes allows; a longer one (a base64 image, a huge
    tool output) is cut: its head is kept (nothing of a base64 string, whose head is useless) and
    ends with a marker that says how much was not kept, e.g.
-   ``[contextviewer: 148.2 MB of this string not kept; the line was 150.0 MB]``;
+   ``[contextviewer: 148.2 MiB of this string not kept; the line was 150.0 MiB]``;
 2. ijson (its C backend where installed) parses the reduced bytes incrementally;
 3. a builder makes the object from ijson's events with a budget on what it keeps: past it, further
    items of an array or members of an object are left out and the container says how many

@@ -47,6 +47,7 @@ from contextviewer.core.records import BadLine, Block, MessageRecord, Record, Se
 from contextviewer.importers.common import (
     OpenCalls,
     TimeSpan,
+    JSON_DEPTH,
     anthropic_block,
     collect_images,
     compact_json,
@@ -491,7 +492,11 @@ def _parse(source: ParseInput, conv: _Conversation) -> Iterator[Record]:
         return
     try:
         doc = json.loads(text)
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:
+        yield BadLine(0, 0, f"a JSON document nested deeper than {JSON_DEPTH} levels: not imported")
+        yield SessionInfo()
+        return
+    except ValueError as exc:
         yield BadLine(0, 0, f"the file is not valid JSON ({json_error(exc)}): not imported")
         yield SessionInfo()
         return

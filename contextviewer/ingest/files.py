@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 
 from contextviewer.accounts.models import Project
 from contextviewer.importers import formats
@@ -69,6 +69,43 @@ class ImportReport:
             self.errors.append({"path": report.path, **err})
 
 
+# What a database says when the disk under it is full: SQLite; PostgreSQL (a table's file cannot
+# grow, or its log cannot be written).
+DISK_FULL = ("database or disk is full", "could not extend file", "no space left on device")
+
+
+def disk_full(exc: BaseException) -> bool:
+    return isinstance(exc, OperationalError) and any(s in str(exc).lower() for s in DISK_FULL)
+
+
+class DiskFull(Exception):
+    """The database's disk filled while ``path`` was imported: that file's transaction was rolled
+    back whole. ``report`` says what the import did before it (files committed already)."""
+
+    def __init__(self, path: str, report: ImportReport | None = None):
+        self.path = path
+        self.report = report or ImportReport()
+        super().__init__(disk_full_message(path, self.report))
+
+
+def disk_full_message(path: str, report: ImportReport) -> str:
+    if connection.vendor == "sqlite":
+        data = Path(settings.DATA_DIR)
+        try:
+            where = f"{data.relative_to(settings.BASE_DIR)}/"
+        except ValueError:
+            where = f"{data}/"
+    else:
+        where = "the PostgreSQL database" if connection.vendor == "postgresql" else f"the {connection.vendor} database"
+    done = sum(1 for f in report.files if f.status == "imported")
+    if not done:
+        return f"the disk holding {where} is full; nothing was changed"
+    return (
+        f"the disk holding {where} is full; {path} and what follows it were not imported (nothing of "
+        f"them was stored), the {done} file{'s' if done != 1 else ''} before it were"
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # Entry points
 
@@ -105,31 +142,39 @@ def import_path(project: Project, path: str | os.PathLike, progress: Progress | 
             progress(min(done + offset, total), total, what)
 
     for group in groups:
-        fmt = formats.get(group.format)
-        if group.main is not None:
-            main_report = import_file(project, group.main, fmt=fmt, progress=file_progress)
-            report.add(main_report)
-            done += _size(group.main)
-            parent = _main_conversation(main_report)
-        else:  # sub-agent files named without their session's main file
-            parent = Conversation.objects.filter(
-                project=project, agent=fmt.name, external_id=external_key(group.session_id or "")
-            ).first()
-        for sub in group.subagents:
-            sub_report = import_file(
-                project,
-                sub.path,
-                fmt=fmt,
-                parent=parent,
-                agent_id=sub.agent_id,
-                agent_type=sub.agent_type,
-                kind=ConversationKind.COMPACTION if sub.is_compaction else ConversationKind.SUBAGENT,
-                progress=file_progress,
-            )
-            report.add(sub_report)
-            done += _size(sub.path)
-        if parent is not None:
-            attach_compaction_costs(parent)
+        try:
+            fmt = formats.get(group.format)
+            current = group.main
+            if group.main is not None:
+                main_report = import_file(project, group.main, fmt=fmt, progress=file_progress)
+                report.add(main_report)
+                done += _size(group.main)
+                parent = _main_conversation(main_report)
+            else:  # sub-agent files named without their session's main file
+                parent = Conversation.objects.filter(
+                    project=project, agent=fmt.name, external_id=external_key(group.session_id or "")
+                ).first()
+            for sub in group.subagents:
+                current = sub.path
+                sub_report = import_file(
+                    project,
+                    sub.path,
+                    fmt=fmt,
+                    parent=parent,
+                    agent_id=sub.agent_id,
+                    agent_type=sub.agent_type,
+                    kind=ConversationKind.COMPACTION if sub.is_compaction else ConversationKind.SUBAGENT,
+                    progress=file_progress,
+                )
+                report.add(sub_report)
+                done += _size(sub.path)
+            if parent is not None:
+                attach_compaction_costs(parent)
+        except OperationalError as exc:
+            if not disk_full(exc):
+                raise
+            # This group's file was rolled back whole; the ones before it are committed.
+            raise DiskFull(str(current), report) from exc
     if progress:
         progress(total, total, "done")
     return report

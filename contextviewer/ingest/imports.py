@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 from django.conf import settings
+from django.db import OperationalError
 
 from contextviewer.accounts.models import Project
 from contextviewer.core import tokens
@@ -82,26 +83,31 @@ def run_import(job: Job, progress) -> dict:
         def step(done: int, total: int, what: str, index=index) -> None:
             progress((index + (done / total if total else 1)) / count, f"importing {what}")
 
-        if kind == "path":
-            sub = ingest.import_path(project, item, progress=step)
-            report.files.extend(sub.files)
-            report.errors.extend(sub.errors)
-            report.skipped.extend(sub.skipped)
-            refused += sub.refused
-            report.conversation_ids.extend(c for c in sub.conversation_ids if c not in report.conversation_ids)
-        else:
-            path = Path(settings.MEDIA_ROOT) / item["blob"]
-            file_report = ingest.import_file(
-                project,
-                path,
-                display_name=item["name"],
-                source_key=f"upload:{item['sha256']}/{item['name']}",
-                progress=lambda offset, what, size=item["size"], step=step: step(offset, size or 1, what),
-            )
-            report.add(file_report)
-            if file_report.status == "refused":
-                refused += 1
-                _discard_upload(path)
+        try:
+            if kind == "path":
+                refused += _import_path(project, item, report, step)
+            else:
+                path = Path(settings.MEDIA_ROOT) / item["blob"]
+                file_report = ingest.import_file(
+                    project,
+                    path,
+                    display_name=item["name"],
+                    source_key=f"upload:{item['sha256']}/{item['name']}",
+                    progress=lambda offset, what, size=item["size"], step=step: step(offset, size or 1, what),
+                )
+                report.add(file_report)
+                if file_report.status == "refused":
+                    refused += 1
+                    _discard_upload(path)
+        except OperationalError as exc:
+            if not ingest.disk_full(exc):
+                raise
+            # The file being written was rolled back whole: say so, not the database's words.
+            name = item if kind == "path" else item["name"]
+            raise jobs.JobRefused(ingest.disk_full_message(name, report), import_result(report)) from exc
+        except ingest.DiskFull as exc:  # inside a folder: what came before it is in exc.report
+            _merge(report, exc.report)
+            raise jobs.JobRefused(ingest.disk_full_message(exc.path, report), import_result(report)) from exc
     if items and refused == len(items):
         # Nothing named is a session log any format reads: nothing was stored; say what it was.
         raise jobs.JobRefused("; ".join(e["reason"] for e in report.errors), import_result(report))
@@ -112,6 +118,20 @@ def run_import(job: Job, progress) -> dict:
     imported |= Conversation.objects.filter(parent_id__in=report.conversation_ids)  # sub-agents compact too
     calibration.after_import(imported.only("agent", "cli_version"))
     return import_result(report)
+
+
+def _import_path(project: Project, path: str, report: ingest.ImportReport, step) -> int:
+    """Import a file or folder into ``report``; 1 when nothing in it was read by any format."""
+    sub = ingest.import_path(project, path, progress=step)
+    _merge(report, sub)
+    return int(sub.refused)
+
+
+def _merge(report: ingest.ImportReport, sub: ingest.ImportReport) -> None:
+    report.files.extend(sub.files)
+    report.errors.extend(sub.errors)
+    report.skipped.extend(sub.skipped)
+    report.conversation_ids.extend(c for c in sub.conversation_ids if c not in report.conversation_ids)
 
 
 def titles_after_job(job: Job, result: dict) -> None:

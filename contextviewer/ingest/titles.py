@@ -1,8 +1,12 @@
-"""Titles: after an import, a title job names each new conversation from its first user request
+"""Titles: after an import, one title job names each new conversation from its first user request
 (builtin), or with the project's provider when one is configured. Titles the log itself gives
 (Claude Code's summary/ai-title records) are kept."""
 
 from __future__ import annotations
+
+import hashlib
+
+from django.conf import settings
 
 from contextviewer.core import handoff as core
 from contextviewer.core import titles as core_titles
@@ -52,28 +56,96 @@ def _is_untitled(conv: Conversation, request: str) -> bool:
 
 
 def after_import(project, conversation_ids, *, user=None) -> list[Job]:
-    """One title job per new top-level conversation (the key makes it once per conversation).
+    """One title job for the new top-level conversations of an import (not one per conversation:
+    a folder of thousands of sessions would flood the jobs list). The key makes it once per set of
+    conversations, so importing the same files again queues nothing.
 
-    Called by every import when it finishes (services.run_import); the job asks the project's
-    provider, the builtin one (the first request, cleaned) when none is configured."""
-    created = []
-    for conv in Conversation.objects.filter(pk__in=list(conversation_ids), parent__isnull=True, kind=ConversationKind.MAIN):
-        job, new = jobs.create_job(project, "title", {"conversation_id": conv.pk}, user=user, idempotency_key=f"title:{conv.pk}")
-        if new:
-            created.append(job)
-    return created
+    Called by every import when it finishes (imports.titles_after_job); the job asks the project's
+    provider (at most TITLE_CALL_BUDGET times), the builtin one (the first request, cleaned) when
+    none is configured."""
+    ids = sorted(
+        Conversation.objects.filter(
+            pk__in=list(conversation_ids), parent__isnull=True, kind=ConversationKind.MAIN
+        ).values_list("pk", flat=True)
+    )
+    if not ids:
+        return []
+    key = f"title:{ids[0]}" if len(ids) == 1 else "titles:" + hashlib.sha256(",".join(map(str, ids)).encode()).hexdigest()
+    job, new = jobs.create_job(project, "title", {"conversation_ids": ids}, user=user, idempotency_key=key)
+    return [job] if new else []
 
 
 def run_title(job: Job, progress) -> dict:
-    conv = Conversation.objects.get(pk=job.params["conversation_id"], project=job.project)
+    """Title the job's conversations (``conversation_ids``; an older job names one,
+    ``conversation_id``), reporting "n of N". The project's provider is asked at most
+    TITLE_CALL_BUDGET times; past that, and when it fails, a conversation gets the builtin title."""
+    if "conversation_id" in job.params:  # one conversation: a job queued before titles were batched
+        conv = Conversation.objects.get(pk=job.params["conversation_id"], project=job.project)
+        return _title(job, conv, providers.get_provider(job.project), progress)
+    ids = list(job.params.get("conversation_ids") or ())
+    provider = providers.get_provider(job.project)
+    offline = provider if provider.name == "builtin" else providers.get_provider(job.project, "builtin")
+    budget = settings.TITLE_CALL_BUDGET
+    # A provider attempt is a ProviderCall row counted per job: room for the budget and its retries.
+    max_attempts = budget + providers.MAX_ATTEMPTS_PER_JOB
+    asked = 0
+    past_budget: list[int] = []  # not asked: over the budget, or after the provider failed
+    error = ""
+    titled: list[dict] = []
+    convs = Conversation.objects.filter(pk__in=ids, project=job.project).order_by("pk")
+    total = len(ids)
+    for n, conv in enumerate(convs.iterator(), 1):
+        progress((n - 1) / max(total, 1), f"{n} of {total}")
+        use = provider
+        if provider is not offline:
+            if not _needs_title(conv):
+                use = offline  # nothing to ask: _title keeps it
+            elif asked >= budget or error:
+                use = offline
+                past_budget.append(conv.pk)
+            else:
+                asked += 1
+        try:
+            titled.append(_title(job, conv, use, None, max_attempts=max_attempts))
+        except providers.ProviderError as exc:
+            # Retried already (complete): the provider is not asked again by this job.
+            error = str(exc)[:500]
+            past_budget.append(conv.pk)
+            titled.append(_title(job, conv, offline, None))
+    progress(1.0, f"{total} of {total}")
+    result = {
+        "titles": titled,
+        "total": total,
+        "titled": sum(1 for t in titled if t["changed"]),
+        "provider": provider.name,
+        "provider_calls": asked,
+    }
+    if past_budget:
+        result["past_budget"] = past_budget
+        why = (
+            f"{provider.name} failed ({error}), so it was not asked again"
+            if error
+            else f"{provider.name} was asked for {asked} titles (CONTEXTVIEWER_TITLE_CALL_BUDGET is {budget})"
+        )
+        result["note"] = f"{why}; {len(past_budget)} conversations keep the builtin title"
+    return result
+
+
+def _needs_title(conv: Conversation) -> bool:
+    request = first_request(conv)
+    return bool(request) and _is_untitled(conv, request)
+
+
+def _title(job: Job, conv: Conversation, provider, progress, *, max_attempts: int = providers.MAX_ATTEMPTS_PER_JOB) -> dict:
     request = first_request(conv)
     if not request or not _is_untitled(conv, request):
         return {"conversation_id": conv.pk, "title": conv.title, "changed": False}
-    provider = providers.get_provider(job.project)
     system, prompt = core.title_prompt(request)
-    progress(0.2, f"asking {provider.name} for a title")
+    if progress:
+        progress(0.2, f"asking {provider.name} for a title")
     completion = providers.complete(
-        provider, project=job.project, role="title", system=system, prompt=prompt, max_tokens=60, job=job, conversation=conv
+        provider, project=job.project, role="title", system=system, prompt=prompt, max_tokens=60, job=job,
+        conversation=conv, max_attempts=max_attempts,
     )
     # Masked before it is cut to length, so a cut never leaves half a secret unrecognised.
     title = core.clean_title(mask_text(completion.text), 120) or core.clean_title(mask_text(request), 80)

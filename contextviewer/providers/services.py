@@ -102,9 +102,11 @@ def complete(
     conversation=None,
     progress: Callable[[float, str], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    max_attempts: int = MAX_ATTEMPTS_PER_JOB,
 ) -> Completion:
     """One completion with bounded retries: every HTTP attempt is a ProviderCall row, at most
-    MAX_ATTEMPTS_PER_JOB per job in total; retryable errors wait 1, 2, 4 ... x the backoff base.
+    ``max_attempts`` (MAX_ATTEMPTS_PER_JOB) per job in total (a title job, which asks once per
+    conversation, passes its own); retryable errors wait 1, 2, 4 ... x the backoff base.
     The spend of the successful call goes to the ledger."""
     is_local = provider.name == "builtin"
     last_error: Exception | None = None
@@ -112,12 +114,12 @@ def complete(
     while True:
         if not is_local and job is not None:
             used = ProviderCall.objects.filter(job=job).count()
-            if used >= MAX_ATTEMPTS_PER_JOB:
+            if used >= max_attempts:
                 raise ProviderError(
-                    f"gave up after {used} attempts to reach {provider.name} (the limit is {MAX_ATTEMPTS_PER_JOB} per job)"
+                    f"gave up after {used} attempts to reach {provider.name} (the limit is {max_attempts} per job)"
                     + (f"; the last error: {last_error}" if last_error else "")
                 )
-        elif not is_local and tries >= MAX_ATTEMPTS_PER_JOB:
+        if not is_local and tries >= MAX_ATTEMPTS_PER_JOB:  # one completion: never more than this
             raise ProviderError(f"gave up after {tries} attempts to reach {provider.name}; the last error: {last_error}")
         tries += 1
         model = getattr(provider, "model", "")

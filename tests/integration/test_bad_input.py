@@ -58,7 +58,7 @@ def make_case(name: str, folder: Path) -> tuple[Path, int, str]:
             fh.write(b'"}}\n')
             fh.write(tail)
         # Over the cap, but JSON: imported reduced (its long string shortened), with a notice.
-        return path, n + 1, "line 7 is 50.0 MB, over the 32.0 MB limit: imported reduced"
+        return path, n + 1, "line 7 is 50.0 MiB, over the 32.0 MiB limit: imported reduced"
     if name == "empty":
         return _write(folder / "empty.jsonl", []), 0, "the file is empty"
     if name == "binary":

@@ -214,7 +214,7 @@ def test_big_lines_parse_within_a_memory_cap(big_files):
         notices = [(n, reason) for n, reason in got["bad"] if "imported reduced" in reason]
         assert [n for n, _ in notices] == [big["line"] for big in expect["big"]]
         for (n, reason), big in zip(notices, expect["big"]):
-            assert reason.startswith(f"line {n} is {human_size(big['size'])}, over the 32.0 MB limit: imported reduced (")
+            assert reason.startswith(f"line {n} is {human_size(big['size'])}, over the 32.0 MiB limit: imported reduced (")
 
 
 def test_big_lines_import_with_their_results_paired_and_marked_on_the_page(big_files, project, user, client, settings):
@@ -229,7 +229,7 @@ def test_big_lines_import_with_their_results_paired_and_marked_on_the_page(big_f
             assert "imported reduced" in reasons[big["line"]], reasons
         if expect.get("bad_line"):
             bad = expect["bad_line"]
-            assert reasons[bad].startswith(f"line {bad} is 34.0 MB, over the 32.0 MB limit, and is not valid JSON (")
+            assert reasons[bad].startswith(f"line {bad} is 34.0 MiB, over the 32.0 MiB limit, and is not valid JSON (")
             assert reasons[bad].endswith("; skipped")
             assert len(reasons) == len(expect["big"]) + 1
         else:

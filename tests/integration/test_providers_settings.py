@@ -174,7 +174,7 @@ def test_titles_name_conversations_from_the_first_request_and_keep_a_log_title(p
     conv.refresh_from_db()
     assert conv.title.startswith("Please migrate the billing module to Stripe v3")
     assert len(conv.title) <= 80 and not conv.title.startswith(("#", '"'))
-    assert done.result["changed"] is True
+    assert done.result["titles"] == [{"conversation_id": conv.pk, "title": conv.title, "changed": True}]
     # A title the log gave (or a person set) is kept.
     Conversation.objects.filter(pk=conv.pk).update(title="Billing migration")
     job2, _ = jobs.create_job(project, "title", {"conversation_id": conv.pk}, enqueue=False)

@@ -1,4 +1,4 @@
-"""Every import ends with a title job per new conversation; titles carry no harness tags."""
+"""Every import ends with one title job for its new conversations; titles carry no harness tags."""
 
 import pytest
 
@@ -34,7 +34,7 @@ def test_an_import_starts_title_jobs_that_name_the_conversation_without_tags(pro
     conv = Conversation.objects.get(parent__isnull=True)
     assert "<" not in conv.title  # ingest's own first-prompt title is clean already
     title_jobs = list(Job.objects.filter(kind="title"))
-    assert [j.params["conversation_id"] for j in title_jobs] == [conv.pk]
+    assert [j.params["conversation_ids"] for j in title_jobs] == [[conv.pk]]
     done = jobs.run(title_jobs[0].pk)  # the builtin provider: no provider is configured
     assert done.status == "succeeded", done.error
     conv.refresh_from_db()
@@ -43,7 +43,7 @@ def test_an_import_starts_title_jobs_that_name_the_conversation_without_tags(pro
     assert "system-reminder" not in conv.title and "/model" not in conv.title
     assert request.split("Please")[1].startswith(conv.title[len("Please"):-1])  # cut after a whole word
 
-    # importing the same file again finds the same title job: one per conversation
+    # importing the same file again finds the same title job: once per set of conversations
     _import(project, path)
     assert Job.objects.filter(kind="title").count() == 1
 

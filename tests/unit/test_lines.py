@@ -121,15 +121,15 @@ def test_over_the_cap_line_is_reported_with_its_size_and_skipped():
     items = list(iter_lines(io.BytesIO(data), max_line_bytes=1000, chunk_size=256))
     assert isinstance(items[1], BadLine)
     assert items[1].line_no == 2 and items[1].size == 5000
-    assert "line 2 is 4.9 KB, over the 1000 bytes limit; skipped" == items[1].reason
+    assert "line 2 is 4.9 KiB, over the 1000 bytes limit; skipped" == items[1].reason
     assert items[2].data == b"after" and items[2].line_no == 3
 
 
 def test_human_size():
     assert human_size(512) == "512 bytes"
-    assert human_size(50 * 1024 * 1024) == "50.0 MB"
-    assert human_size(32 * 1024 * 1024) == "32.0 MB"
-    assert human_size(4 * 1024**3) == "4.0 GB"
+    assert human_size(50 * 1024 * 1024) == "50.0 MiB"
+    assert human_size(32 * 1024 * 1024) == "32.0 MiB"
+    assert human_size(4 * 1024**3) == "4.0 GiB"
 
 
 def test_open_stream_passes_plain_files_through(tmp_path):
@@ -171,7 +171,7 @@ def test_gzip_cap_stops_with_a_file_level_bad_line_after_the_valid_lines():
     items = list(iter_lines(stream, max_line_bytes=8 << 20))
     assert [i.data for i in items[:2]] == [b'{"n":1}', b'{"n":2}']
     assert isinstance(items[-1], BadLine) and items[-1].line_no == 0
-    assert items[-1].reason == "gzip data expands beyond the 1.0 MB cap; import stopped (possible gzip bomb)"
+    assert items[-1].reason == "gzip data expands beyond the 1.0 MiB cap; import stopped (possible gzip bomb)"
     assert len(items) == 3  # the cut line is not handed out as a line
 
 

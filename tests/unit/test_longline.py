@@ -21,7 +21,7 @@ from contextviewer.importers import claude_code
 from contextviewer.importers.lines import Line, LongLine, iter_lines
 from contextviewer.importers.longline import MARKER_PREFIX, OBJECT_MARKER_KEY, Reducer
 
-MARKER = re.compile(r"\[contextviewer: ([0-9.]+ (?:bytes|KB|MB|GB)) of this string not kept; the line was ([0-9.]+ (?:bytes|KB|MB|GB))\]$")
+MARKER = re.compile(r"\[contextviewer: ([0-9.]+ (?:bytes|KiB|MiB|GiB)) of this string not kept; the line was ([0-9.]+ (?:bytes|KiB|MiB|GiB))\]$")
 
 
 def reduce(data: bytes, chunk: int = 7, **kw):
@@ -61,8 +61,8 @@ def test_a_long_text_keeps_its_head_and_ends_with_a_marker_saying_what_was_not_k
     assert m, marker
     # The line's size, and what was not kept of the string (as written in the line: escapes count).
     written = len(json.dumps(text)) - 2
-    assert m.group(2) == f"{len(line) / 1024:.1f} KB"
-    assert m.group(1) == f"{(written - len(json.dumps(head)) + 2) / 1024:.1f} KB"
+    assert m.group(2) == f"{len(line) / 1024:.1f} KiB"
+    assert m.group(1) == f"{(written - len(json.dumps(head)) + 2) / 1024:.1f} KiB"
     assert res.markers == [value["out"]]
 
 
@@ -186,7 +186,7 @@ def test_an_over_cap_line_is_imported_reduced_with_a_notice_and_the_rest_imports
     records = _parse(data)
     (notice,) = of(records, BadLine)
     assert notice.line_no == 2
-    assert notice.reason.startswith(f"line 2 is {len(big) / 1024:.1f} KB, over the 48.8 KB limit: imported reduced (1 string shortened, ")
+    assert notice.reason.startswith(f"line 2 is {len(big) / 1024:.1f} KiB, over the 48.8 KiB limit: imported reduced (1 string shortened, ")
     messages = of(records, MessageRecord)
     assert [m.uuid for m in messages] == ["u1", "big", "u2"]
     (block,) = messages[1].blocks
@@ -211,7 +211,7 @@ def test_an_over_cap_line_that_is_not_json_is_still_a_bad_line():
     records = _parse(data)
     (bad,) = of(records, BadLine)
     assert bad.line_no == 2
-    assert bad.reason.startswith("line 2 is 166.0 KB, over the 48.8 KB limit, and is not valid JSON (")
+    assert bad.reason.startswith("line 2 is 166.0 KiB, over the 48.8 KiB limit, and is not valid JSON (")
     assert bad.reason.endswith("); skipped")
     assert [m.uuid for m in of(records, MessageRecord)] == ["u1", "u2"]
 
