@@ -67,7 +67,7 @@ def test_payload_session_renders_without_dialogs_errors_or_csp_violations(page, 
     # (opened as a click on the disclosure would, without landing on the row's "use summary" box)
     assert page.locator("details.segment.archived").count() >= 2
     page.evaluate("() => document.querySelectorAll('details.segment.archived').forEach(d => { d.open = true; })")
-    page.wait_for_function("() => !document.querySelector('details.segment.archived .segment-turns > a.load-link, details.segment.archived .segment-body > a.load-link')", timeout=120_000)
+    page.wait_for_function("() => !document.querySelector('details.segment.archived .segment-turns > a.load-link, details.segment.archived .segment-body > a.load-link')", timeout=300_000)  # every turn of the payload session loads at once: slow on a loaded machine
     wait_for_htmx(page)
     # the loaded segment: scroll until every turn is in
     while page.locator(".more-turns.later").count():
@@ -76,7 +76,7 @@ def test_payload_session_renders_without_dialogs_errors_or_csp_violations(page, 
     total = page.locator("details.turn").count()
     assert total >= len(chunks)
     page.evaluate("() => document.querySelectorAll('details.turn').forEach(d => { d.open = true; })")
-    page.wait_for_function("() => !document.querySelector('details.turn .turn-body > a.load-link')", timeout=120_000)
+    page.wait_for_function("() => !document.querySelector('details.turn .turn-body > a.load-link')", timeout=300_000)  # every turn of the payload session loads at once: slow on a loaded machine
     wait_for_htmx(page)
     page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
     rest = page.locator("a.load-rest")
