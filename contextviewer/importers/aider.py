@@ -58,7 +58,9 @@ HISTORY_NAME = ".aider.chat.history.md"
 HEADER_PREFIX = "# aider chat started at"
 _HEADER = re.compile(r"^# aider chat started at\s*(.*?)\s*$")
 _USAGE_FIELD = re.compile(r"([0-9][0-9,]*(?:\.[0-9]+)?)\s*([kKmM]?)\s+(sent|cache write|cache hit|cached|received)\b")
-_MODEL = re.compile(r"^(?:Main model|Models|Model):\s*(\S+)")
+# A model line names a model (`gpt-4o`, `anthropic/claude-3-opus-20240229`, `ollama/llama3:70b`):
+# output that merely starts so (`Models: ['claude-3-opus-20240229', ...]`, a printed list) is not one.
+_MODEL = re.compile(r"^(?:Main model|Models|Model):\s*([A-Za-z0-9][\w./:@+-]*)(?:\s|$)")
 _VERSION = re.compile(r"^Aider v(\d\S*)")
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 DEFAULT_PROGRESS_EVERY_BYTES = 8 * 1024 * 1024

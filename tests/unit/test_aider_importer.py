@@ -136,6 +136,16 @@ def test_tokens_lines_are_model_calls_placed_at_the_reply_they_answer():
     assert all(c.api_message_id for c in calls) and len({c.api_message_id for c in calls}) == 3
 
 
+def test_output_that_prints_a_list_of_models_is_not_a_model_line():
+    """aider's own history prints `Models: ['claude-3-opus-20240229', ...]` (a benchmark script's
+    output, line 66,084 of the fixture): the session's model stays the one its header named."""
+    text = HISTORY.replace(
+        "#### hi  ", "#### /run python list_models.py  \n> Models: ['claude-3-opus-20240229', 'gpt-4-0613']  \n\n#### hi  "
+    )
+    calls = [r for r in _parse(text) if isinstance(r, UsageRecord)]
+    assert [c.model for c in calls] == ["claude-3-5-sonnet-20240620", "gpt-4o", "gpt-4o"]
+
+
 def test_a_grown_history_keeps_the_uuids_of_what_was_there():
     cut = HISTORY.index("> Applied edit")
     before = {m.uuid: m.raw for m in _messages(_parse(HISTORY[:cut]))}
