@@ -98,7 +98,28 @@ class PrefixedStream(io.RawIOBase):
             super().close()
 
 
-class GzipStream(io.RawIOBase):
+class _Wrapped(io.RawIOBase):
+    """A readable stream over another one (`_raw`), whose `read` subclasses write: readinto from
+    read, and closing it closes the stream it wraps."""
+
+    _raw: IO[bytes]
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # pragma: no cover
+        data = self.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        try:
+            self._raw.close()
+        finally:
+            super().close()
+
+
+class GzipStream(_Wrapped):
     """Streams gzip data through ``zlib.decompressobj`` with a cap on the decompressed total.
 
     Handles concatenated gzip members. Past the cap, ``read`` raises ``StreamError``; the bytes
@@ -115,9 +136,6 @@ class GzipStream(io.RawIOBase):
         self._eof = False
         self._member_started = False
         self._error: StreamError | None = None
-
-    def readable(self) -> bool:
-        return True
 
     @property
     def decompressed_bytes(self) -> int:
@@ -183,16 +201,6 @@ class GzipStream(io.RawIOBase):
             raise self._error
         return b"".join(pieces)
 
-    def readinto(self, b) -> int:  # pragma: no cover
-        data = self.read(len(b))
-        b[: len(data)] = data
-        return len(data)
-
-    def close(self) -> None:
-        try:
-            self._raw.close()
-        finally:
-            super().close()
 
 
 # Byte order marks, longest first (UTF-32 LE's starts with UTF-16 LE's).
@@ -226,7 +234,7 @@ def text_encoding(head: bytes) -> tuple[str, int] | None:
     return None
 
 
-class Utf8Stream(io.RawIOBase):
+class Utf8Stream(_Wrapped):
     """UTF-16 or UTF-32 text read as UTF-8 bytes (what every importer reads), decoded as it is read.
 
     Offsets past it are offsets in the UTF-8 bytes, so the stream is not seekable; a grown file of
@@ -239,9 +247,6 @@ class Utf8Stream(io.RawIOBase):
         self._chunk = chunk
         self._buffer = b""
         self._eof = False
-
-    def readable(self) -> bool:
-        return True
 
     def read(self, size: int = -1) -> bytes:
         if size is None or size < 0:
@@ -256,16 +261,6 @@ class Utf8Stream(io.RawIOBase):
         out, self._buffer = self._buffer[:size], self._buffer[size:]
         return out
 
-    def readinto(self, b) -> int:  # pragma: no cover
-        data = self.read(len(b))
-        b[: len(data)] = data
-        return len(data)
-
-    def close(self) -> None:
-        try:
-            self._raw.close()
-        finally:
-            super().close()
 
 
 def as_utf8(stream: IO[bytes]) -> tuple[IO[bytes], str | None]:
