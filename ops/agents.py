@@ -197,45 +197,65 @@ def _base_env(home: Path) -> dict:
             "NO_COLOR": "1", "CI": "1"}
 
 
+def _claude_env(home: Path, port: int) -> dict:
+    return {**_base_env(home), "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}", "ANTHROPIC_API_KEY": "x",
+            "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            # Attachments (skill listing, nested memory, ...) are computed under a 1 s deadline, so on a
+            # busy machine some miss it and the count after the last usage varies run to run: off.
+            "CLAUDE_CODE_DISABLE_ATTACHMENTS": "1"}
+
+
+@dataclass
+class _ClaudeRun:
+    requests: list
+    rc: int
+    out: str
+    err: str
+    new_lines: list[dict]
+
+
+def _resume_claude(home: Path, records: list[dict], session_id: str, model: str, timeout: float,
+                   extra_env: dict | None = None) -> _ClaudeRun:
+    """Write ``records`` (``cwd`` set to a project folder in ``home``) where Claude Code keeps the
+    session, then run `claude --resume <session_id> -p PROMPT` there against a fake Anthropic server."""
+    (home / "tmp").mkdir()
+    cwd = home / "project"
+    cwd.mkdir()
+    (home / ".claude.json").write_text(json.dumps({"hasCompletedOnboarding": True, "numStartups": 1}))
+    # Claude Code names a project folder after its cwd with every character other than [a-zA-Z0-9] as "-".
+    project_dir = home / ".claude" / "projects" / re.sub(r"[^a-zA-Z0-9]", "-", str(cwd))
+    project_dir.mkdir(parents=True)
+    records = copy.deepcopy(records)
+    for r in records:
+        if "cwd" in r:
+            r["cwd"] = str(cwd)
+    session_file = project_dir / f"{session_id}.jsonl"
+    session_file.write_text("".join(json.dumps(r) + "\n" for r in records))
+    with AnthropicServer() as server:
+        env = {**_claude_env(home, server.port), **(extra_env or {})}
+        cmd = [str(claude_bin()), "--resume", session_id, "-p", PROMPT]
+        if model:
+            cmd += ["--model", model]
+        rc, out, err = _run(cmd, cwd, env, timeout)
+        requests = list(server.requests)
+    lines = read_jsonl(session_file) if session_file.exists() else []
+    return _ClaudeRun(requests, rc, out, err, lines[len(records):])
+
+
 def run_claude(prefix: ClaudePrefix, usage_total: int, timeout: float = TIMEOUT, keep_home: bool = False) -> Outcome:
     """Resume `prefix` (last usage = usage_total) in a temp HOME with `claude --resume <id> -p PROMPT`
     against a fake Anthropic server; compacted = a summarization request came before the real one."""
     home = Path(tempfile.mkdtemp(prefix="cv-claude-home-"))
     try:
-        (home / "tmp").mkdir()
-        cwd = home / "project"
-        cwd.mkdir()
-        (home / ".claude.json").write_text(json.dumps({"hasCompletedOnboarding": True, "numStartups": 1}))
-        # Claude Code names a project folder after its cwd with every character other than [a-zA-Z0-9] as "-".
-        project_dir = home / ".claude" / "projects" / re.sub(r"[^a-zA-Z0-9]", "-", str(cwd))
-        project_dir.mkdir(parents=True)
-        records = prefix.with_usage(usage_total)
-        for r in records:
-            if "cwd" in r:
-                r["cwd"] = str(cwd)
-        session_file = project_dir / f"{prefix.session_id}.jsonl"
-        session_file.write_text("".join(json.dumps(r) + "\n" for r in records))
-        with AnthropicServer() as server:
-            env = {**_base_env(home), "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{server.port}", "ANTHROPIC_API_KEY": "x",
-                   "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
-                   "DISABLE_ERROR_REPORTING": "1",
-                   # Attachments (skill listing, nested memory, ...) are computed under a 1 s deadline, so on a
-                   # busy machine some miss it and the count after the last usage varies run to run: off.
-                   "CLAUDE_CODE_DISABLE_ATTACHMENTS": "1"}
-            cmd = [str(claude_bin()), "--resume", prefix.session_id, "-p", PROMPT]
-            if prefix.model:
-                cmd += ["--model", prefix.model]
-            rc, out, err = _run(cmd, cwd, env, timeout)
-            requests = list(server.requests)
-        lines = read_jsonl(session_file) if session_file.exists() else []
-        new_lines = lines[len(records):]
-        summarized = [r for r in requests if r.method == "POST" and anthropic_is_compaction(r.body)]
-        boundary = any(r.get("type") == "system" and r.get("subtype") == "compact_boundary" for r in new_lines)
+        run = _resume_claude(home, prefix.with_usage(usage_total), prefix.session_id, prefix.model, timeout)
+        summarized = [r for r in run.requests if r.method == "POST" and anthropic_is_compaction(r.body)]
+        boundary = any(r.get("type") == "system" and r.get("subtype") == "compact_boundary" for r in run.new_lines)
         detail = f"summarization requests: {len(summarized)}, compact_boundary written: {boundary}"
         if keep_home:
             detail += f", home: {home}"
         return Outcome(CLAUDE_CODE, installed_version("@anthropic-ai/claude-code") or "?", bool(summarized) and boundary,
-                       requests, rc, out, err, new_lines, detail)
+                       run.requests, run.rc, run.out, run.err, run.new_lines, detail)
     finally:
         if not keep_home:
             shutil.rmtree(home, ignore_errors=True)
@@ -485,33 +505,11 @@ def resume_claude_file(records: list[dict], session_id: str, *, model: str = "",
     unless asked (DISABLE_AUTO_COMPACT): the request is then what the client loads from the file."""
     home = Path(tempfile.mkdtemp(prefix="cv-claude-home-"))
     try:
-        (home / "tmp").mkdir()
-        cwd = home / "project"
-        cwd.mkdir()
-        (home / ".claude.json").write_text(json.dumps({"hasCompletedOnboarding": True, "numStartups": 1}))
-        project_dir = home / ".claude" / "projects" / re.sub(r"[^a-zA-Z0-9]", "-", str(cwd))
-        project_dir.mkdir(parents=True)
-        records = copy.deepcopy(records)
-        for r in records:
-            if "cwd" in r:
-                r["cwd"] = str(cwd)
-        session_file = project_dir / f"{session_id}.jsonl"
-        session_file.write_text("".join(json.dumps(r) + "\n" for r in records))
-        with AnthropicServer() as server:
-            env = {**_base_env(home), "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{server.port}", "ANTHROPIC_API_KEY": "x",
-                   "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
-                   "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_DISABLE_ATTACHMENTS": "1"}
-            if not auto_compact:
-                env["DISABLE_AUTO_COMPACT"] = "1"
-            cmd = [str(claude_bin()), "--resume", session_id, "-p", PROMPT]
-            if model:
-                cmd += ["--model", model]
-            rc, out, err = _run(cmd, cwd, env, timeout)
-            requests = list(server.requests)
-        lines = read_jsonl(session_file) if session_file.exists() else []
-        summarized = [r for r in requests if r.method == "POST" and anthropic_is_compaction(r.body)]
+        run = _resume_claude(home, records, session_id, model, timeout,
+                             None if auto_compact else {"DISABLE_AUTO_COMPACT": "1"})
+        summarized = [r for r in run.requests if r.method == "POST" and anthropic_is_compaction(r.body)]
         return Outcome(CLAUDE_CODE, installed_version("@anthropic-ai/claude-code") or "?", bool(summarized),
-                       requests, rc, out, err, lines[len(records):], f"summarization requests: {len(summarized)}")
+                       run.requests, run.rc, run.out, run.err, run.new_lines, f"summarization requests: {len(summarized)}")
     finally:
         shutil.rmtree(home, ignore_errors=True)
 
