@@ -51,11 +51,15 @@ from contextviewer.core.records import (
 )
 from contextviewer.importers.common import BOM, parse_timestamp
 from contextviewer.importers.driver import open_head, unexpected
-from contextviewer.importers.formats import DOCUMENT, Format, ParseInput
+from contextviewer.importers.formats import ParseInput
 from contextviewer.importers.lines import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_LINE_BYTES, iter_lines
+from contextviewer.importers.sniffers.aider import (  # noqa: F401 - the light part, re-exported
+    ENTRY,
+    HEADER_PREFIX,
+    HISTORY_NAME,
+    sniff,
+)
 
-HISTORY_NAME = ".aider.chat.history.md"
-HEADER_PREFIX = "# aider chat started at"
 _HEADER = re.compile(r"^# aider chat started at\s*(.*?)\s*$")
 _USAGE_FIELD = re.compile(r"([0-9][0-9,]*(?:\.[0-9]+)?)\s*([kKmM]?)\s+(sent|cache write|cache hit|cached|received)\b")
 # A model line names a model (`gpt-4o`, `anthropic/claude-3-opus-20240229`, `ollama/llama3:70b`):
@@ -418,31 +422,6 @@ def _base_name(path: Path) -> str:
 # -- the format ---------------------------------------------------------------------------------
 
 
-def sniff(path: Path, head: bytes) -> float:
-    """aider: the history's own name, or Markdown whose first line (an Emacs mode line aside) is
-    a session header; a Markdown file holding such a header and user lines scores a little less."""
-    if path.is_dir():
-        return 0.0
-    if path.name in (HISTORY_NAME, HISTORY_NAME + ".gz"):
-        return 0.95
-    if not head or b"\x00" in head[:8192]:
-        return 0.0
-    text = head.removeprefix(BOM).decode("utf-8", "replace")
-    lines = [line for line in text.split("\n")[:4000] if line.strip()]
-    if not lines:
-        return 0.0
-    first = lines[0]
-    if first.startswith("-*-") and len(lines) > 1:
-        first = lines[1]
-    if first.startswith(HEADER_PREFIX):
-        return 0.9
-    markdown = path.suffix.lower() in (".md", ".markdown") or path.name.endswith((".md.gz", ".markdown.gz"))
-    if markdown and any(line.startswith(HEADER_PREFIX) for line in lines):
-        if any(line.startswith("#### ") for line in lines) or any(line.startswith("> ") for line in lines):
-            return 0.85
-    return 0.0
-
-
 def _parse(source: ParseInput) -> Iterator[Record]:
     return parse(
         source.stream,
@@ -454,14 +433,7 @@ def _parse(source: ParseInput) -> Iterator[Record]:
 
 # The harness's rules (core/harness.py): the default, no automatic fold of the window is recorded
 # (aider's chat summary is not logged).
-FORMAT = Format(
-    name="aider",
-    label="aider",
-    storage=DOCUMENT,
-    sniff=sniff,
+FORMAT = ENTRY.format(
     parse=_parse,
     multi_session=True,
-    extensions=(".md", ".markdown", ".md.gz"),
-    where="<repository>/.aider.chat.history.md (one file per repository, a session per '# aider chat started at' header)",
-    locations=(),
 )

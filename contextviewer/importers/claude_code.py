@@ -45,7 +45,6 @@ import json
 import re
 from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 from typing import IO, Any
 
 from contextviewer.core import export_claude
@@ -64,9 +63,6 @@ from contextviewer.importers.common import (
     collect_images,
     compact_json as _compact,
     content_blocks,
-    first_items,
-    head_text,
-    json_lines,
     left_out_data,
     int_or_none as _int_or_none,
     parse_timestamp,
@@ -80,35 +76,20 @@ from contextviewer.importers.common import (
 )
 from contextviewer.importers import claude_code_layout
 from contextviewer.importers.driver import JsonParser
-from contextviewer.importers.formats import LINES, Format, ParseInput
+from contextviewer.importers.formats import ParseInput
 from contextviewer.importers.lines import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_MAX_DECOMPRESSED_BYTES,
     DEFAULT_MAX_LINE_BYTES,
 )
-
-# Bookkeeping record types of formats.md §1.1 (rows "summary", "file-history-snapshot",
-# "queue-operation", "progress" and the 2.1.x "metadata/title records" row). Not messages, but for
-# a queue-operation enqueue (``_Parser._queued``).
-KNOWN_METADATA_TYPES = frozenset(
-    {
-        "summary",
-        "file-history-snapshot",
-        "queue-operation",
-        "progress",
-        "pr-link",
-        "agent-name",
-        "custom-title",
-        "last-prompt",
-        "ai-title",
-        "permission-mode",
-        "agent-setting",
-        "bridge-session",
-        "worktree-state",
-        "attachment",
-    }
+from contextviewer.importers.sniffers.claude_code import (  # noqa: F401 - the light part, re-exported
+    ENTRY,
+    KNOWN_METADATA_TYPES,
+    MESSAGE_TYPES,
+    _SNIFF_KEYS,
+    sniff,
 )
-MESSAGE_TYPES = frozenset({"user", "assistant", "system"})
+
 FOLD_SUBTYPES = {"compact_boundary": "compact", "microcompact_boundary": "microcompact"}
 TASK_TOOL_NAMES = frozenset({"Task", "Agent"})
 SYNTHETIC_MODEL = "<synthetic>"
@@ -617,37 +598,6 @@ class _Parser(JsonParser, TimeSpan):
 
 # -- the format ---------------------------------------------------------------------------------
 
-_SNIFF_KEYS = ("uuid", "parentUuid", "sessionId", "leafUuid", "isSidechain")
-
-
-def sniff(path: Path, head: bytes) -> float:
-    """Claude Code: JSON lines (or an array) of records whose ``type`` is one of its own and that
-    carry its envelope keys (uuid, parentUuid, sessionId, leafUuid)."""
-    if path.is_dir() or not head:
-        return 0.0
-    if path.name in claude_code_layout.IGNORED_NAMES:
-        return 0.0
-    text = head_text(head)
-    objects: list = []
-    if text.startswith("["):
-        try:
-            value = json.loads(text)
-        except ValueError:
-            value = first_items(text, limit=50)
-        objects = [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
-    else:
-        objects = [obj for _n, obj in json_lines(text)]
-    hits = 0
-    for obj in objects[:200]:
-        kind = obj.get("type")
-        if isinstance(kind, str) and (kind in MESSAGE_TYPES or kind in KNOWN_METADATA_TYPES):
-            if any(key in obj for key in _SNIFF_KEYS):
-                hits += 1
-    if not hits:
-        return 0.0
-    named = claude_code_layout.is_session_file(path)
-    return 0.9 if named else 0.7
-
 
 def _parse(source: ParseInput) -> Iterator[Record]:
     return parse(
@@ -822,17 +772,10 @@ HARNESS = Harness(
     usual_for=("anthropic",),
 )
 
-FORMAT = Format(
-    name="claude-code",
-    label="Claude Code",
-    storage=LINES,
-    sniff=sniff,
+FORMAT = ENTRY.format(
     parse=_parse,
     group=claude_code_layout.group,
     companions=claude_code_layout.companions,
-    extensions=(".jsonl", ".jsonl.gz", ".json"),
-    where="~/.claude/projects/<project>/<session>.jsonl, sub-agents in <session>/subagents/agent-*.jsonl",
-    locations=("~/.claude/projects",),
     images=images,
     enrich=enrich,
     fill_extras=fill_extras,

@@ -52,31 +52,18 @@ from contextviewer.importers.common import (
     timestamp,
 )
 from contextviewer.importers.driver import guarded
-from contextviewer.importers.formats import FOLDER, Format, ParseInput, SessionFiles
+from contextviewer.importers.formats import ParseInput, SessionFiles
 from contextviewer.importers.jsondoc import Document, read_json_file
-
-NAME = "cline"
-HISTORY = "api_conversation_history.json"
-UI = "ui_messages.json"
-METADATA = "task_metadata.json"
-TASK_FILES = (HISTORY, UI, METADATA)
-
-
-def _is_task_folder(folder: Path) -> bool:
-    try:
-        return (folder / HISTORY).is_file() and (folder / UI).is_file()
-    except OSError:
-        return False
-
-
-def sniff(path: Path, head: bytes) -> float:
-    """A task folder (``api_conversation_history.json`` beside ``ui_messages.json``), or one of its
-    files: the folder is read (this wins over the plain message array the history also is)."""
-    if path.is_dir():
-        return 0.9 if _is_task_folder(path) else 0.0
-    if path.name in TASK_FILES and _is_task_folder(path.parent):
-        return 0.9
-    return 0.0
+from contextviewer.importers.sniffers.cline import (  # noqa: F401 - the light part, re-exported
+    ENTRY,
+    HISTORY,
+    METADATA,
+    NAME,
+    TASK_FILES,
+    UI,
+    _is_task_folder,
+    sniff,
+)
 
 
 def group(paths: list[Path]) -> list[SessionFiles]:
@@ -382,15 +369,8 @@ def parse(source: ParseInput) -> Iterator[Record]:
     yield from guarded(parse_folder(Path(source.path)))
 
 
-FORMAT = Format(
-    name=NAME,
-    label="Cline / Roo Code",
-    storage=FOLDER,
-    sniff=sniff,
+FORMAT = ENTRY.format(
     parse=parse,
     group=group,
     rewrites=True,  # the history file is rewritten (a condense replaces messages; a request's figures come later)
-    extensions=(".json",),
-    where="VS Code globalStorage: saoudrizwan.claude-dev/tasks/<id>/ (Cline), rooveterinaryinc.roo-cline/tasks/<id>/ (Roo Code)",
-    locations=(),
 )

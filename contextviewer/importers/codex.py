@@ -86,9 +86,7 @@ from contextviewer.importers.common import (
     compact_json as _compact,
     content_blocks as _content_blocks,
     data_url,
-    head_text,
     image_block,
-    json_lines,
     parse_timestamp,
     pos_int as _int,
     TimeSpan,
@@ -99,17 +97,19 @@ from contextviewer.importers.common import (
     text_of as _joined,
 )
 from contextviewer.importers.driver import JsonParser
-from contextviewer.importers.formats import LINES, Format, ParseInput, SessionFiles
+from contextviewer.importers.formats import ParseInput, SessionFiles
 from contextviewer.importers.lines import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_MAX_DECOMPRESSED_BYTES,
     DEFAULT_MAX_LINE_BYTES,
 )
-
-ENVELOPE_TYPES = frozenset(
-    {"session_meta", "turn_context", "response_item", "event_msg", "compacted", "world_state",
-     "inter_agent_communication_metadata"}
+from contextviewer.importers.sniffers.codex import (  # noqa: F401 - the light part, re-exported
+    ENTRY,
+    ENVELOPE_TYPES,
+    ROLLOUT_NAME,
+    sniff,
 )
+
 # event_msg types that repeat a response item or only mark progress: no message.
 SKIPPED_EVENTS = frozenset(
     {"user_message", "agent_message", "agent_reasoning", "agent_reasoning_raw_content",
@@ -143,9 +143,6 @@ META_PREFIXES = (
 CALL_NAMES = {"local_shell_call": "local_shell", "web_search_call": "web_search",
               "tool_search_call": "tool_search", "image_generation_call": "image_generation"}
 IDE_REQUEST = "## My request for Codex:"
-ROLLOUT_NAME = re.compile(
-    r"^rollout-.*?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl(\.gz)?$"
-)
 RENDER_CAP = 200_000  # characters of a replacement_history rendering
 EXEC_ENDS_KEPT = 64  # exec_command_end results waiting for their call's output
 EXEC_STREAM_CAP = 20_000  # characters of a command's stdout / stderr kept on its result block
@@ -878,32 +875,6 @@ def render_history(history: list) -> str:
 # -- the format ---------------------------------------------------------------------------------
 
 
-def sniff(path: Path, head: bytes) -> float:
-    """Codex: JSON lines in its envelope ({"timestamp", "type": session_meta | response_item |
-    event_msg | ..., "payload": {...}}); a pre-envelope rollout named rollout-*.jsonl whose first
-    line is the bare meta object."""
-    if path.is_dir() or not head:
-        return 0.0
-    text = head_text(head)
-    if not text.startswith("{"):
-        return 0.0
-    hits = 0
-    meta = False
-    bare_meta = False
-    for n, obj in json_lines(text):
-        kind = obj.get("type")
-        if isinstance(kind, str) and kind in ENVELOPE_TYPES and isinstance(obj.get("payload"), dict):
-            hits += 1
-            meta = meta or kind == "session_meta"
-        elif n == 0 and kind is None and "id" in obj and "instructions" in obj and "timestamp" in obj:
-            bare_meta = True
-    if hits:
-        return 0.95 if meta or ROLLOUT_NAME.match(path.name) else 0.85
-    if bare_meta and ROLLOUT_NAME.match(path.name):
-        return 0.8
-    return 0.0
-
-
 def group(paths: list[Path]) -> list[SessionFiles]:
     """Each rollout is one session (sessions/YYYY/MM/DD/ and archived_sessions/ alike)."""
     return [SessionFiles(format="codex", main=p) for p in sorted(paths)]
@@ -960,16 +931,9 @@ HARNESS = Harness(
     usual_for=("openai",),
 )
 
-FORMAT = Format(
-    name="codex",
-    label="Codex CLI",
-    storage=LINES,
-    sniff=sniff,
+FORMAT = ENTRY.format(
     parse=_parse,
     group=group,
-    extensions=(".jsonl", ".jsonl.gz"),
-    where="~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl (archived: ~/.codex/archived_sessions/)",
-    locations=("~/.codex/sessions", "~/.codex/archived_sessions"),
     images=images,
     enrich=enrich,
     harness=HARNESS,

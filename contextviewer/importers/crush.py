@@ -7,25 +7,21 @@ from collections.abc import Iterator
 
 from contextviewer.core.records import Record
 from contextviewer.importers import charm_db
-from contextviewer.importers.formats import DATABASE, Format, ParseInput
-
-NAME = charm_db.CRUSH
+from contextviewer.importers.formats import ParseInput
+from contextviewer.importers.sniffers.crush import (  # noqa: F401 - the light part, re-exported
+    ENTRY,
+    NAME,
+)
 
 
 def parse(source: ParseInput) -> Iterator[Record]:
     return charm_db.parse(source.path, NAME)
 
 
-FORMAT = Format(
-    name=NAME,
-    label="Crush",
-    storage=DATABASE,
-    sniff=charm_db.sniffer(NAME),
+FORMAT = ENTRY.format(
     parse=parse,
     group=charm_db.grouper(NAME),
     multi_session=True,
     rewrites=True,  # a message row's parts grow as the model streams, then its finish part comes
-    extensions=(".db", ".db-wal", ".db-shm"),
-    where="<project>/.crush/crush.db (+ its -wal: one conversation per session; agent sessions are sub-agents; the summary message folds)",
     images=charm_db.images,
 )

@@ -45,7 +45,6 @@ import re
 import sqlite3
 from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from contextviewer.core.harness import Harness
@@ -73,44 +72,19 @@ from contextviewer.importers.common import (
     timestamp,
     tool_call,
 )
-from contextviewer.importers.formats import DATABASE, Format, ParseInput
-from contextviewer.importers.sqlite_db import SQLITE_MAGIC, columns as _columns, connect_read_only, tables as _tables
+from contextviewer.importers.formats import ParseInput
+from contextviewer.importers.sqlite_db import columns as _columns, tables as _tables
+from contextviewer.importers.sniffers.efferent import (  # noqa: F401 - the light part, re-exported
+    ENTRY,
+    REQUIRED_TABLES,
+    _connect,
+    sniff,
+)
 
-REQUIRED_TABLES = frozenset({"conversations", "messages", "checkpoints"})
 USAGE_KEYS = ("engine", "efferent")
 RUN_AGENT = "run_agent"
 # "[…compaction: ~N tokens of this <tool> output omitted. … To retrieve it, …]"
 CLIP_MARKER = re.compile(r"\[(?:…|\.\.\.)compaction: ~\s*([\d,]+) tokens of this (.{0,80}?) output omitted")
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    """The database, read-only (never created, never written; see ``sqlite_db``): with a ``-wal``
-    file present, efferent may be writing, and the WAL is read too."""
-    return connect_read_only(path, row_factory=sqlite3.Row)
-
-
-def sniff(path: Path, head: bytes) -> float:
-    """An SQLite database with efferent's tables (conversations, messages with a position,
-    checkpoints)."""
-    if not head.startswith(SQLITE_MAGIC) or not path.is_file():
-        return 0.0
-    try:
-        conn = _connect(path)
-        try:
-            tables = _tables(conn)
-            if not REQUIRED_TABLES <= tables:
-                return 0.0
-            columns = _columns(conn, "messages")
-            checkpoint_columns = _columns(conn, "checkpoints")
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return 0.0
-    if not {"conversation_id", "position", "content"} <= columns:
-        return 0.0
-    if not {"conversation_id", "message_position", "summary"} <= checkpoint_columns:
-        return 0.0
-    return 0.9
 
 
 # -- reading values -----------------------------------------------------------------------------
@@ -227,7 +201,6 @@ class _Session(TimeSpan):
         self.folds: list[FoldRecord] = []
         self.links: dict[str, AgentLink] = {}
         self.calls: list[tuple[int, int]] = []  # (position, context of the call) of the main conversation
-
 
 
 class _Reader:
@@ -677,16 +650,9 @@ def fill_extras(raw: str, blocks: list) -> list | None:
 # 85 % of the window; round(chars/4).
 HARNESS = Harness(fold_label="efferent handoff 85 %", fold_fraction=0.85, own_policy="efferent")
 
-FORMAT = Format(
-    name="efferent",
-    label="efferent",
-    storage=DATABASE,
-    sniff=sniff,
+FORMAT = ENTRY.format(
     parse=parse,
     multi_session=True,
-    extensions=(".db", ".db-wal", ".db-shm"),
-    where="<workspace>/.efferent/smith.db (also math.db, canvas.db); older versions ~/.efferent/efferent.db",
-    locations=("~/.efferent",),
     fill_extras=fill_extras,
     harness=HARNESS,
 )

@@ -1,7 +1,11 @@
 """The registry of formats: which agent wrote a file, where its sessions are, how to read them.
 
-Pure (no Django). A format is one module in ``importers/`` that defines ``FORMAT = Format(...)``,
-plus one line in ``REGISTRY`` below; nothing outside ``importers/`` names a format. A format says:
+Pure (no Django). A format is one module in ``importers/`` that defines ``FORMAT = Format(...)``, a light module in
+``importers/sniffers/`` that defines its ``ENTRY = Entry(...)`` (name, label, storage, where, file
+endings, locations and ``sniff``: what discovery and the upload page need, without the parser), and
+one line in ``REGISTRY`` below; nothing outside ``importers/`` names a format. Sniffing a path
+imports the light modules only; a format's own module is imported when it claims a path or is
+asked for by name (``get``, ``harness``), and ``registry()`` imports them all. A format says:
 
 - ``sniff(path, head)``: how sure it is (0 to 1) that a file or folder is its own, from the name,
   the folder layout and ``head`` (the first ``SNIFF_BYTES`` of a file, decompressed; ``b""`` for a
@@ -167,77 +171,136 @@ class Format:
         return (self.group or _each_alone(self.name))(paths)
 
 
-# The registry: one line per format, the module whose FORMAT it is. Order breaks ties between
-# equal claims.
-FORMAT_MODULES = [
-    "contextviewer.importers.claude_code",
-    "contextviewer.importers.picoclaw",
-    "contextviewer.importers.opencode",
-    "contextviewer.importers.crush",
-    "contextviewer.importers.opencode_go",
-    "contextviewer.importers.messages",
-    "contextviewer.importers.openhands",
-    "contextviewer.importers.swe_agent",
-    "contextviewer.importers.mini_swe_agent",
-    "contextviewer.importers.cline",
-    "contextviewer.importers.langgraph",
-    "contextviewer.importers.gemini",
-    "contextviewer.importers.efferent",
-    "contextviewer.importers.aider",
-    "contextviewer.importers.codex",
+@dataclass(frozen=True)
+class Entry:
+    """What the registry knows of a format without importing its parser: its name, label, storage,
+    where its logs are, the file endings it reads, and its ``sniff``. A format's entry is the
+    ``ENTRY`` of its light module in ``importers/sniffers/`` (the sniff and the few constants it
+    needs, nothing heavy); its full ``Format`` (parse, group, harness, export...) is the ``FORMAT``
+    of ``module``, imported the first time the format claims a path or is asked for by name, and
+    built from the entry (``entry.format(parse=..., ...)``) so the two always agree."""
+
+    module: str  # the module whose FORMAT it is: "contextviewer.importers.claude_code"
+    name: str
+    label: str
+    storage: str
+    sniff: Callable[[Path, bytes], float]
+    where: str = ""
+    extensions: tuple[str, ...] = ()
+    locations: tuple[str, ...] = ()
+
+    def format(self, **parts: Any) -> Format:
+        """The full Format: this entry's fields and ``parts`` (parse, group, harness, ...)."""
+        return Format(name=self.name, label=self.label, storage=self.storage, sniff=self.sniff, where=self.where,
+                      extensions=self.extensions, locations=self.locations, **parts)
+
+    def load(self) -> Format:
+        return _load(self)
+
+
+# The registry: one line per format, its light module (importers/sniffers/, whose ENTRY names the
+# format's own module). Order breaks ties between equal claims. Sniffing imports only these; a
+# format's module is imported when it claims a path (or is asked for by name).
+REGISTRY = [
+    "contextviewer.importers.sniffers.claude_code",
+    "contextviewer.importers.sniffers.picoclaw",
+    "contextviewer.importers.sniffers.opencode",
+    "contextviewer.importers.sniffers.crush",
+    "contextviewer.importers.sniffers.opencode_go",
+    "contextviewer.importers.sniffers.messages",
+    "contextviewer.importers.sniffers.openhands",
+    "contextviewer.importers.sniffers.swe_agent",
+    "contextviewer.importers.sniffers.mini_swe_agent",
+    "contextviewer.importers.sniffers.cline",
+    "contextviewer.importers.sniffers.langgraph",
+    "contextviewer.importers.sniffers.gemini",
+    "contextviewer.importers.sniffers.efferent",
+    "contextviewer.importers.sniffers.aider",
+    "contextviewer.importers.sniffers.codex",
 ]
+
+_ENTRIES: list[Entry] | None = None
+_LOADED: dict[str, Format] = {}  # entry.module -> its FORMAT, as formats are asked for
+_REGISTRY: list[Format] | None = None  # every format loaded (registry()); tests may set it
+
+
+def entries() -> list[Entry]:
+    """Every format's light entry, in registry order (no format module imported)."""
+    global _ENTRIES
+    if _ENTRIES is None:
+        _ENTRIES = [importlib.import_module(name).ENTRY for name in REGISTRY]
+    return _ENTRIES
+
+
+def _load(entry: Entry) -> Format:
+    fmt = _LOADED.get(entry.module)
+    if fmt is None:
+        fmt = _LOADED[entry.module] = importlib.import_module(entry.module).FORMAT
+    return fmt
 
 
 def _load_registry() -> list[Format]:
-    return [importlib.import_module(name).FORMAT for name in FORMAT_MODULES]
-
-
-_REGISTRY: list[Format] | None = None
+    return [_load(entry) for entry in entries()]
 
 
 def registry() -> list[Format]:
+    """Every format, loaded (each format's module imported)."""
     global _REGISTRY
     if _REGISTRY is None:
         _REGISTRY = _load_registry()
     return _REGISTRY
 
 
+def _candidates() -> list[Entry] | list[Format]:
+    """What sniffing and naming look through: the formats themselves once all are loaded (or a
+    test set its own), else the light entries."""
+    return _REGISTRY if _REGISTRY is not None else entries()
+
+
+def _full(found: Entry | Format) -> Format:
+    return found.load() if isinstance(found, Entry) else found
+
+
 def get(name: str | None) -> Format | None:
-    return next((f for f in registry() if f.name == name), None)
+    found = next((f for f in _candidates() if f.name == name), None)
+    return _full(found) if found is not None else None
 
 
 def label(name: str | None) -> str:
-    fmt = get(name)
-    return fmt.label if fmt else (name or "unknown")
+    found = next((f for f in _candidates() if f.name == name), None)
+    return found.label if found else (name or "unknown")
 
 
 def labels() -> str:
-    return ", ".join(f.label for f in registry())
+    return ", ".join(f.label for f in _candidates())
 
 
 def upload_extensions() -> list[str]:
     """Every file ending some format reads, and ``.zip`` (an upload unpacks a zip of a folder)."""
-    found = {ext.lower() for fmt in registry() for ext in fmt.extensions}
+    found = {ext.lower() for fmt in _candidates() for ext in fmt.extensions}
     return sorted(found | {".zip"})
 
 
 def default_name() -> str:
     """The format a row names when nothing else says (the first registered: the reference format)."""
-    return registry()[0].name
+    return _candidates()[0].name
 
 
 # -- harness rules ------------------------------------------------------------------------------
 
-_HARNESSES: tuple[list[Format], dict[str, Harness]] | None = None
+_RULES: dict[int, tuple[Format, Harness]] = {}  # id(format) -> (format, its rules with name and label)
+
+
+def _rules(fmt: Format) -> Harness:
+    found = _RULES.get(id(fmt))
+    if found is None or found[0] is not fmt:
+        found = _RULES[id(fmt)] = (fmt, replace(fmt.harness, agent=fmt.name, label=fmt.harness.label or fmt.label))
+    return found[1]
 
 
 def harnesses() -> dict[str, Harness]:
     """Every format's harness rules by format name, with the format's name and label filled in."""
-    global _HARNESSES
-    formats = registry()
-    if _HARNESSES is None or _HARNESSES[0] is not formats:
-        _HARNESSES = formats, {f.name: replace(f.harness, agent=f.name, label=f.harness.label or f.label) for f in formats}
-    return _HARNESSES[1]
+    return {f.name: _rules(f) for f in registry()}
 
 
 def harness(name: str | None, spec: ModelSpec | None = None) -> Harness:
@@ -247,7 +310,8 @@ def harness(name: str | None, spec: ModelSpec | None = None) -> Harness:
     if name is None:
         provider = spec.provider if spec is not None else ""
         return next((h for h in harnesses().values() if provider in h.usual_for), DEFAULT_RULES)
-    return harnesses().get(name, DEFAULT_RULES)
+    fmt = get(name)
+    return _rules(fmt) if fmt is not None else DEFAULT_RULES
 
 
 # -- sniffing -----------------------------------------------------------------------------------
@@ -283,14 +347,13 @@ def head_of(path: Path, size: int = SNIFF_BYTES) -> bytes:
     return utf8_head(head)
 
 
-def scores(path: Path, head: bytes | None = None) -> list[tuple[float, Format]]:
-    """Every format's claim on ``path``, strongest first (claims of 0 left out)."""
+def _scored(path: Path, head: bytes | None) -> list[tuple[float, Entry | Format]]:
     if head is None:
         head = head_of(path)
     if head.startswith(ZIP_MAGIC):
         return []
     out = []
-    for fmt in registry():
+    for fmt in _candidates():
         try:
             score = float(fmt.sniff(path, head) or 0.0)
         except Exception:  # a sniffer must never stop discovery
@@ -301,9 +364,15 @@ def scores(path: Path, head: bytes | None = None) -> list[tuple[float, Format]]:
     return out
 
 
+def scores(path: Path, head: bytes | None = None) -> list[tuple[float, Format]]:
+    """Every format's claim on ``path``, strongest first (claims of 0 left out)."""
+    return [(score, _full(fmt)) for score, fmt in _scored(path, head)]
+
+
 def claim(path: Path, head: bytes | None = None) -> Format | None:
-    found = scores(path, head)
-    return found[0][1] if found else None
+    """The format whose claim on ``path`` is strongest (only its module is imported), or None."""
+    found = _scored(path, head)
+    return _full(found[0][1]) if found else None
 
 
 # -- discovery ----------------------------------------------------------------------------------
@@ -375,8 +444,9 @@ def discover(path: str | Path) -> Discovery:
                 found.skipped.append((file, ""))  # described only when nothing was found at all
             else:
                 claimed.setdefault(fmt.name, []).append(file)
-    for fmt in registry():
-        if fmt.name in claimed:
+    for found_format in _candidates():
+        if found_format.name in claimed:
+            fmt = _full(found_format)
             for group in fmt.sessions(claimed[fmt.name]):
                 # A format finds a session's sub-agent files itself (a folder beside the main file).
                 outside = [s for s in group.subagents if _outside(s.path, root)]

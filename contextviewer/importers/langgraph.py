@@ -69,8 +69,14 @@ from contextviewer.importers.common import (
     text_of,
     tool_call,
 )
-from contextviewer.importers.formats import DATABASE, Format, ParseInput
-from contextviewer.importers.sqlite_db import SQLITE_MAGIC, columns as _columns, connect_read_only
+from contextviewer.importers.formats import ParseInput
+from contextviewer.importers.sqlite_db import columns as _columns
+from contextviewer.importers.sniffers.langgraph import (  # noqa: F401 - the light part, re-exported
+    ENTRY,
+    _NEEDED,
+    connect,
+    sniff,
+)
 
 MESSAGES = "messages"
 EVENT_SUFFIX = "_summarization_event"
@@ -220,34 +226,6 @@ def to_json(value: Any) -> str:
 
 
 # -- the database ---------------------------------------------------------------------------------
-
-
-def connect(path: Path) -> sqlite3.Connection:
-    """The database, read-only (SqliteSaver sets WAL: see ``sqlite_db``)."""
-    return connect_read_only(path)
-
-
-_NEEDED = {
-    "checkpoints": {"thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "type", "checkpoint"},
-    "writes": {"thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx", "channel", "type", "value"},
-}
-
-
-def sniff(path: Path, head: bytes) -> float:
-    """A SQLite file with LangGraph's ``checkpoints`` and ``writes`` tables."""
-    if not head.startswith(SQLITE_MAGIC) or not path.is_file():
-        return 0.0
-    try:
-        conn = connect(path)
-        try:
-            for table, needed in _NEEDED.items():
-                if not needed <= _columns(conn, table):
-                    return 0.0
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return 0.0
-    return 0.9
 
 
 # -- messages -------------------------------------------------------------------------------------
@@ -868,18 +846,8 @@ HARNESS = Harness(
     own_policy="deepagents",
 )
 
-FORMAT = Format(
-    name="langgraph",
-    label="LangGraph / deepagents",
-    storage=DATABASE,
-    sniff=sniff,
+FORMAT = ENTRY.format(
     parse=parse,
     multi_session=True,
-    extensions=(".sqlite", ".sqlite3", ".db", ".sqlite-wal", ".sqlite-shm", ".db-wal", ".db-shm"),
-    where=(
-        "the SQLite file a LangGraph app (deepagents included) gives its SqliteSaver checkpointer, "
-        "e.g. SqliteSaver.from_conn_string(\"checkpoints.sqlite\"): wherever the app opens it; "
-        "import that file (one conversation per thread)"
-    ),
     harness=HARNESS,
 )

@@ -53,7 +53,6 @@ from contextviewer.importers.common import (
     as_list,
     compact_json,
     content_blocks,
-    head_text,
     json_arguments,
     json_kind,
     pos_int,
@@ -62,44 +61,26 @@ from contextviewer.importers.common import (
     tool_call,
 )
 from contextviewer.importers.driver import guarded, read_objects
-from contextviewer.importers.formats import DOCUMENT, Format, ParseInput
+from contextviewer.importers.formats import ParseInput
 from contextviewer.importers.jsondoc import read_source
+from contextviewer.importers.sniffers.mini_swe_agent import (  # noqa: F401 - the light part, re-exported
+    ENTRY,
+    NAME,
+    _FORMAT_KEY,
+    _INFO,
+    _INFO_FIRST,
+    _MESSAGES,
+    _MINI_MARK,
+    sniff,
+)
 
-NAME = "mini-swe-agent"
 WHAT = "a mini-swe-agent trajectory"
 
-_FORMAT_KEY = re.compile(r'"trajectory_format"\s*:\s*"mini-swe-agent')
-_MINI_MARK = re.compile(r'"mini_version"\s*:|"(?:agent|model|environment)_type"\s*:\s*"minisweagent\.')
-_MESSAGES = re.compile(r'"messages"\s*:\s*\[')
-_INFO = re.compile(r'"info"\s*:\s*\{')
-_INFO_FIRST = re.compile(r'\{\s*"info"\s*:\s*\{\s*"exit_status"\s*:\s*(?:null|"[^"]*")\s*,\s*"submission"\s*:')
 # v1: the action is the one ```bash block of the assistant's text (agents/default.py parse_action).
 _BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
 _RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 FORMAT_ERROR_PREFIX = "Please always provide EXACTLY ONE action"
 TIMEOUT_PREFIX = "The last command <command>"
-
-
-def sniff(path: Path, head: bytes) -> float:
-    """A JSON object with mini-swe-agent's marks: its ``trajectory_format``, or an ``info`` with
-    ``mini_version`` / a ``minisweagent.`` class, or (the head may end inside a long submission,
-    before those) an ``info`` opening with ``exit_status`` and ``submission`` as save() writes it;
-    a ``*.traj.json`` with ``info`` and ``messages`` is likely one."""
-    if path.is_dir() or not head:
-        return 0.0
-    text = head_text(head)
-    if not text.startswith("{"):
-        return 0.0
-    if _FORMAT_KEY.search(text):
-        return 0.95
-    if _MINI_MARK.search(text):  # info comes first: a long submission may push messages out of the head
-        return 0.9
-    named = path.name.lower().endswith((".traj.json", ".traj.json.gz"))
-    if _INFO_FIRST.match(text):  # save()'s own order: info{exit_status, submission, …} first
-        return 0.8 if named else 0.6
-    if named and _INFO.search(text) and _MESSAGES.search(text):
-        return 0.7
-    return 0.0
 
 
 def _session_id(path: Path, doc: dict) -> str:
@@ -396,14 +377,6 @@ def parse(source: ParseInput) -> Iterator[Record]:
 
 # The harness's rules (core/harness.py): the default; mini-swe-agent keeps the whole history (no
 # automatic fold of the window).
-FORMAT = Format(
-    name=NAME,
-    label="mini-swe-agent",
-    storage=DOCUMENT,
-    sniff=sniff,
+FORMAT = ENTRY.format(
     parse=parse,
-    extensions=(".traj.json", ".traj.json.gz"),
-    where="*.traj.json: `mini` writes ~/.config/mini-swe-agent/last_mini_run.traj.json (or -o PATH); "
-          "`mini-extra swebench` writes <output>/<instance_id>/<instance_id>.traj.json",
-    locations=(),
 )

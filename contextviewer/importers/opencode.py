@@ -63,8 +63,14 @@ from contextviewer.core.records import (
 )
 from contextviewer.importers.common import compact_json, pos_int as _int, raw_json, str_or_none as _str, tool_call
 from contextviewer.importers.driver import unexpected
-from contextviewer.importers.formats import FOLDER, Format, ParseInput
-from contextviewer.importers.sqlite_db import SQLITE_MAGIC, columns as _columns, connect_read_only, tables
+from contextviewer.importers.formats import ParseInput
+from contextviewer.importers.sqlite_db import columns as _columns
+from contextviewer.importers.sniffers.opencode import (  # noqa: F401 - the light part, re-exported
+    ENTRY,
+    _connect,
+    is_opencode_db,
+    sniff,
+)
 
 DB_NAME = "opencode.db"
 MAX_JSON_BYTES = 64 * 1024 * 1024
@@ -200,16 +206,6 @@ class _Folder:
 
     def close(self) -> None:
         pass
-
-
-def is_opencode_db(db: sqlite3.Connection) -> bool:
-    if not {"session", "message", "part"} <= tables(db):
-        return False
-    return {"id", "session_id", "data"} <= _columns(db, "message") and {"id", "message_id", "data"} <= _columns(db, "part")
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    return connect_read_only(path, row_factory=sqlite3.Row)
 
 
 class _Database:
@@ -675,28 +671,6 @@ def parse(path: Path | str) -> Iterator[Record]:
 # -- the format -------------------------------------------------------------------------------------
 
 
-def sniff(path: Path, head: bytes) -> float:
-    """A storage folder (``session/`` and ``message/`` sub-folders), or an ``opencode.db``."""
-    if path.is_dir():
-        try:
-            if (path / "session").is_dir() and (path / "message").is_dir():
-                return 0.9
-        except OSError:
-            return 0.0
-        return 0.0
-    if not head.startswith(SQLITE_MAGIC):
-        return 0.0
-    try:
-        db = _connect(path)
-        try:
-            ok = is_opencode_db(db)
-        finally:
-            db.close()
-    except sqlite3.Error:
-        return 0.0
-    return 0.9 if ok else 0.0
-
-
 def _parse(source: ParseInput) -> Iterator[Record]:
     return parse(source.path)
 
@@ -719,17 +693,10 @@ def images(raw: str) -> list[dict]:
 # isOverflow).
 HARNESS = Harness(fold_label="opencode compact", fold_at_effective=True, reserve_cap=32_000)
 
-FORMAT = Format(
-    name="opencode",
-    label="opencode",
-    storage=FOLDER,
-    sniff=sniff,
+FORMAT = ENTRY.format(
     parse=_parse,
     multi_session=True,
     rewrites=True,  # message and part files (rows) are updated in place as a step runs
-    extensions=(".json", ".db", ".db-wal", ".db-shm"),
-    where="~/.local/share/opencode/storage/{session,message,part}/ (opencode ≤ 1.1) or ~/.local/share/opencode/opencode.db (≥ 1.2)",
-    locations=("~/.local/share/opencode",),
     images=images,
     harness=HARNESS,
 )

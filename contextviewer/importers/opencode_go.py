@@ -10,25 +10,21 @@ from collections.abc import Iterator
 
 from contextviewer.core.records import Record
 from contextviewer.importers import charm_db
-from contextviewer.importers.formats import DATABASE, Format, ParseInput
-
-NAME = charm_db.OPENCODE_GO
+from contextviewer.importers.formats import ParseInput
+from contextviewer.importers.sniffers.opencode_go import (  # noqa: F401 - the light part, re-exported
+    ENTRY,
+    NAME,
+)
 
 
 def parse(source: ParseInput) -> Iterator[Record]:
     return charm_db.parse(source.path, NAME)
 
 
-FORMAT = Format(
-    name=NAME,
-    label="opencode (Go)",
-    storage=DATABASE,
-    sniff=charm_db.sniffer(NAME),
+FORMAT = ENTRY.format(
     parse=parse,
     group=charm_db.grouper(NAME),
     multi_session=True,
     rewrites=True,  # a message row's parts grow as the model streams, then its finish part comes
-    extensions=(".db", ".db-wal", ".db-shm"),
-    where="<project>/.opencode/opencode.db (+ its -wal: one conversation per session; agent sessions are sub-agents; summaries fold)",
     images=charm_db.images,
 )

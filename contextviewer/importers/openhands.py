@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from collections.abc import Iterator
 from datetime import datetime
@@ -67,8 +66,6 @@ from contextviewer.core.records import (
 from contextviewer.importers.common import (
     as_list as _list,
     compact_json,
-    first_items,
-    head_text,
     int_or_none,
     json_arguments as _arguments,
     json_kind,
@@ -80,11 +77,21 @@ from contextviewer.importers.common import (
     tool_call as _tool_call,
 )
 from contextviewer.importers.driver import array_elements, guarded, read_objects
-from contextviewer.importers.formats import DOCUMENT, Format, ParseInput
+from contextviewer.importers.formats import ParseInput
 from contextviewer.importers.jsondoc import read_json_file, read_source
+from contextviewer.importers.sniffers.openhands import (  # noqa: F401 - the light part, re-exported
+    ENTRY,
+    NAME,
+    SOURCES,
+    V1_EVENT_FILE,
+    _V0_HEAD,
+    _V0_KIND,
+    _V0_SOURCE,
+    _is_v0_event,
+    _v1_event_files,
+    sniff,
+)
 
-NAME = "openhands"
-SOURCES = frozenset({"user", "agent", "environment"})
 
 # v0 actions that are the agent talking, not calling a tool.
 V0_SPEECH_ACTIONS = frozenset({"message", "finish", "reject"})
@@ -94,68 +101,10 @@ V0_BOOKKEEPING_OBSERVATIONS = frozenset({"agent_state_changed", "null", "condens
 # v0 action args that describe the event, not the tool call.
 V0_NOT_INPUT = frozenset({"thought", "impl_source", "translated_ipython_code", "confirmation_state", "security_risk", "hidden", "blocking", "is_confirmed"})
 
-V1_EVENT_FILE = re.compile(r"^event-(\d+)(?:-.*)?\.json$")
 V1_OBSERVATION_KINDS = frozenset({"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"})
-
-_V0_HEAD = re.compile(r'^\[\s*\{\s*"id"\s*:\s*\d+\s*,')
-_V0_SOURCE = re.compile(r'"source"\s*:\s*"(?:user|agent|environment)"')
-_V0_KIND = re.compile(r'"(?:action|observation)"\s*:\s*"[a-z_]+"')
 
 
 # -- sniffing ------------------------------------------------------------------------------------
-
-
-
-def _is_v0_event(obj: Any) -> bool:
-    return (
-        isinstance(obj, dict)
-        and obj.get("id").__class__ is int
-        and obj.get("source") in SOURCES
-        and (isinstance(obj.get("action"), str) or isinstance(obj.get("observation"), str))
-        and "timestamp" in obj
-    )
-
-
-def _v1_event_files(folder: Path, limit: int | None = None) -> list[tuple[int, str]]:
-    out = []
-    try:
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                m = V1_EVENT_FILE.match(entry.name)
-                if m and entry.is_file():
-                    out.append((int(m.group(1)), entry.name))
-                    if limit is not None and len(out) >= limit:
-                        break
-    except OSError:
-        return []
-    out.sort()
-    return out
-
-
-def sniff(path: Path, head: bytes) -> float:
-    """v1: a folder with base_state.json and an events/ folder (or events/ of event-*.json files).
-    v0: a JSON array whose events carry an integer id, a timestamp, a source (user, agent,
-    environment) and an action or observation name."""
-    if path.is_dir():
-        events = path / "events"
-        if not events.is_dir():
-            return 0.0
-        if (path / "base_state.json").is_file():
-            return 0.9
-        return 0.6 if _v1_event_files(events, limit=1) else 0.0
-    if not head:
-        return 0.0
-    text = head_text(head)
-    if not text.startswith("["):
-        return 0.0
-    objects = [v for v in first_items(text) if isinstance(v, dict)]
-    if objects:
-        hits = sum(1 for v in objects if _is_v0_event(v))
-        return 0.85 if hits and hits * 2 >= len(objects) and _is_v0_event(objects[0]) else 0.0
-    # The first event is larger than the head (a system prompt with its tools): its first keys.
-    if _V0_HEAD.match(text) and _V0_SOURCE.search(text) and _V0_KIND.search(text):
-        return 0.7
-    return 0.0
 
 
 # -- the session builder --------------------------------------------------------------------------
@@ -841,15 +790,8 @@ def images(raw: str) -> list[dict]:
 # default: fold above 120 events, keep the first 4 + about 55): no token threshold.
 HARNESS = Harness(fold_events=120, own_policy="openhands")
 
-FORMAT = Format(
-    name=NAME,
-    label="OpenHands",
-    storage=DOCUMENT,
-    sniff=sniff,
+FORMAT = ENTRY.format(
     parse=parse,
-    extensions=(".json",),
-    where="v0: a trajectory JSON (event list); v1: ~/.openhands/conversations/<id>/ (base_state.json + events/)",
-    locations=("~/.openhands/conversations",),
     images=images,
     harness=HARNESS,
 )

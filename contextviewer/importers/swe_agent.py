@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,38 +43,24 @@ from contextviewer.importers.common import (
     as_list as _list,
     compact_json,
     content_blocks,
-    head_text,
     json_arguments as _arguments,
     json_kind,
     str_or_none,
     tool_call as _tool_call,
 )
 from contextviewer.importers.driver import guarded, read_objects
-from contextviewer.importers.formats import DOCUMENT, Format, ParseInput
+from contextviewer.importers.formats import ParseInput
 from contextviewer.importers.jsondoc import read_source
+from contextviewer.importers.sniffers.swe_agent import (  # noqa: F401 - the light part, re-exported
+    ENTRY,
+    NAME,
+    _MODEL_STATS,
+    _STEP_KEYS,
+    _TRAJ_KEYS,
+    sniff,
+)
 
-NAME = "swe-agent"
 EMIT_UNMEASURED_CALLS = True
-
-_TRAJ_KEYS = re.compile(r'"(?:trajectory|history)"\s*:\s*\[')
-_STEP_KEYS = re.compile(r'"(?:action|observation|thought|message_type)"\s*:')
-_MODEL_STATS = re.compile(r'"(?:model_stats|replay_config|tool_call_ids|message_type)"\s*:')
-
-
-def sniff(path: Path, head: bytes) -> float:
-    """A JSON object with a ``trajectory`` or ``history`` list of SWE-agent steps/messages; the
-    ``.traj`` name makes it sure."""
-    if path.is_dir() or not head:
-        return 0.0
-    text = head_text(head)
-    if not text.startswith("{"):
-        return 0.0
-    if not (_TRAJ_KEYS.search(text) and _STEP_KEYS.search(text)):
-        return 0.0
-    name = path.name.lower()
-    if name.endswith((".traj", ".traj.gz")):
-        return 0.9
-    return 0.75 if _MODEL_STATS.search(text) else 0.0
 
 
 def _session_id(path: Path, doc: dict) -> str:
@@ -297,13 +282,6 @@ def parse(source: ParseInput) -> Iterator[Record]:
 
 # The harness's rules (core/harness.py): the default, no automatic fold of the window is recorded
 # (SWE-agent's history processors are not logged).
-FORMAT = Format(
-    name=NAME,
-    label="SWE-agent",
-    storage=DOCUMENT,
-    sniff=sniff,
+FORMAT = ENTRY.format(
     parse=parse,
-    extensions=(".traj", ".traj.gz"),
-    where="<traj_dir>/<instance_id>/<instance_id>.traj",
-    locations=(),
 )

@@ -1,0 +1,21 @@
+"""Crush: the light entry of ``importers/crush.py`` (its name, label, where its logs are, the
+file endings it reads, and its sniff); see ``sniffers/__init__.py``."""
+
+from __future__ import annotations
+
+from contextviewer.importers import charm_db
+from contextviewer.importers.formats import DATABASE, Entry
+
+
+NAME = charm_db.CRUSH
+
+
+ENTRY = Entry(
+    module="contextviewer.importers.crush",
+    name=NAME,
+    label="Crush",
+    storage=DATABASE,
+    sniff=charm_db.sniffer(NAME),
+    extensions=(".db", ".db-wal", ".db-shm"),
+    where="<project>/.crush/crush.db (+ its -wal: one conversation per session; agent sessions are sub-agents; the summary message folds)",
+)

@@ -1,0 +1,21 @@
+"""opencode (Go): the light entry of ``importers/opencode_go.py`` (its name, label, where its logs are, the
+file endings it reads, and its sniff); see ``sniffers/__init__.py``."""
+
+from __future__ import annotations
+
+from contextviewer.importers import charm_db
+from contextviewer.importers.formats import DATABASE, Entry
+
+
+NAME = charm_db.OPENCODE_GO
+
+
+ENTRY = Entry(
+    module="contextviewer.importers.opencode_go",
+    name=NAME,
+    label="opencode (Go)",
+    storage=DATABASE,
+    sniff=charm_db.sniffer(NAME),
+    extensions=(".db", ".db-wal", ".db-shm"),
+    where="<project>/.opencode/opencode.db (+ its -wal: one conversation per session; agent sessions are sub-agents; summaries fold)",
+)
