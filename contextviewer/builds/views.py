@@ -44,6 +44,27 @@ def _gauge_bars(gauge) -> list[dict]:
     return bars
 
 
+def _gist(m: dict) -> str:
+    """The preview's line for a turn: its first message's text or, with none, what that message
+    did (a tool call, its result, an image, a record of the agent's), as the turn headers say it."""
+    blocks = [b for b in m.get("blocks") or [] if isinstance(b, dict)]
+    text = next((b["text"] for b in blocks if b.get("kind") == "text" and str(b.get("text") or "").strip()), "")
+    if text:
+        return " ".join(text.split()).lstrip("#> ")[:140]
+    for b in blocks:
+        kind, line = b.get("kind"), " ".join(str(b.get("text") or "").split())[:100]
+        label = {"thinking": "thinking", "tool_call": b.get("tool_name") or "tool", "tool_result": "result"}.get(kind)
+        if kind == "other" and (b.get("raw_type") or line):
+            label = b.get("raw_type") or "record"
+        if kind == "image":
+            return "[image]"
+        if label and (line or kind != "thinking"):
+            return f"{label}: {line}" if line else label
+    role = m.get("role")
+    what = f"a {role} message" if role in {"user", "assistant", "system", "tool"} else "a record"
+    return what + (f" ({m['subtype']})" if m.get("subtype") else "") + ", no text"
+
+
 def _preview_context(conv: Conversation, turns: str, folds: str, after_fold: str = "") -> dict:
     if not turns and not folds and not after_fold:
         return {"conv": conv, "empty": True}
@@ -57,8 +78,7 @@ def _preview_context(conv: Conversation, turns: str, folds: str, after_fold: str
         if m["turn"] in seen:
             continue
         seen.add(m["turn"])
-        text = next((b.get("text") for b in m["blocks"] if b.get("kind") == "text" and b.get("text")), "")
-        firsts.append({"turn": m["turn"], "summary": bool(m.get("is_compact_summary")), "text": " ".join(text.split()).lstrip("#> ")[:140]})
+        firsts.append({"turn": m["turn"], "summary": bool(m.get("is_compact_summary")), "text": _gist(m)})
     used = p.gauge.used if p.gauge else sum(p.categories.values())
     return {
         "conv": conv,

@@ -162,6 +162,10 @@
       case "?":
         showKeys();
         break;
+      case "b":
+        // Build and export: open (or close) its card under the bar.
+        if (!toggleBuild(true)) return;
+        break;
       case "h": {
         // Handoff: the button's form asks first (a dialog; Enter confirms).
         var handoffButton = document.getElementById("handoff-button");
@@ -390,8 +394,77 @@
     });
   }
 
+  // Build and export: the control at the bar's right end opens its card under the bar; the page
+  // remembers it for the next conversation, like the bar. A link to #build (or #exports) opens it.
+  // Without this script the control is a link to the build page.
+  var BUILD_KEY = "contextviewer.build-open";
+  function setBuildOpen(open, remember) {
+    var card = document.getElementById("build");
+    var toggle = document.getElementById("build-toggle");
+    if (!card || !toggle) return false;
+    card.hidden = !open;
+    toggle.setAttribute("aria-expanded", open ? "true" : "false");
+    if (remember) {
+      try {
+        window.localStorage.setItem(BUILD_KEY, open ? "1" : "0");
+      } catch (e) { /* storage off */ }
+    }
+    return true;
+  }
+  function buildOpen() {
+    var card = document.getElementById("build");
+    return !!card && !card.hidden;
+  }
+  function toggleBuild(fromKey) {
+    var open = !buildOpen();
+    if (!setBuildOpen(open, true)) return false;
+    var card = document.getElementById("build");
+    if (open && fromKey && card.scrollIntoView) card.scrollIntoView({ block: "nearest" });
+    return true;
+  }
+  function setupBuildToggle() {
+    var toggle = document.getElementById("build-toggle");
+    if (!toggle || toggle.dataset.ready) return;
+    toggle.dataset.ready = "1";
+    var open = false;
+    try {
+      open = window.localStorage.getItem(BUILD_KEY) === "1";
+    } catch (e) { /* storage off: closed */ }
+    if (window.location.hash === "#build" || window.location.hash === "#exports") open = true;
+    setBuildOpen(open, false);
+    // The bar's figures keep clear of the control, however long its count of the selection grows.
+    var bar = document.querySelector("#overview > summary");
+    var fit = function () {
+      if (!bar) return;
+      var beside = window.getComputedStyle(toggle).position === "absolute"; // (a narrow window puts it under the bar)
+      bar.style.paddingRight = beside ? toggle.offsetWidth + 20 + "px" : "";
+    };
+    if (window.ResizeObserver) new ResizeObserver(fit).observe(toggle);
+    window.addEventListener("resize", fit);
+    fit();
+    window.addEventListener("hashchange", function () {
+      if (window.location.hash === "#build" || window.location.hash === "#exports") setBuildOpen(true, false);
+    });
+    toggle.addEventListener("click", function (event) {
+      event.preventDefault();
+      toggleBuild(false);
+    });
+    toggle.addEventListener("keydown", function (event) {
+      if (event.key !== " ") return; // a button opens on space too (Enter follows the link's click)
+      event.preventDefault();
+      toggleBuild(false);
+    });
+    document.querySelectorAll("[data-build-close]").forEach(function (button) {
+      button.addEventListener("click", function () {
+        setBuildOpen(false, true);
+        toggle.focus();
+      });
+    });
+  }
+
   function setupAll() {
     setupOverview();
+    setupBuildToggle();
     document.querySelectorAll("svg.curve[data-points]").forEach(setupCurve);
   }
   document.addEventListener("DOMContentLoaded", setupAll);

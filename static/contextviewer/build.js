@@ -47,6 +47,11 @@
 
   function say(text) {
     if (status) status.textContent = text;
+    // The bar's control carries the latest word too, for a reader whose card is closed.
+    var toggle = document.getElementById("build-toggle");
+    if (!toggle) return;
+    if (!toggle.dataset.title) toggle.dataset.title = toggle.getAttribute("title") || "";
+    toggle.setAttribute("title", text && text !== "Nothing selected." ? text + " (key b opens the card)" : toggle.dataset.title);
   }
 
   // Why a turn may not be selected now (a turn holding a fold's summary and a turn that fold put
@@ -150,6 +155,19 @@
     var turns = keys(state.turns);
     var folds = keys(state.folds);
     if (button) button.disabled = !turns.length && !folds.length;
+    showCount(turns, folds);
+  }
+
+  // The bar's Build and export control says what is selected while its card is closed.
+  function showCount(turns, folds) {
+    var count = document.getElementById("build-count");
+    var toggle = document.getElementById("build-toggle");
+    if (!count) return;
+    var parts = [];
+    if (turns.length) parts.push(turns.length + " turn" + (turns.length > 1 ? "s" : ""));
+    if (folds.length) parts.push(folds.length + " summar" + (folds.length > 1 ? "ies" : "y"));
+    count.textContent = parts.length ? parts.join(" + ") + " selected" : "";
+    if (toggle) toggle.classList.toggle("has-selection", parts.length > 0);
   }
 
   function describe() {

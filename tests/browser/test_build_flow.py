@@ -39,23 +39,50 @@ def test_select_turns_and_a_summary_build_open_and_export(page, live_server, see
     last = spans[-1].turn
 
     page.goto(f"{live_server.url}/c/{conv.id}/")
-    page.wait_for_selector("#build-form[data-ready]")
+    page.wait_for_selector("#build-form[data-ready]", state="attached")
+    # Build and export is a control in the bar above the turns (issue 22, item 3): its card is
+    # closed until asked for, and the page remembers it open or closed across a reload.
+    card, toggle = page.locator("#build"), page.locator("#build-toggle")
+    expect(card).to_be_hidden()
+    expect(toggle).to_have_attribute("aria-expanded", "false")
+    toggle.click()
+    expect(card).to_be_visible()
     expect(page.locator("#build-button")).to_be_disabled()
+    expect(card.locator("a[data-export='claude-code']")).to_be_visible()
+    expect(card.locator("a[data-export-full='markdown']")).to_be_visible()
+    expect(card.locator(".resume-help").first).to_contain_text("claude --resume")
+    page.reload()
+    page.wait_for_selector("#build-form[data-ready]", state="attached")
+    expect(card).to_be_visible()
+    expect(toggle).to_have_attribute("aria-expanded", "true")
+    card.locator("[data-build-close]").click()
+    expect(card).to_be_hidden()
+    page.reload()
+    page.wait_for_selector("#build-form[data-ready]", state="attached")
+    expect(card).to_be_hidden()
 
     # A turn the latest state still holds, and one that fold 1 put away (its segment unfolded).
+    # With the card closed, the bar's control counts the selection.
     page.locator(f"#turn-{last} input.pick-turn").check()
+    expect(page.locator("#build-count")).to_have_text("1 turn selected")
     archived = page.locator("details.segment.archived").first
     archived.locator("summary.fold-head .seg-range").click()
     archived.locator(f"#turn-{behind[0]}").wait_for()
     wait_for_htmx(page)
     old_turn = page.locator(f"#turn-{behind[0]} input.pick-turn")
     old_turn.check()
+    expect(page.locator("#build-count")).to_have_text("2 turns selected")
+    page.locator("body").click(position={"x": 5, "y": 5})
+    page.keyboard.press("b")  # the key opens the card too
+    expect(card).to_be_visible()
+    expect(page.locator("#build-selection")).to_be_visible()
     expect(page.locator("#build-selection")).to_contain_text(f"2 turns ({behind[0]}, {last})")
     summary_box = archived.locator("summary.fold-head input.pick-fold")
 
     # Choosing fold 1's summary clears the turn it stands for, and marks it.
     summary_box.check()
     expect(old_turn).not_to_be_checked()
+    expect(page.locator("#build-count")).to_have_text("1 turn + 1 summary selected")
     expect(page.locator(f"#turn-{behind[0]}")).to_have_class(re.compile(r"\bbehind-summary\b"))
     expect(page.locator("#build-selection")).to_contain_text(f"replaces turn {behind[0]}, so it is no longer selected")
     # And the reverse: choosing that turn again clears the summary.
@@ -148,7 +175,7 @@ def test_a_turn_holding_a_summary_and_the_turns_its_fold_put_away_exclude_each_o
         core_build.validate([holder, away[0]], [], spans, infos)
 
     page.goto(f"{live_server.url}/c/{conv.id}/")
-    page.wait_for_selector("#build-form[data-ready]")
+    page.wait_for_selector("#build-form[data-ready]", state="attached")
     archived = page.locator("details.segment.archived", has=page.locator(f'input.pick-fold[value="{n}"]'))
     archived.locator("summary.fold-head .seg-range").click()
     archived.locator(f"#turn-{away[0]}").wait_for()

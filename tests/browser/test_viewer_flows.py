@@ -108,10 +108,19 @@ def test_viewer_flow(page, live_server, seeded):
     page.goto(f"{live_server.url}/c/{conv.id}/")
     page.wait_for_selector("svg.curve", state="attached")
     assert page.locator("details.segment.archived").count() == len(seeded["main"].folds)
-    # The transcript first: the cards are one bar above the turns until opened (issue 22, item 3).
+    # The transcript first: the cards, Build and export too, are one bar above the turns until
+    # opened (issue 22, item 3). In a 1280x800 window the first turn is on the first screen.
+    page.set_viewport_size({"width": 1280, "height": 800})
     assert not page.locator("#overview").evaluate("el => el.open")
-    assert page.locator("details.segment").first.bounding_box()["y"] < 700
+    assert page.locator("#build").is_hidden()
+    assert page.locator("#build-toggle").is_visible()
+    segment_head = page.locator("details.segment > summary, section.segment .loaded-head").first
+    assert segment_head.bounding_box()["y"] < 400
+    first_turn = page.locator("details.turn:visible").first.locator("summary")
+    box = first_turn.bounding_box()
+    assert box["y"] + box["height"] <= 800, f"the first turn starts {box['y']:.0f} px down"
     page.screenshot(path=str(SCREENSHOTS / "conversation.png"))
+    page.set_viewport_size({"width": 1440, "height": 900})
     open_overview(page)
     page.screenshot(path=str(SCREENSHOTS / "conversation-overview.png"))
 
