@@ -3,11 +3,11 @@ file endings it reads, and its sniff); see ``sniffers/__init__.py``."""
 
 from __future__ import annotations
 
-from contextviewer.importers import charm_db
+from contextviewer.importers.sniffers import charm_store
 from contextviewer.importers.formats import DATABASE, Entry
 
 
-NAME = charm_db.CRUSH
+NAME = charm_store.CRUSH
 
 
 ENTRY = Entry(
@@ -15,7 +15,7 @@ ENTRY = Entry(
     name=NAME,
     label="Crush",
     storage=DATABASE,
-    sniff=charm_db.sniffer(NAME),
+    sniff=charm_store.sniffer(NAME),
     extensions=(".db", ".db-wal", ".db-shm"),
     where="<project>/.crush/crush.db (+ its -wal: one conversation per session; agent sessions are sub-agents; the summary message folds)",
 )

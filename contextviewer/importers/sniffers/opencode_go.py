@@ -3,11 +3,11 @@ file endings it reads, and its sniff); see ``sniffers/__init__.py``."""
 
 from __future__ import annotations
 
-from contextviewer.importers import charm_db
+from contextviewer.importers.sniffers import charm_store
 from contextviewer.importers.formats import DATABASE, Entry
 
 
-NAME = charm_db.OPENCODE_GO
+NAME = charm_store.OPENCODE_GO
 
 
 ENTRY = Entry(
@@ -15,7 +15,7 @@ ENTRY = Entry(
     name=NAME,
     label="opencode (Go)",
     storage=DATABASE,
-    sniff=charm_db.sniffer(NAME),
+    sniff=charm_store.sniffer(NAME),
     extensions=(".db", ".db-wal", ".db-shm"),
     where="<project>/.opencode/opencode.db (+ its -wal: one conversation per session; agent sessions are sub-agents; summaries fold)",
 )
