@@ -11,7 +11,6 @@ their own tokenizers). The measured truth is the usage of a model call; see budg
 
 from __future__ import annotations
 
-import functools
 import gzip
 import hashlib
 import importlib.util
@@ -21,7 +20,7 @@ import math
 import os
 import tempfile
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -174,7 +173,7 @@ def _constructor_args(name: str, cache_dir: Path) -> dict:
     """tiktoken's arguments for `Encoding(...)` (pattern, ranks, special tokens), from a marshal
     copy beside the rank file when there is one: tiktoken parses the 200,000 base64 lines of the rank
     file in Python (0.16 s here) where marshal reads the same dict in 0.04 s. The copy is made from
-    the verified rank file, names the rank file's hash, tiktoken's version and Python's, and is
+    the verified rank file (placed by ensure_encodings first, when there is no copy), names the rank file's hash, tiktoken's version and Python's, and is
     written atomically; a copy that does not match is made again."""
     import sys
 
@@ -190,6 +189,7 @@ def _constructor_args(name: str, cache_dir: Path) -> dict:
             return found["args"]
     except (OSError, ValueError, EOFError, TypeError):
         pass
+    ensure_encodings(cache_dir, (name,))
     args = openai_public.ENCODING_CONSTRUCTORS[name]()  # reads the rank file tiktoken verifies by its hash
     fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=f".{cache_name}.", suffix=".tmp")
     try:
@@ -206,29 +206,64 @@ def _constructor_args(name: str, cache_dir: Path) -> dict:
 
 
 _LOADING = threading.Lock()
+_ENCODINGS: dict[str, Any] = {}  # name -> Encoding, loaded in this process
+# Set by defer_preload(): another process of this import loads the encoding and counts.
+_PRELOAD_DEFERRED = False
 
 
 def get_encoding(name: str = DEFAULT_ENCODING):
     """The tiktoken Encoding, loaded once per process (rank files placed offline first); threads
     asking while it loads wait for that one load (preload_encoding)."""
+    found = _ENCODINGS.get(name)
+    if found is not None:
+        return found
     with _LOADING:
-        return _load_encoding(name)
+        found = _ENCODINGS.get(name)
+        if found is None:
+            found = _ENCODINGS[name] = _load_encoding(name)
+        return found
 
 
-def preload_encoding(name: str = DEFAULT_ENCODING) -> None:
-    """Start loading the encoding on a daemon thread (0.2 s, mostly tiktoken building its tables),
-    for work that will count tokens after other work: the import starts it before it reads."""
-    threading.Thread(target=get_encoding, args=(name,), name="preload-encoding", daemon=True).start()
+def loaded(name: str = DEFAULT_ENCODING) -> bool:
+    """Whether this process has the encoding loaded (without loading it)."""
+    return name in _ENCODINGS
 
 
-@functools.lru_cache(maxsize=None)
+def defer_preload() -> None:
+    """This process leaves the encoding to another process: `manage.py import` forks its parsing
+    process first thing (ingest/early.py), and that process loads the encoding and counts the
+    tokens on the other core while this one sets Django up. From now on preload_encoding() does
+    nothing here unless forced; the encoding still loads here on first use (get_encoding)."""
+    global _PRELOAD_DEFERRED
+    _PRELOAD_DEFERRED = True
+
+
+def preload_encoding(name: str = DEFAULT_ENCODING, *, force: bool = False, then: Callable[[], None] | None = None) -> None:
+    """Start loading the encoding on a daemon thread (0.15 s, mostly tiktoken building its tables:
+    it holds the GIL, so it slows this process's other threads meanwhile), for work that will count
+    tokens after other work: the import starts it before it reads. ``then`` is called once it is
+    loaded. Nothing happens after defer_preload() unless ``force``."""
+    if _PRELOAD_DEFERRED and not force:
+        return
+
+    def load() -> None:
+        get_encoding(name)
+        if then is not None:
+            then()
+
+    threading.Thread(target=load, name="preload-encoding", daemon=True).start()
+
+
 def _load_encoding(name: str):
     import tiktoken
 
     if name not in ENCODING_FILES:
         return tiktoken.get_encoding(name)
     cache_dir = default_cache_dir()
-    ensure_encodings(cache_dir, (name,))
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(cache_dir)  # as ensure_encodings does, for tiktoken's own loads
+    # The marshal copy when it is there (made from the verified rank file); else the rank file is
+    # placed and verified first (ensure_encodings: hashing it takes 5-10 ms of every start).
     return tiktoken.Encoding(**_constructor_args(name, cache_dir))
 
 
@@ -287,9 +322,11 @@ def count_texts(
     batches, and any batch on a busy machine, are counted inline. Two threads on two cores:
     tiktoken's default of 8 is slower than 1 here."""
     texts = texts if isinstance(texts, list) else list(texts)
-    get_encoding(encoding)  # load once, outside the threads
     total = sum(map(len, texts))
     counts = [0] * len(texts)
+    if not total:  # nothing to count (a batch of records counted already): the encoding is not loaded for it
+        return counts
+    get_encoding(encoding)  # load once, outside the threads
 
     def run(lo: int, hi: int) -> None:
         for i in range(lo, hi):

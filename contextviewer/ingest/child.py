@@ -11,6 +11,11 @@ a child process:
   new one. A writer that stops in the middle of a file (an error, a cancelled job) ends it.
 - ``Tally`` counts the records a parse yielded, and the line of the last one, in memory the two
   processes share, so the writer can say where a parser died: ``ImporterCrashed``.
+- `manage.py import` forks its parsing process first thing, before Django loads (early.py,
+  ``serve_early``): it loads the tokenizer and the named files' parsers on the other core meanwhile,
+  and ``ParsingProcess`` takes it over. It counts the tokens of every batch until the writer's
+  process has the encoding too (a byte of the shared memory says so; the writer loads it only for
+  a large file), then leaves a batch to the writer when the writer waits, as a process forked here.
 
 A file whose parser crashed stores nothing (its transaction is rolled back whole, the records read
 before the crash included) and is reported failed with the record and line; the import goes on
@@ -22,18 +27,20 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import os
 import pickle
 import signal
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 from contextviewer.core import tokens as token_core
 from contextviewer.importers import formats
 from contextviewer.importers.formats import ParseInput
 from contextviewer.importers.lines import open_stream
-from contextviewer.ingest import prepare
+from contextviewer.ingest import early, prepare
 from contextviewer.ingest.crash import ImporterCrashed, Tally, ending  # noqa: F401 - child.ImporterCrashed, child.Tally as before
 
 # -- the import's parsing process -----------------------------------------------------------------
@@ -72,9 +79,21 @@ class ParsingProcess:
         self.pid: int | None = None
         self.tally = Tally()
         self.forks = 0
+        started = early.take()  # `manage.py import`: the process forked at its start, loading meanwhile
+        if started is not None:
+            self.tally = _tally_on(started.shared)
+            self.pid, self.forks = started.pid, 1
+            self.asks = open(started.asks, "wb")  # noqa: SIM115 - closed in stop()
+            self.answers = open(started.answers, "rb", buffering=1 << 20)  # noqa: SIM115 - closed in stop()
+
+    def _writer_counts(self) -> None:
+        """Tell a process forked early that this one has the encoding now (see the module docstring)."""
+        if len(self.tally.map) > early.WRITER_COUNTS:
+            self.tally.map[early.WRITER_COUNTS] = 1
 
     def _start(self) -> None:
         token_core.get_encoding()  # loaded before the fork, so the child never loads it
+        self._writer_counts()
         ask_read, ask_write = os.pipe()
         answer_read, answer_write = os.pipe()
         pid = os.fork()
@@ -93,6 +112,10 @@ class ParsingProcess:
         are), parsed in the process. Raises ImporterCrashed when the process dies meanwhile."""
         if self.pid is None:
             self._start()
+        elif token_core.loaded():
+            self._writer_counts()
+        elif _size(source.path) >= WRITER_PRELOADS_BYTES:  # a large file: the writer's help pays
+            token_core.preload_encoding(force=True, then=self._writer_counts)
         self.tally.reset()
         _write_frame(self.asks, (fmt_name, parse_spec(source)))
         self.asks.flush()
@@ -133,6 +156,25 @@ class ParsingProcess:
         self._reap()
 
 
+# A process forked early counts every batch of a smaller file itself; for a file this large, the
+# writer's process loads the encoding too (0.15 s, on a thread) and counts a batch when it waits.
+WRITER_PRELOADS_BYTES = 4 << 20
+
+
+def _size(path) -> int:
+    try:
+        return path.stat().st_size if path.is_file() else 0
+    except OSError:
+        return 0
+
+
+def _tally_on(shared) -> Tally:
+    """A Tally over shared memory mapped before the fork (early.py)."""
+    tally = Tally.__new__(Tally)
+    tally.map = shared
+    return tally
+
+
 class _ParserRaised(Exception):
     def __init__(self, error: BaseException):
         self.error = error
@@ -164,6 +206,20 @@ def _write_frame(pipe, payload) -> None:
     data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
     pipe.write(prepare._FRAME.pack(len(data)))
     pipe.write(data)
+
+
+def serve_early(ask_fd: int, answer_fd: int, shared, paths: list[str]) -> None:
+    """The process `manage.py import` forks first thing (early.py): load the encoding and the
+    parsers of the named files (the formats that claim them) while the writer's process sets Django
+    up, then parse the files it is sent (``_serve``). Never returns."""
+    token_core.get_encoding()
+    for path in paths:
+        with contextlib.suppress(Exception):  # what cannot be read here fails, with its message, when parsed
+            if os.path.isfile(path):
+                formats.claim(Path(path))
+    gc.freeze()  # what was loaded stays: no collection scans it again
+    gc.enable()  # manage.py turns collection off while it starts
+    _serve(ask_fd, answer_fd, _tally_on(shared))
 
 
 def _serve(ask_fd: int, answer_fd: int, tally: Tally) -> None:
@@ -207,12 +263,17 @@ def _answer(fmt_name: str, spec: dict, tally: Tally, answers) -> None:
         records = tally.counting(fmt.parse(ParseInput(stream=stream, **spec)))
         # As prepare._child: when the writer's process took the last batch at once (it waits), it
         # counts the next one's tokens itself; when it was busy, this process counts them.
+        # A process forked early (a Tally with one byte more) leaves nothing to a writer that has no
+        # encoding loaded (early.py).
+        writer_counts = len(tally.map) <= early.WRITER_COUNTS or tally.map[early.WRITER_COUNTS] == 1
         writer_waits = False
         for flat in prepare._batches(records, stage=lambda batch: prepare._count(batch, count=False)):
             started = time.monotonic()
             _write_frame(answers, (prepare._BATCH, flat if writer_waits else prepare._counted(flat)))
             answers.flush()
-            writer_waits = time.monotonic() - started < prepare.WRITER_WAITS_SECONDS
+            if not writer_counts:
+                writer_counts = tally.map[early.WRITER_COUNTS] == 1
+            writer_waits = writer_counts and time.monotonic() - started < prepare.WRITER_WAITS_SECONDS
     finally:
         if stream is not None:
             stream.close()

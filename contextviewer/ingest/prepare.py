@@ -38,8 +38,6 @@ from contextviewer.core.turns import starts_turn
 from contextviewer.ingest import crash
 from contextviewer.ingest.crash import PrepareProcessError  # noqa: F401 - prepare.PrepareProcessError, as callers name it
 
-from contextviewer.conversations.search import text_of_blocks
-
 PREPARE_BATCH = 1000
 WRITER_WAITS_SECONDS = 0.01  # forked path: a batch taken this fast means the writer's process waits
 
@@ -47,6 +45,14 @@ WRITER_WAITS_SECONDS = 0.01  # forked path: a batch taken this fast means the wr
 # line keeps them as written; the decoded copies get U+FFFD instead.
 _MAY_HOLD_UNSTORABLE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def text_of_blocks(blocks) -> str:
+    # Imported on first use: the parsing process `manage.py import` forks before Django is set up
+    # (ingest/early.py) imports this module, and conversations.search imports the models.
+    from contextviewer.conversations.search import text_of_blocks as text
+
+    return text(blocks)
 
 
 def storable(value):

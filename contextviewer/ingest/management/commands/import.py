@@ -3,6 +3,7 @@
 Runs the same import job the web upload and the API start: in this process, with progress on
 stderr (or, with --queue, on the running worker)."""
 
+import gc
 import json
 import sys
 from pathlib import Path
@@ -26,6 +27,8 @@ class Command(BaseCommand):
         parser.add_argument("--queue", action="store_true", help="hand the job to the running worker")
 
     def handle(self, *args, **opts):
+        gc.freeze()  # what start-up loaded stays: no collection scans it again
+        gc.enable()  # manage.py turned collection off while the modules loaded
         from contextviewer.accounts.services import get_or_create_project  # lazy: `import --help` loads no models (bench startup)
         from contextviewer.ingest import imports as services  # lazy: nor the import machinery
         from contextviewer.jobs import queue as jobs  # lazy: nor the job queue
