@@ -117,8 +117,12 @@ class ParsingProcess:
         elif _size(source.path) >= WRITER_PRELOADS_BYTES:  # a large file: the writer's help pays
             token_core.preload_encoding(force=True, then=self._writer_counts)
         self.tally.reset()
-        _write_frame(self.asks, (fmt_name, parse_spec(source)))
-        self.asks.flush()
+        try:
+            self._ask(fmt_name, source)
+        except BrokenPipeError:  # it ended before it was asked anything (one forked early, signalled): a new one
+            self._reap()
+            self._start()
+            self._ask(fmt_name, source)
         frames = prepare._ahead(_answers(self.answers), depth=8)
         whole = False  # the process answered the whole file (its records, or the parser's error)
         try:
@@ -137,6 +141,10 @@ class ParsingProcess:
             frames.close()
             if not whole:
                 self.stop()
+
+    def _ask(self, fmt_name: str, source: ParseInput) -> None:
+        _write_frame(self.asks, (fmt_name, parse_spec(source)))
+        self.asks.flush()
 
     def _reap(self) -> int:
         pid, self.pid = self.pid, None

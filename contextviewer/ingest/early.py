@@ -52,6 +52,9 @@ def fork_parsing(paths: list[str]) -> None:
     if pid == 0:  # the child: never returns
         code = 1
         try:
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT, signal.SIGHUP):
+                if signal.getsignal(sig) is not signal.SIG_IGN:  # what the command ignores, it ignores too
+                    signal.signal(sig, signal.SIG_DFL)  # Ctrl-C ends it quietly; the command says what happened
             os.close(ask_write)
             os.close(answer_read)
             devnull = os.open(os.devnull, os.O_RDWR)  # the caller's stdin and stdout are not held open
