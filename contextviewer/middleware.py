@@ -56,7 +56,12 @@ class PrivateNoStoreMiddleware:
     """`Cache-Control: private, no-store` on every response to a signed-in user or an API token, so
     no browser, proxy or shared cache keeps a page or an answer (conversations hold code, secrets,
     tokens) after the person has gone. Static files (served before this by WhiteNoise), the login
-    page and an answer that already says no-store keep their own headers."""
+    page and an answer that already says no-store keep their own headers; so does a conversation's
+    fragment that says `private, no-cache` with an ETag (views.cached_fragment): the reader's own
+    browser keeps it and asks each time whether it changed (a 304), never a shared cache.
+
+    Signing out clears the browser's cache of this site (`Clear-Site-Data: "cache"`), so those
+    fragments do not stay on the computer after the person has gone (docs/security.md, "Caching")."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -66,13 +71,18 @@ class PrivateNoStoreMiddleware:
         from django.urls import reverse
 
         response = self.get_response(request)
+        path = request.path_info
+        if path == reverse("logout"):
+            response["Clear-Site-Data"] = '"cache"'
         user = getattr(request, "user", None)  # an API token sets it during the view
         if user is None or not user.is_authenticated:
             return response
-        path = request.path_info
         if path.startswith("/" + settings.STATIC_URL.lstrip("/")) or path == reverse("login"):
             return response
-        if "no-store" in response.get("Cache-Control", ""):
+        cache_control = response.get("Cache-Control", "")
+        if "no-store" in cache_control:
             return response
+        if "no-cache" in cache_control and "private" in cache_control and response.has_header("ETag"):
+            return response  # revalidated each time, kept by the reader's browser only
         response["Cache-Control"] = "private, no-store"
         return response

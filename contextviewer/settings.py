@@ -213,6 +213,17 @@ else:
             "LOCATION": str(DATA_DIR / "cache"),
         }
     }
+# Rendered fragments of conversations (conversations/page_cache.py), on every setup: each web
+# process's own memory, at most CONTEXTVIEWER_FRAGMENT_CACHE_ENTRIES of them (of at most 512 KB each,
+# most are 5-60 KB), the least recently used dropped first. Not the file cache nor Redis: a
+# fragment holds transcript text, which must not outlive a deletion or a re-mask in a file or
+# another server, nor the code that rendered it (a restart starts empty).
+CACHES["fragments"] = {
+    "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+    "LOCATION": "contextviewer-fragments",
+    "TIMEOUT": None,
+    "OPTIONS": {"MAX_ENTRIES": int(env("CONTEXTVIEWER_FRAGMENT_CACHE_ENTRIES", "400")), "CULL_FREQUENCY": 4},
+}
 
 # Celery: a real worker in every run mode. Filesystem broker by default.
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", "filesystem://")

@@ -9,13 +9,15 @@ one turn's messages).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from django.db.models import Count, IntegerField, Max, Min, Q, Sum
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
+from django.template.loader import render_to_string
+from django.utils import timezone
 
 from contextviewer.core import branches, budget, tokens
 from contextviewer.core.headline import summary_headline
@@ -26,6 +28,7 @@ from contextviewer.conversations.curve_view import CurveView, curve_view
 from contextviewer.conversations.models import Conversation, Fold, Message, ModelCall
 
 TURN_PAGE = 25  # turn headers per window (the first page stays under 100 KB)
+TURN_PAGE_TEMPLATE = "conversations/conversation.html#turn-page"
 ARCHIVED_FULL = 1  # latest archived segments shown whole (summary, turns on unfolding) on the first page
 ARCHIVED_LISTED = 20  # older archived segments listed one line each at once (older ones load on request)
 
@@ -157,6 +160,9 @@ class SegmentView:
     preserved_positions: list[int]
     open: bool = False
     turns: TurnPage | None = None
+    # `turns` rendered (the page's `turn-page` partial), made once with the kept page: 25 turn
+    # headers cost 4-5 ms of template each time (conversation_page)
+    turns_html: str = ""
     fold_cost: float | None = None  # the summarizer's own call(s), USD at list price
 
     @property
@@ -240,6 +246,18 @@ def segment_folds(conv: Conversation) -> list[Fold]:
 
 
 def turn_page(
+    conv: Conversation, segment: int, start: int, end: int, from_turn: int | None = None, to_turn: int | None = None
+) -> TurnPage:
+    """One window of turn headers inside positions [start, end], kept per version of the
+    conversation's row (page_cache.row_version: an import that adds or rewrites messages, a
+    re-mask, changes it). Plain data only (numbers, the first line of each turn, times): the page
+    and the segment fragments share it; each caller gets its own copy of the window (the live
+    poll changes its links), the headers themselves are shared, read only."""
+    key = f"{conv.pk}:turn_page:{page_cache.row_version(conv)}:{(segment, start, end, from_turn, to_turn)}"
+    return replace(page_cache.cached(key, lambda: _turn_page(conv, segment, start, end, from_turn, to_turn)))
+
+
+def _turn_page(
     conv: Conversation, segment: int, start: int, end: int, from_turn: int | None = None, to_turn: int | None = None
 ) -> TurnPage:
     """One window of turn headers inside positions [start, end]: three queries, whatever the length."""
@@ -411,12 +429,23 @@ def fold_list(conv: Conversation, before: int | None = None, segs: list[SegmentV
 
 
 def conversation_page(conv: Conversation, focus_turn: int | None = None) -> ConversationPage:
+    """The page's figures, segments, turn headers and sub-agents, kept per version of what the page
+    shows (page_cache.content_version: one query of index look-ups beside the row the access
+    check loaded) and focused turn; computed once per process otherwise. The conversation and its
+    parent are this request's. What is kept is shared by the requests of the process: read only."""
+    # The page's times are shown in the current time zone (the kept turn headers hold them).
+    key = f"{conv.pk}:page:{page_cache.content_version(conv)}:{focus_turn}:{timezone.get_current_timezone_name()}"
+    kept = page_cache.cached(key, lambda: _conversation_page(conv, loader.load(conv), focus_turn))
+    return replace(kept, conversation=conv, parent=conv.parent if conv.parent_id else None)
+
+
+def _conversation_page(conv: Conversation, layout: loader.SegmentLayout, focus_turn: int | None) -> ConversationPage:
     spec = figures.model_spec(conv)
-    layout = loader.load(conv)
     folds = layout.folds
     segs = conversation_segments(conv, layout)
     latest = ModelCall.objects.filter(conversation=conv).order_by("-position", "-id").first()
-    # Figures that scan the whole conversation are computed once per conversation version.
+    # Figures that scan the whole conversation are computed once per conversation version (the
+    # focused turn aside: shared by every focus).
     version = page_cache.version(conv, layout)
     loaded = loader.loaded_input(conv, layout)
     categories = None
@@ -442,14 +471,19 @@ def conversation_page(conv: Conversation, focus_turn: int | None = None) -> Conv
         elif s.kind == "loaded" and target is None:
             s.open = True
             s.turns = turn_page(conv, s.index, s.start, s.end)
+        if s.turns is not None:
+            s.turns_html = render_to_string(TURN_PAGE_TEMPLATE, {"conv": conv, "turns_page": s.turns})
     # The first page stays small however many folds: the latest archived segments (and the one
     # holding the focused turn) whole, the older ones one line each, the oldest on request.
     archived = [s for s in segs if s.kind == "archived"]
     whole = {id(s) for s in archived[-ARCHIVED_FULL:]} | {id(s) for s in archived if s.open}
     older = fold_list(conv, segs=[s for s in archived if id(s) not in whole])
     segs = [s for s in segs if s.kind != "archived" or id(s) in whole]
-    children = list(conv.children.order_by("started_at", "id").only("id", "title", "external_id", "agent_type", "message_count", "parent_tool_use_id", "peak_context", "started_at")[:200])
-    parent = conv.parent if conv.parent_id else None
+    children = list(
+        conv.children.order_by("started_at", "id").only(
+            "id", "parent", "title", "external_id", "agent_type", "kind", "message_count", "parent_tool_use_id", "peak_context", "started_at"
+        )[:200]
+    )
     sums = page_cache.figures(conv, layout, "spend", lambda: figures.usage_sums([conv.id]), version)
     return ConversationPage(
         conversation=conv,
@@ -464,12 +498,16 @@ def conversation_page(conv: Conversation, focus_turn: int | None = None) -> Conv
         latest=latest,
         last_turn=last_turn,
         focus_turn=focus_turn,
-        parent=parent,
+        parent=None,  # this request's (conversation_page)
         children=children,
         spend_cost=figures.cost(sums.get(conv.id, []), conv.window),
     )
 
 
 def segment_by_index(conv: Conversation, index: int) -> SegmentView | None:
-    segs = conversation_segments(conv, loader.load(conv))
+    """One segment of the conversation (read only: kept per version, page_cache.content_version,
+    and shared by the fragments that unfold or scroll it)."""
+    segs = page_cache.cached(
+        f"{conv.pk}:segments:{page_cache.content_version(conv)}", lambda: conversation_segments(conv, loader.load(conv))
+    )
     return segs[index] if 0 <= index < len(segs) else None

@@ -11,8 +11,12 @@ and every fold that makes a segment with the positions it covers and its summary
 grown file, a rewritten record, a handoff or a re-estimate changes one of them, so the next request
 computes again; nothing is ever served for a version it was not computed for.
 
-Only numbers are kept (token counts, positions, turns, model names, fold triggers), never
-transcript text: a re-mask (`manage.py mask`) has nothing here to forget.
+The figures are numbers (token counts, positions, turns, model names, fold triggers). Windows of
+turn headers (conversation_page.turn_page, per `row_version`) and the conversation page's data
+(per `content_version`) hold text too: each turn's first line, the headers' HTML. So do the
+rendered fragments (below, in the `fragments` cache). Every one of those versions includes the
+conversation's revision, which a re-mask (`manage.py mask`, a masking by value) bumps: nothing is
+served from before a re-mask; what was kept drops out of memory as newer entries come.
 
 The store is each web process's own memory (a small LRU), not the shared cache: no pickling, no
 file per request, nothing outlives the code that computed it. Two processes compute a version once
@@ -29,10 +33,12 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from django.db.models import Max
+from django.core.cache import caches
+from django.db import connection
+from django.utils import timezone, translation
 
 from contextviewer.conversations import segments
-from contextviewer.conversations.models import Conversation, Message, ModelCall
+from contextviewer.conversations.models import Conversation, Fold, Message, ModelCall
 
 MAX_ENTRIES = 1024  # figures kept per process (three or four per conversation), least recently used dropped
 T = TypeVar("T")
@@ -44,8 +50,13 @@ _computing: dict[str, threading.Lock] = {}
 
 def version(conv: Conversation, layout: segments.SegmentLayout) -> str:
     """The version of a conversation's page figures (see the module's docstring)."""
-    newest_message = Message.objects.filter(conversation=conv).aggregate(m=Max("id"))["m"]
-    newest_call = ModelCall.objects.filter(conversation=conv).aggregate(m=Max("id"))["m"]
+    with connection.cursor() as cursor:  # SQL as written: compiling two ORM aggregates cost more than running them
+        cursor.execute(
+            f"SELECT (SELECT MAX(id) FROM {Message._meta.db_table} WHERE conversation_id = %s), "
+            f"(SELECT MAX(id) FROM {ModelCall._meta.db_table} WHERE conversation_id = %s)",
+            [conv.pk, conv.pk],
+        )
+        newest_message, newest_call = cursor.fetchone()
     folds = [
         (
             f.pk, f.position, f.kind, f.origin, f.trigger, f.tokens_before, f.tokens_after,
@@ -125,7 +136,70 @@ def per_conversation(convs: list[Conversation], name: str, compute: Callable[[li
 
 
 def clear() -> None:
-    """Forget every kept figure (tests)."""
+    """Forget every kept figure and fragment (tests)."""
     with _lock:
         _entries.clear()
         _computing.clear()
+    caches[FRAGMENTS].clear()
+
+
+# --- rendered fragments ---------------------------------------------------------------------------
+#
+# A fragment (a turn, a window of turn headers, an archived segment, a fold list, a block, a fold's
+# summary, a sub-agent's turns) is the same HTML for every reader allowed to see the conversation,
+# so it is rendered once per version of what it shows and kept in the `fragments` cache
+# (settings.CACHES: each web process's own memory, bounded; never a file or Redis: a fragment
+# holds transcript text, and a deletion or a re-mask must leave no copy of it anywhere but in the
+# database it scrubs). The caller checks access first, always: a key is only ever read for a
+# reader the permission check let through.
+#
+# The version (`content_version`) is read in one query beside the conversation's row, which the
+# access check has just loaded: the row's figures and its revision (an import recomputes the
+# figures; an update in place, a re-mask and a masking by value bump the revision), the newest
+# message and model call ids (ids are never reused), its folds (a handoff, a summary made again, fold figures
+# recomputed) and its sub-agents (a turn shows each sub-agent's title and length: one imported,
+# grown, masked or deleted later changes them).
+
+FRAGMENTS = "fragments"
+MAX_FRAGMENT_CHARS = 512 * 1024  # a bigger fragment is rendered each time, never kept (the size bound)
+
+
+def content_version(conv: Conversation) -> str:
+    """The version of everything a fragment of `conv` shows (see above)."""
+    msg, call, fold, conv_table = Message._meta.db_table, ModelCall._meta.db_table, Fold._meta.db_table, Conversation._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT (SELECT MAX(id) FROM {msg} WHERE conversation_id = %s), "
+            f"(SELECT MAX(id) FROM {call} WHERE conversation_id = %s), "
+            f"(SELECT COUNT(*) FROM {fold} WHERE conversation_id = %s), "
+            f"(SELECT MAX(id) FROM {fold} WHERE conversation_id = %s), "
+            f"(SELECT SUM(position + COALESCE(tokens_before, 0) + COALESCE(tokens_after, 0) + LENGTH(summary_text)) "
+            f"FROM {fold} WHERE conversation_id = %s), "
+            f"(SELECT COUNT(*) FROM {conv_table} WHERE parent_id = %s), "
+            f"(SELECT MAX(id) FROM {conv_table} WHERE parent_id = %s), "
+            f"(SELECT SUM(message_count + revision) FROM {conv_table} WHERE parent_id = %s)",
+            [conv.pk] * 8,
+        )
+        stamp = cursor.fetchone()
+    parts = (
+        row_version(conv), conv.agent, conv.external_id, conv.kind, conv.title, conv.agent_type, conv.parent_id,
+        conv.tool_call_count, conv.fold_count, conv.parent_tool_use_id, tuple(stamp),
+    )
+    return hashlib.sha256(repr(parts).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def fragment_key(conv: Conversation, version_key: str, name: str, *parts: Any) -> str:
+    """The cache key of one fragment of `conv` at `version_key`: its name, whatever else it depends
+    on (the request's query, htmx or not), the language and the time zone its dates are shown in."""
+    extra = (name, parts, translation.get_language(), timezone.get_current_timezone_name())
+    digest = hashlib.sha256(repr(extra).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return f"frag:{conv.pk}:{version_key}:{digest}"
+
+
+def get_fragment(key: str) -> str | None:
+    return caches[FRAGMENTS].get(key)
+
+
+def keep_fragment(key: str, html: str) -> None:
+    if len(html) <= MAX_FRAGMENT_CHARS:
+        caches[FRAGMENTS].set(key, html)

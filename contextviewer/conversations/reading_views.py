@@ -14,7 +14,7 @@ from django.views.decorators.vary import vary_on_headers
 from contextviewer.conversations import conversation_page
 from contextviewer.conversations.models import Message
 from contextviewer.accounts.permissions import get_conversation_for_user, get_fold_for_user
-from contextviewer.conversations.views import fragment_or_page
+from contextviewer.conversations.views import cached_fragment
 
 
 @login_required
@@ -26,8 +26,8 @@ def fold_summary(request: HttpRequest, pk: int, fold_id: int) -> HttpResponse:
     fold = get_fold_for_user(request, conv, fold_id)
     if not fold.summary_text:
         raise Http404("No such fold summary")
-    context = {"conv": conv, "fold": fold}
-    return fragment_or_page(request, "conversations/_summary.html#summary-full", "conversations/fold_summary.html", context)
+    return cached_fragment(request, conv, f"fold_summary:{fold_id}", "conversations/_summary.html#summary-full",
+                           "conversations/fold_summary.html", lambda: {"conv": conv, "fold": fold})
 
 
 @login_required
@@ -36,9 +36,13 @@ def fold_summary(request: HttpRequest, pk: int, fold_id: int) -> HttpResponse:
 def subagent_turns(request: HttpRequest, pk: int) -> HttpResponse:
     """The first turns of a sub-agent conversation, listed inside the Task call that started it."""
     conv = get_conversation_for_user(request, pk)
-    span = Message.objects.filter(conversation=conv).aggregate(first=Min("position"), last=Max("position"))
-    turns_page = None
-    if span["first"] is not None:
-        turns_page = conversation_page.turn_page(conv, 0, span["first"], span["last"])
-    context = {"conv": conv, "turns_page": turns_page}
-    return fragment_or_page(request, "conversations/_subagent_turns.html", "conversations/subagent_turns.html", context)
+
+    def context() -> dict:
+        span = Message.objects.filter(conversation=conv).aggregate(first=Min("position"), last=Max("position"))
+        turns_page = None
+        if span["first"] is not None:
+            turns_page = conversation_page.turn_page(conv, 0, span["first"], span["last"])
+        return {"conv": conv, "turns_page": turns_page}
+
+    return cached_fragment(request, conv, "subagent_turns", "conversations/_subagent_turns.html",
+                           "conversations/subagent_turns.html", context)

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -123,6 +124,19 @@ def markdown_html(source: str) -> SafeString:
     """Markdown -> sanitized HTML. Raw HTML in the source is shown as text, never interpreted."""
     if len(source) > MARKDOWN_LIMIT:
         return _sanitize("<pre>" + escape(source) + "</pre>")
+    if len(source) <= MARKDOWN_KEPT_CHARS:
+        return _kept_markdown_html(source)
+    return _sanitize(_markdown_to_html(source))
+
+
+# A fold's summary is rendered on every conversation page (2 ms for 6,000 characters): the HTML of
+# the texts rendered last is kept in this process's memory, by their text (a re-masked summary is
+# another text; the old one drops out as others come).
+MARKDOWN_KEPT_CHARS = 20_000
+
+
+@functools.lru_cache(maxsize=256)
+def _kept_markdown_html(source: str) -> SafeString:
     return _sanitize(_markdown_to_html(source))
 
 
@@ -131,17 +145,31 @@ def markdown_html(source: str) -> SafeString:
 HIGHLIGHT_LIMIT = 60_000  # characters; larger code is shown plain
 
 
+@functools.lru_cache(maxsize=512)
+def _lexer_class(name: str):
+    """The lexer class of a file name (pygments matches it against every lexer's patterns: about
+    1 ms a block, so kept per name), TextLexer when none claims it."""
+    from pygments.lexers import find_lexer_class_for_filename
+    from pygments.lexers.special import TextLexer
+
+    return (find_lexer_class_for_filename(name) if name else None) or TextLexer
+
+
 def _lexer(filename: str, code: str):
-    from pygments.lexers import TextLexer, get_lexer_for_filename
-    from pygments.util import ClassNotFound
+    from pygments.lexers.special import TextLexer  # not through pygments.lexers: its lazy attribute races between threads
 
     name = filename.rsplit("/", 1)[-1] if filename else ""
-    if name and len(code) <= HIGHLIGHT_LIMIT:
-        try:
-            return get_lexer_for_filename(name, stripnl=False, ensurenl=False)
-        except ClassNotFound:
-            pass
-    return TextLexer(stripnl=False, ensurenl=False)
+    cls = _lexer_class(name) if len(code) <= HIGHLIGHT_LIMIT else TextLexer
+    return cls(stripnl=False, ensurenl=False)
+
+
+@functools.lru_cache(maxsize=1)
+def _formatter():
+    """One HtmlFormatter for every block (making one builds its style sheet: about 1 ms); its
+    format() keeps no state between calls."""
+    from pygments.formatters import HtmlFormatter
+
+    return HtmlFormatter(nowrap=True)
 
 
 def highlight_lines(code: str, filename: str = "", numbers: list[int] | None = None) -> SafeString:
@@ -149,12 +177,11 @@ def highlight_lines(code: str, filename: str = "", numbers: list[int] | None = N
     Read of lines 120-160 starts at 120); by default 1, 2, 3 ... Only span classes come out, and
     no span around whitespace (it has no colour)."""
     from pygments import highlight
-    from pygments.formatters import HtmlFormatter
 
     code = code.replace("\r\n", "\n").replace("\x00", "")
     count = code.count("\n") + 1
     # HtmlFormatter closes and reopens its spans at every newline, so the output splits by line.
-    html = _WHITESPACE_SPAN.sub(r"\1", highlight(code, _lexer(filename, code), HtmlFormatter(nowrap=True)))
+    html = _WHITESPACE_SPAN.sub(r"\1", highlight(code, _lexer(filename, code), _formatter()))
     lines = (html.split("\n") + [""] * count)[:count]
     shown = [
         numbers[i] if numbers and i < len(numbers) else (numbers[-1] + i - len(numbers) + 1 if numbers else i + 1)

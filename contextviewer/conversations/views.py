@@ -7,15 +7,20 @@ turn_content.py; views only check access and pick the template.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable
+
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotModified
 from django.shortcuts import render
+from django.template.loader import render_to_string
+from django.utils.cache import parse_etags
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from contextviewer.accounts import permissions
 from contextviewer.accounts.permissions import get_conversation_for_user
-from contextviewer.conversations import conversation_page, index_page, live_poll, panels, search, turn_content
+from contextviewer.conversations import conversation_page, index_page, live_poll, page_cache, panels, search, turn_content
 from contextviewer.conversations.models import Conversation, Message
 
 
@@ -29,9 +34,39 @@ def _get_message(conv: Conversation, message_id: int, *, with_raw: bool = False)
     return message
 
 
-def fragment_or_page(request: HttpRequest, fragment: str, page: str, context: dict) -> HttpResponse:
-    """The fragment for an htmx request, the full page for a plain one (every URL works without JavaScript)."""
-    return render(request, fragment if request.htmx else page, context)
+# A fragment's answer: the browser keeps it (never a shared cache: private) and asks again each time
+# with its ETag (no-cache), so an unchanged fragment costs a 304 (docs/security.md, "Caching").
+FRAGMENT_CACHE_CONTROL = "private, no-cache"
+
+
+def cached_fragment(
+    request: HttpRequest, conv: Conversation, name: str, fragment: str, page: str, context: Callable[[], dict], *parts
+) -> HttpResponse:
+    """The fragment `name` of `conv` for an htmx request, rendered once per version of what it shows
+    and kept (page_cache.content_version, the `fragments` cache); the full page for a plain request
+    (rendered each time: it holds the reader's name and forms). The caller has checked access:
+    nothing here is read before that. `context()` makes the template's context (and raises Http404
+    for what does not exist); `parts`: whatever else the fragment depends on.
+
+    The ETag names the fragment's version and the reader (one who lost access gets a 404 from the
+    check before any 304); a request whose If-None-Match holds it gets a 304 and no body."""
+    if not request.htmx:
+        return render(request, page, context())
+    query = sorted((k, v) for k, values in request.GET.lists() for v in values)
+    key = page_cache.fragment_key(conv, page_cache.content_version(conv), name, fragment, query, *parts)
+    etag = '"' + hashlib.sha256(f"{key}:{request.user.pk}".encode()).hexdigest()[:32] + '"'
+    # Weak comparison (RFC 9110 13.1.2): GZipMiddleware weakens the ETag of what it compresses.
+    if etag in {t.removeprefix("W/") for t in parse_etags(request.headers.get("If-None-Match", ""))}:
+        response: HttpResponse = HttpResponseNotModified()
+    else:
+        html = page_cache.get_fragment(key)
+        if html is None:
+            html = render_to_string(fragment, context(), request)
+            page_cache.keep_fragment(key, html)
+        response = HttpResponse(html)
+    response["ETag"] = etag
+    response["Cache-Control"] = FRAGMENT_CACHE_CONTROL
+    return response
 
 
 def _query_without(request: HttpRequest, *names: str) -> str:
@@ -95,10 +130,13 @@ def conversation(request: HttpRequest, pk: int) -> HttpResponse:
 def fold_list(request: HttpRequest, pk: int) -> HttpResponse:
     """Older archived segments, one line each (the conversation page lists the newest of them)."""
     conv = get_conversation_for_user(request, pk)
-    older = conversation_page.fold_list(conv, before=_int(request.GET.get("before")))
-    context = {"conv": conv, "rows": older.rows, "hidden": older.hidden, "before": older.before,
-               "folds": conversation_page.segment_folds(conv)}
-    return fragment_or_page(request, "conversations/_fold_list.html", "conversations/fold_list.html", context)
+
+    def context() -> dict:
+        older = conversation_page.fold_list(conv, before=_int(request.GET.get("before")))
+        return {"conv": conv, "rows": older.rows, "hidden": older.hidden, "before": older.before,
+                "folds": conversation_page.segment_folds(conv)}
+
+    return cached_fragment(request, conv, "fold_list", "conversations/_fold_list.html", "conversations/fold_list.html", context)
 
 
 @login_required
@@ -107,12 +145,16 @@ def fold_list(request: HttpRequest, pk: int) -> HttpResponse:
 def segment_body(request: HttpRequest, pk: int, index: int) -> HttpResponse:
     """An archived segment listed on one line, unfolded: its summary and its first turns."""
     conv = get_conversation_for_user(request, pk)
-    segment = conversation_page.segment_by_index(conv, index)
-    if segment is None or segment.kind != "archived":
-        raise Http404("No such archived segment")
-    turns_page = conversation_page.turn_page(conv, index, segment.start, segment.end)
-    context = {"conv": conv, "turns_page": turns_page, "segment": segment, "folds": conversation_page.segment_folds(conv)}
-    return fragment_or_page(request, "conversations/_fold_list.html#segment-body", "conversations/segment.html", context)
+
+    def context() -> dict:
+        segment = conversation_page.segment_by_index(conv, index)
+        if segment is None or segment.kind != "archived":
+            raise Http404("No such archived segment")
+        turns_page = conversation_page.turn_page(conv, index, segment.start, segment.end)
+        return {"conv": conv, "turns_page": turns_page, "segment": segment, "folds": conversation_page.segment_folds(conv)}
+
+    return cached_fragment(request, conv, f"segment_body:{index}", "conversations/_fold_list.html#segment-body",
+                           "conversations/segment.html", context)
 
 
 @login_required
@@ -121,14 +163,18 @@ def segment_body(request: HttpRequest, pk: int, index: int) -> HttpResponse:
 def segment_turns(request: HttpRequest, pk: int, index: int) -> HttpResponse:
     """One page of turn headers of a segment (unfolding an archived segment, scrolling on)."""
     conv = get_conversation_for_user(request, pk)
-    segment = conversation_page.segment_by_index(conv, index)
-    if segment is None:
-        raise Http404("No such segment")
-    turns_page = conversation_page.turn_page(
-        conv, index, segment.start, segment.end, _int(request.GET.get("from")), _int(request.GET.get("to"))
-    )
-    context = {"conv": conv, "turns_page": turns_page, "segment": segment}
-    return fragment_or_page(request, "conversations/conversation.html#turn-page", "conversations/segment.html", context)
+
+    def context() -> dict:
+        segment = conversation_page.segment_by_index(conv, index)
+        if segment is None:
+            raise Http404("No such segment")
+        turns_page = conversation_page.turn_page(
+            conv, index, segment.start, segment.end, _int(request.GET.get("from")), _int(request.GET.get("to"))
+        )
+        return {"conv": conv, "turns_page": turns_page, "segment": segment}
+
+    return cached_fragment(request, conv, f"segment_turns:{index}", "conversations/conversation.html#turn-page",
+                           "conversations/segment.html", context)
 
 
 @login_required
@@ -137,11 +183,15 @@ def segment_turns(request: HttpRequest, pk: int, index: int) -> HttpResponse:
 def turn(request: HttpRequest, pk: int, turn: int) -> HttpResponse:
     """The messages and blocks of one turn (expanding a turn header)."""
     conv = get_conversation_for_user(request, pk)
-    view = turn_content.turn_view(conv, turn, from_position=_int(request.GET.get("from")))
-    if not view.messages and request.GET.get("from") is None:
-        raise Http404("No such turn")
-    context = {"conv": conv, "turn": view}
-    return fragment_or_page(request, "conversations/conversation.html#turn-body", "conversations/turn.html", context)
+
+    def context() -> dict:
+        view = turn_content.turn_view(conv, turn, from_position=_int(request.GET.get("from")))
+        if not view.messages and request.GET.get("from") is None:
+            raise Http404("No such turn")
+        return {"conv": conv, "turn": view}
+
+    return cached_fragment(request, conv, f"turn:{turn}", "conversations/conversation.html#turn-body",
+                           "conversations/turn.html", context)
 
 
 @login_required
@@ -150,12 +200,16 @@ def turn(request: HttpRequest, pk: int, turn: int) -> HttpResponse:
 def block(request: HttpRequest, pk: int, message_id: int, index: int) -> HttpResponse:
     """The whole of a long block (its head and tail were shown)."""
     conv = get_conversation_for_user(request, pk)
-    message = _get_message(conv, message_id)
-    view = turn_content.full_block(message, index, with_tool=not request.htmx)  # the page: the tool view as in the turn
-    if view is None:
-        raise Http404("No such block")
-    context = {"conv": conv, "b": view, "message": message}
-    return fragment_or_page(request, "conversations/conversation.html#block-content", "conversations/block.html", context)
+
+    def context() -> dict:
+        message = _get_message(conv, message_id)
+        view = turn_content.full_block(message, index, with_tool=not request.htmx)  # the page: the tool view as in the turn
+        if view is None:
+            raise Http404("No such block")
+        return {"conv": conv, "b": view, "message": message}
+
+    return cached_fragment(request, conv, f"block:{message_id}:{index}", "conversations/conversation.html#block-content",
+                           "conversations/block.html", context)
 
 
 @login_required

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 
 from django.apps import apps
 from django.db import connection, transaction
-from django.db.models import TextField
+from django.db.models import F, TextField
 from django.db.models.functions import Cast
 
 from django.conf import settings
@@ -127,7 +127,7 @@ def _batches(qs, fields: list[str]):
         last = rows[-1][0]
 
 
-def _mask_table(name: str, model, fields: list, report: MaskReport, progress: Progress, dry_run: bool) -> None:
+def _mask_table(name: str, model, fields: list, report: MaskReport, progress: Progress, dry_run: bool, touched: dict) -> None:
     total = model.objects.count()
     names = [f for f, _ in fields]
     done = changed = 0
@@ -143,6 +143,7 @@ def _mask_table(name: str, model, fields: list, report: MaskReport, progress: Pr
                     changed += 1
                     if not dry_run:
                         model.objects.filter(pk=pk).update(**updates)
+                        touched.setdefault(name, set()).add(pk)
         done += len(rows)
         progress(name, done, total)
     report.scanned[name] = done
@@ -239,11 +240,16 @@ def remask(*, progress: Progress | None = None, dry_run: bool = False) -> MaskRe
         seen = {pk for _c, pk in changed}
         changed += [c for c in by_value if c[1] not in seen]
         report.changed["messages"] = len(changed)
+        by_value_touched = {name: len(pks) for name, pks in touched.items()}
         for name, model, fields in _tables():
-            _mask_table(name, model, fields, report, say, dry_run)
-            report.changed[name] += len(touched.get(name, ()))
+            _mask_table(name, model, fields, report, say, dry_run, touched)
+            report.changed[name] += by_value_touched.get(name, 0)
         if changed and not dry_run:
             _reindex(changed, report, say)
+            bump_revisions({c for c, _pk in changed})
+        if not dry_run:  # titles and fold summaries: what the conversation's page shows
+            bump_revisions(touched.get("conversations", set()))
+            bump_revisions(set(Fold.objects.filter(pk__in=touched.get("folds", set())).values_list("conversation_id", flat=True)))
         if dry_run and sqlite:
             transaction.set_rollback(True)
     if sqlite and not dry_run and report.total_changed:
@@ -394,6 +400,14 @@ def _mask_tree(tree: list[int], masker: secrets.ValueMasker, messages: list | No
     return changed
 
 
+def bump_revisions(conversation_ids) -> None:
+    """A new revision for these conversations: their pages' fragments, kept per revision
+    (conversations/page_cache.py), are rendered again from the masked rows."""
+    ids = list(conversation_ids)
+    for start in range(0, len(ids), BATCH):
+        Conversation.objects.filter(pk__in=ids[start : start + BATCH]).update(revision=F("revision") + 1)
+
+
 def _keep_prints(root: int, values: dict[str, str], key: bytes, known: set[str]) -> None:
     rows = [
         SecretPrint(conversation_id=root, kind=kind, length=length, digest=digest)
@@ -432,7 +446,10 @@ def mask_by_value(
             known.setdefault(value, kind)
         masker = secrets.ValueMasker(known)
         if masker:
-            changed += _mask_tree(tree, masker, messages, {} if touched is None else touched)
+            rows = _mask_tree(tree, masker, messages, {} if touched is None else touched)
+            changed += rows
+            if rows:
+                bump_revisions(tree)
         _keep_prints(root, known, key, {p[2] for p in prints})
     return changed
 

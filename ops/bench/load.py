@@ -14,6 +14,11 @@ What it does, all on this machine and nothing of your own data:
 It prints p50, p95 (milliseconds, every request of the run) and errors (a status other than 200,
 a refused or broken connection, a timeout), then the same per page. The client threads share
 the machine's cores with the server, as a browser on the same machine would.
+
+With --during-import MB, a synthetic Claude Code session of that size is imported again and again
+(`manage.py import`, each time into a new project, at the worker's CPU priority: nice
+CONTEXTVIEWER_WORKER_NICE, 10 by default, as `manage.py serve` runs the worker) into the same
+database for the whole of each run: readers while an import runs.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from pathlib import Path
 from typing import TextIO
 from urllib.parse import urlencode
 
+from contextviewer.importers import synthetic
 from ops import webserver
 
 PAGES = ("conversation", "turn", "segment", "index", "search")
@@ -256,6 +262,62 @@ def load(target: Target, clients: int, seconds: float, max_requests: int) -> Res
     return Result(clients, time.monotonic() - start, samples, failures)
 
 
+class Importer:
+    """Imports of one session, back to back, into the server's database until stopped."""
+
+    def __init__(self, session: Path, env: dict[str, str], log: Path):
+        self.session, self.env, self.log = session, env, log
+        self.done: list[float] = []  # seconds each finished import took
+        self.failed = 0
+        self._stop = threading.Event()
+        self._proc: subprocess.Popen | None = None
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _loop(self) -> None:
+        from django.conf import settings
+
+        niceness = int(os.environ.get("CONTEXTVIEWER_WORKER_NICE", "10") or 0)
+        nice = shutil.which("nice")
+        prefix = [nice, "-n", str(niceness)] if niceness and nice else []
+        while not self._stop.is_set():
+            project = f"Import {time.time_ns()}"  # a new project: the same file is imported again
+            cmd = [*prefix, sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "import", str(self.session), "--project", project]
+            t0 = time.perf_counter()
+            with open(self.log, "ab") as fh:
+                self._proc = subprocess.Popen(cmd, env=self.env, cwd=str(settings.BASE_DIR), stdout=fh, stderr=subprocess.STDOUT)
+                code = self._proc.wait()
+            if self._stop.is_set():
+                return
+            if code == 0:
+                self.done.append(time.perf_counter() - t0)
+            else:
+                self.failed += 1
+                time.sleep(1)
+
+    def stop(self) -> None:
+        self._stop.set()
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        self._thread.join(timeout=30)
+
+
+def import_session(workdir: Path, mb: float) -> Path:
+    """The synthetic session the imports read (written once per size, kept with the folder)."""
+    folder = workdir / f"import-{mb:g}mb"
+    found = sorted(folder.glob("*.jsonl")) if folder.exists() else []
+    if found:
+        return found[0]
+    return synthetic.write_session(folder, target_bytes=int(mb * 1024 * 1024), seed=7)
+
+
 def warm_up(target: Target) -> None:
     """A few requests of every page (not counted): imports, templates and caches of each process."""
     load(target, clients=2, seconds=60, max_requests=4 * len(PAGES))
@@ -283,9 +345,11 @@ def report(out: TextIO, result: Result, label: str = "") -> None:
 
 def run(out: TextIO | None = None, *, clients: int = 20, seconds: float = 30.0, messages: int = 41_000,
         max_requests: int | None = None, repeat: int = 1, workers: int | None = None, threads: int | None = None,
-        worker_class: str = "gthread", keep: bool = False, reuse: str | None = None, port: int | None = None) -> list[Result]:
+        worker_class: str = "gthread", keep: bool = False, reuse: str | None = None, port: int | None = None,
+        during_import_mb: float | None = None) -> list[Result]:
     """`reuse`: a folder an earlier run kept (--keep), its conversation served again as it is.
-    `port`: where the server listens (a free one when not given); a port in use is refused."""
+    `port`: where the server listens (a free one when not given); a port in use is refused.
+    `during_import_mb`: a session of that size imported back to back during each run."""
     out = out or sys.stdout
     max_requests = max_requests or clients * 500
     if reuse:
@@ -325,15 +389,33 @@ def run(out: TextIO | None = None, *, clients: int = 20, seconds: float = 30.0, 
                   f"(load average before: {os.getloadavg()[0]:.2f})\n")
         target = Target(port, setup["conversation"], setup["messages"], setup["folds"], setup["turns"],
                         setup["segments"], setup["cookie"], setup)
+        session = None
+        if during_import_mb:
+            session = import_session(workdir, during_import_mb)
+            out.write(f"during each run: {session.name} ({session.stat().st_size / 1e6:.0f} MB) imported back to back "
+                      f"at nice {os.environ.get('CONTEXTVIEWER_WORKER_NICE', '10') or 0}\n")
         warm_up(target)
         for n in range(max(1, repeat)):
+            importer = Importer(session, env, workdir / "imports.log") if session is not None else None
+            if importer is not None:
+                importer.start()
+                time.sleep(1.0)  # the import under way (its process started, the file being read)
             cpu0, own0 = server_cpu_seconds(proc), time.process_time()
-            result = load(target, clients, seconds, max_requests)
+            try:
+                result = load(target, clients, seconds, max_requests)
+            finally:
+                if importer is not None:
+                    importer.stop()
             cpu1 = server_cpu_seconds(proc)
             result.client_cpu = time.process_time() - own0
             result.server_cpu = cpu1 - cpu0 if cpu0 is not None and cpu1 is not None else None
             results.append(result)
-            report(out, result, label=f"run {n + 1}: " if repeat > 1 else "")
+            label = f"run {n + 1}: " if repeat > 1 else ""
+            report(out, result, label=label)
+            if importer is not None:
+                took = ", ".join(f"{t:.1f}" for t in importer.done) or "none finished"
+                out.write(f"{label}imports finished during the run: {len(importer.done)} (s each: {took})"
+                          + (f", {importer.failed} failed (see {workdir / 'imports.log'})" if importer.failed else "") + "\n")
         if len(results) > 1:
             p50s = sorted(r.quantile(0.5) for r in results)
             p95s = sorted(r.quantile(0.95) for r in results)
