@@ -60,6 +60,8 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=None, help="bench load: the server's port (default: a free one)")
         parser.add_argument("--reuse", help="bench load: a folder kept by an earlier `bench load --keep` "
                             "(its conversation, no new import)")
+        parser.add_argument("--during-import", type=float, default=None, metavar="MB", help="bench load: a synthetic "
+                            "session of MB megabytes imported back to back during each run (at the worker's nice)")
 
     def handle(self, *args, **opts):
         if opts["what"] == "import":
@@ -80,7 +82,7 @@ class Command(BaseCommand):
                     self.stdout, clients=opts["clients"], seconds=opts["seconds"], messages=opts["messages"],
                     max_requests=opts["requests"], repeat=opts["repeat"] or 1, workers=opts["workers"],
                     threads=opts["threads"], worker_class=opts["worker_class"], keep=opts["keep"], reuse=opts["reuse"],
-                    port=opts["port"],
+                    port=opts["port"], during_import_mb=opts["during_import"],
                 )
             except RuntimeError as e:
                 raise CommandError(str(e)) from e
