@@ -128,20 +128,40 @@ def _import_path(
     whichever format each is (importers/formats.py decides). What no format reads is refused
     before anything is stored. ``names``: each file's (source key, display name) where they are
     not its path (a stored folder upload: folder_upload.py)."""
-    named = (lambda p: dict(zip(("source_key", "display_name"), names(p)))) if names else (lambda p: {})
+    report, groups = discover_path(path)
+    if groups:
+        import_groups(project, groups, report, progress, names)
+    return report
+
+
+def discover_path(path: str | os.PathLike) -> tuple[ImportReport, list[formats.SessionFiles]]:
+    """The sessions under ``path`` (each a main file with its sub-agent files, kept together),
+    and a report holding what is not read (``skipped``), or why nothing is (``refused``)."""
     report = ImportReport()
     path = Path(path).expanduser()
     if not path.exists():
         report.errors.append({"path": str(path), "line": 0, "reason": "no such file or folder"})
-        return report
+        return report, []
     found = formats.discover(path)
     groups = found.sessions
     report.skipped = skipped_files(found)
     if not groups:
         report.refused = True
         report.errors.append({"path": str(path), "line": 0, "reason": refusal_of(path, found)})
-        return report
-    total = sum(_size(f) for g in groups for f in _group_files(g)) or 1
+    return report, groups
+
+
+def import_groups(
+    project: Project,
+    groups: list[formats.SessionFiles],
+    report: ImportReport,
+    progress: Progress | None = None,
+    names: Callable[[Path], tuple[str, str]] | None = None,
+) -> ImportReport:
+    """Import sessions found by ``discover_path`` into ``report``, a session's main file first,
+    then its sub-agent files (linked to it). Raises DiskFull (with what was done before)."""
+    named = (lambda p: dict(zip(("source_key", "display_name"), names(p)))) if names else (lambda p: {})
+    total = sum(group_size(g) for g in groups) or 1
     done = 0
 
     def file_progress(offset: int, what: str) -> None:
@@ -186,6 +206,36 @@ def _import_path(
     if progress:
         progress(total, total, "done")
     return report
+
+
+def group_size(group: formats.SessionFiles) -> int:
+    """Bytes of a session's files (main and sub-agents)."""
+    return sum(_size(f) for f in _group_files(group))
+
+
+def group_to_json(group: formats.SessionFiles) -> dict:
+    """A session found by discovery as a job's parameter (imports.py: one part of a folder)."""
+    return {
+        "format": group.format,
+        "main": str(group.main) if group.main is not None else None,
+        "session_id": group.session_id,
+        "subagents": [
+            {"path": str(s.path), "agent_id": s.agent_id, "agent_type": s.agent_type, "is_compaction": s.is_compaction}
+            for s in group.subagents
+        ],
+    }
+
+
+def group_from_json(data: dict) -> formats.SessionFiles:
+    return formats.SessionFiles(
+        format=data["format"],
+        main=Path(data["main"]) if data.get("main") else None,
+        session_id=data.get("session_id"),
+        subagents=[
+            formats.SubagentFile(Path(s["path"]), s["agent_id"], s.get("agent_type"), bool(s.get("is_compaction")))
+            for s in data.get("subagents") or ()
+        ],
+    )
 
 
 def import_file_isolated(project: Project, path: str | os.PathLike, **kwargs) -> FileReport:

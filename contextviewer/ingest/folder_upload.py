@@ -255,6 +255,23 @@ def import_folder(project, item: dict, progress=None) -> ingest.ImportReport:
     """Import a stored folder upload as one folder. Sources are keyed ``upload:<sha256>/<path>``
     and named by their path in the folder; the files refused when it was stored are the job's
     errors too. A folder nothing of which was read is not kept."""
+    root, rel, names = naming(item)
+    report = ingest.import_path(project, root, progress=progress, names=names)
+    for entry in report.skipped:
+        entry["path"] = rel(entry["path"])
+    for entry in report.errors:
+        if entry.get("path") == str(root):
+            entry["path"] = item["name"]
+    report.errors[:0] = [dict(r) for r in item.get("refused") or ()]
+    if report.refused:
+        shutil.rmtree(root, ignore_errors=True)  # nothing of it was read: not kept
+    return report
+
+
+def naming(item: dict):
+    """A stored folder upload's root, its paths relative to the root, and each file's (source
+    key, display name): ``upload:<sha256>/<path>`` and ``<path>`` (an import of one of its parts,
+    imports.py, names its files the same way)."""
     root = Path(settings.MEDIA_ROOT) / item["blob"]
     sha = item["sha256"]
 
@@ -271,13 +288,4 @@ def import_folder(project, item: dict, progress=None) -> ingest.ImportReport:
         where = rel(path)
         return f"upload:{sha}/{where}", where
 
-    report = ingest.import_path(project, root, progress=progress, names=names)
-    for entry in report.skipped:
-        entry["path"] = rel(entry["path"])
-    for entry in report.errors:
-        if entry.get("path") == str(root):
-            entry["path"] = item["name"]
-    report.errors[:0] = [dict(r) for r in item.get("refused") or ()]
-    if report.refused:
-        shutil.rmtree(root, ignore_errors=True)  # nothing of it was read: not kept
-    return report
+    return root, rel, names

@@ -18,7 +18,7 @@ from contextviewer.ingest import folder_upload
 from contextviewer.jobs import queue as jobs
 from contextviewer.conversations.models import Conversation, Source
 from contextviewer.conversations.uploads import UPLOAD_DIR, safe_name
-from contextviewer.jobs.models import Job
+from contextviewer.jobs.models import Job, JobStatus
 from contextviewer.conversations import calibration
 from contextviewer.ingest import titles
 
@@ -82,17 +82,55 @@ def start_import(project: Project, *, paths=(), uploads=(), user=None, idempoten
     return jobs.create_job(project, "import", params, user=user, idempotency_key=idempotency_key, enqueue=enqueue)
 
 
+# A folder import is split into parts (jobs of kind "import_part", jobs.queue.start_parts) that
+# any worker runs, the folder's job too: each part is a batch of whole sessions (a main file with
+# its sub-agent files) that one worker takes about PART_SECONDS to import (estimated from its files'
+# count and size), so that what a part costs by itself (its job row, claim, heartbeat, a parsing
+# process) stays a few per cent of it. A folder of one part's worth is imported by its own job, as
+# it always was. CONTEXTVIEWER_IMPORT_PART_SECONDS=0: never split.
+def _part_seconds() -> float:
+    try:
+        return float(os.environ.get("CONTEXTVIEWER_IMPORT_PART_SECONDS") or 2.0)
+    except ValueError:
+        return 2.0
+
+
+FILE_SECONDS = 0.06  # the estimate of a file's import: a fixed cost per file...
+MB_SECONDS = 0.035  # ... and a cost per MB (README, Benchmarks: bench import)
+
+
 def run_import(job: Job, progress) -> dict:
     # Every file of the job is parsed in one parsing process: a parser's crash fails that file only.
     with ingest_child.parsing():
-        return _run_import(job, progress)
+        plan = _plan(job)
+        if plan is None:  # a file, or a folder of one part's worth: this job imports it all
+            return _run_import(job, progress)
+        return _run_parts(job, plan, progress)
+
+
+def run_import_part(job: Job, progress) -> dict:
+    """One part of a folder import (``_plan``): its sessions, each with its sub-agent files; the
+    result has the shape of an import's (import_result), the folder's job merges them."""
+    with ingest_child.parsing():
+        tokens.preload_encoding()
+        report = ingest.ImportReport()
+        units = job.params.get("units") or []
+        count = max(len(units), 1)
+        for index, unit in enumerate(units):
+
+            def step(done: int, total: int, what: str, index=index) -> None:
+                progress((index + (done / total if total else 1)) / count, f"importing {what}")
+
+            _guarded(lambda unit=unit, step=step: _import_unit(job.project, unit, report, step), _unit_name(unit), report)
+        _calibrate(report)
+        return import_result(report)
 
 
 def _run_import(job: Job, progress) -> dict:
     tokens.preload_encoding()  # counted from the first records on
     project = job.project
     report = ingest.ImportReport()
-    items = [("path", p) for p in job.params.get("paths", [])] + [("upload", u) for u in job.params.get("uploads", [])]
+    items = _items(job)
     count = max(len(items), 1)
     refused = 0
     for index, (kind, item) in enumerate(items):
@@ -100,45 +138,192 @@ def _run_import(job: Job, progress) -> dict:
         def step(done: int, total: int, what: str, index=index) -> None:
             progress((index + (done / total if total else 1)) / count, f"importing {what}")
 
-        try:
-            if kind == "path":
-                refused += _import_path(project, item, report, step)
-            elif item.get("folder"):  # a folder upload (or a zip of one): read as one folder
-                sub = folder_upload.import_folder(project, item, progress=step)
-                _merge(report, sub)
-                refused += int(sub.refused)
-            else:
-                path = Path(settings.MEDIA_ROOT) / item["blob"]
-                file_report = ingest.import_file_isolated(
-                    project,
-                    path,
-                    display_name=item["name"],
-                    source_key=f"upload:{item['sha256']}/{item['name']}",
-                    progress=lambda offset, what, size=item["size"], step=step: step(offset, size or 1, what),
-                )
-                report.add(file_report)
-                if file_report.status == "refused":
-                    refused += 1
-                    _discard_upload(path)
-        except OperationalError as exc:
-            if not ingest.disk_full(exc):
-                raise
-            # The file being written was rolled back whole: say so, not the database's words.
-            name = item if kind == "path" else item["name"]
-            raise jobs.JobRefused(ingest.disk_full_message(name, report), import_result(report)) from exc
-        except ingest.DiskFull as exc:  # inside a folder: what came before it is in exc.report
-            _merge(report, exc.report)
-            raise jobs.JobRefused(ingest.disk_full_message(exc.path, report), import_result(report)) from exc
+        name = item if kind == "path" else item["name"]
+        refused += _guarded(lambda kind=kind, item=item, step=step: _import_item(project, kind, item, report, step), name, report)
     if items and refused == len(items):
         # Nothing named is a session log any format reads: nothing was stored; say what it was.
         raise jobs.JobRefused("; ".join(e["reason"] for e in report.errors), import_result(report))
     # Fact probes and titles follow the finished job (jobs/kinds.py FOLLOW_UPS): its result lists
     # the conversations it touched, sub-agents included (import_result).
+    _calibrate(report)
+    return import_result(report)
 
+
+def _items(job: Job) -> list[tuple[str, object]]:
+    return [("path", p) for p in job.params.get("paths", [])] + [("upload", u) for u in job.params.get("uploads", [])]
+
+
+def _calibrate(report: ingest.ImportReport) -> None:
     imported = Conversation.objects.filter(pk__in=report.conversation_ids)
     imported |= Conversation.objects.filter(parent_id__in=report.conversation_ids)  # sub-agents compact too
     calibration.after_import(imported.only("agent", "cli_version"))
-    return import_result(report)
+
+
+def _guarded(fn, name: str, report: ingest.ImportReport) -> int:
+    """``fn()``, a full disk said as the job's refusal with what was imported before it."""
+    try:
+        return fn()
+    except OperationalError as exc:
+        if not ingest.disk_full(exc):
+            raise
+        # The file being written was rolled back whole: say so, not the database's words.
+        raise jobs.JobRefused(ingest.disk_full_message(name, report), import_result(report)) from exc
+    except ingest.DiskFull as exc:  # inside a folder: what came before it is in exc.report
+        _merge(report, exc.report)
+        raise jobs.JobRefused(ingest.disk_full_message(exc.path, report), import_result(report)) from exc
+
+
+def _import_item(project: Project, kind: str, item, report: ingest.ImportReport, step) -> int:
+    """Import one thing a job names (a path, an upload) into ``report``; 1 when no format read it."""
+    if kind == "path":
+        return _import_path(project, item, report, step)
+    if item.get("folder"):  # a folder upload (or a zip of one): read as one folder
+        sub = folder_upload.import_folder(project, item, progress=step)
+        _merge(report, sub)
+        return int(sub.refused)
+    path = Path(settings.MEDIA_ROOT) / item["blob"]
+    file_report = ingest.import_file_isolated(
+        project,
+        path,
+        display_name=item["name"],
+        source_key=f"upload:{item['sha256']}/{item['name']}",
+        progress=lambda offset, what, size=item["size"], step=step: step(offset, size or 1, what),
+    )
+    report.add(file_report)
+    if file_report.status == "refused":
+        _discard_upload(path)
+        return 1
+    return 0
+
+
+def _import_unit(project: Project, unit: dict, report: ingest.ImportReport, step) -> int:
+    """Import one unit of a part: a session found in a folder (``group``), or a whole path or upload."""
+    if "group" not in unit:
+        return _import_item(project, *(("path", unit["path"]) if "path" in unit else ("upload", unit["upload"])), report, step)
+    names = folder_upload.naming(unit["upload"])[2] if "upload" in unit else None
+    sub = ingest.ImportReport()
+    ingest.import_groups(project, [ingest.group_from_json(unit["group"])], sub, step, names)  # DiskFull: exc.report is sub
+    _merge(report, sub)
+    return 0
+
+
+def _unit_name(unit: dict) -> str:
+    """What a unit is called on the job's page: its session's main file (else its first file)."""
+    group = unit.get("group")
+    if group:
+        path = group.get("main") or (group.get("subagents") or [{}])[0].get("path") or ""
+        if "upload" in unit:
+            return folder_upload.naming(unit["upload"])[1](path)
+        return path
+    return unit["path"] if "path" in unit else unit["upload"]["name"]
+
+
+class _Plan:
+    """A folder import split into parts: ``parts`` (each a list of units), and what was found
+    beside them (files not read, folders no format reads) for the folder job's result."""
+
+    def __init__(self) -> None:
+        self.parts: list[list[dict]] = []
+        self.weights: list[float] = []
+        self.errors: list[dict] = []
+        self.skipped: list[dict] = []
+
+
+def _plan(job: Job) -> _Plan | None:
+    """The parts of a job that imports a folder (or several), or None when it stays one job: a
+    file, or everything of one part's worth (PART_SECONDS)."""
+    limit = _part_seconds()
+    items = _items(job)
+    if limit <= 0 or not any(_is_folder(kind, item) for kind, item in items):
+        return None
+    plan = _Plan()
+    units: list[tuple[dict, float]] = []
+    for kind, item in items:
+        if not _is_folder(kind, item):
+            size = item.get("size", 0) if kind == "upload" else _file_size(item)
+            units.append(({kind: item}, FILE_SECONDS + size / 1e6 * MB_SECONDS))
+            continue
+        if kind == "path":
+            found, groups = ingest.discover_path(item)
+            base = {"path": item}
+        else:
+            root, rel, _names = folder_upload.naming(item)
+            found, groups = ingest.discover_path(root)
+            for entry in found.skipped:
+                entry["path"] = rel(entry["path"])
+            for entry in found.errors:
+                if entry.get("path") == str(root):
+                    entry["path"] = item["name"]
+            found.errors[:0] = [dict(r) for r in item.get("refused") or ()]
+            base = {"upload": {k: v for k, v in item.items() if k != "refused"}}
+            if found.refused:
+                return None  # nothing of it is read: said (and the folder not kept) as before
+        plan.errors.extend(found.errors)
+        plan.skipped.extend(found.skipped)
+        for group in groups:
+            files = 1 + len(group.subagents)
+            units.append(({**base, "group": ingest.group_to_json(group)}, files * FILE_SECONDS + ingest.group_size(group) / 1e6 * MB_SECONDS))
+    part: list[dict] = []
+    cost = 0.0
+    for unit, estimate in units:
+        part.append(unit)
+        cost += estimate
+        if cost >= limit:
+            plan.parts.append(part)
+            plan.weights.append(cost)
+            part, cost = [], 0.0
+    if part:
+        plan.parts.append(part)
+        plan.weights.append(cost)
+    return plan if len(plan.parts) > 1 else None
+
+
+def _file_size(path: str) -> int:
+    try:
+        return Path(path).expanduser().stat().st_size
+    except OSError:
+        return 0
+
+
+def _is_folder(kind: str, item) -> bool:
+    if kind == "path":
+        return Path(item).expanduser().is_dir()
+    return bool(item.get("folder"))
+
+
+def _run_parts(job: Job, plan: _Plan, progress) -> dict:
+    """Import a folder in parts (``_plan``): any worker runs them, this job too; its page sums their
+    progress, and its result merges theirs in the folder's order (conversations, files, errors,
+    skipped) with one error per part that did not finish. Follow-ups (titles, fact probes) run once,
+    on this job's result; the parts have none."""
+    ids = jobs.start_parts(job, "import_part", [{"units": units} for units in plan.parts], plan.weights)
+    parts = jobs.run_parts(job, ids, progress)
+    result = {"conversations": [], "files": [], "errors": list(plan.errors), "skipped": list(plan.skipped)}
+    seen: set[int] = set()
+    unfinished = []
+    for number, part in enumerate(parts, 1):
+        done = part.result or {}
+        for conv in done.get("conversations") or ():
+            if conv.get("id") not in seen:
+                seen.add(conv.get("id"))
+                result["conversations"].append(conv)
+        for key in ("files", "errors", "skipped"):
+            result[key].extend(done.get(key) or ())
+        if part.status != JobStatus.SUCCEEDED:
+            units = part.params.get("units") or []
+            what = f"part {number} of {len(parts)} ({len(units)} session{'s' if len(units) != 1 else ''} from {_unit_name(units[0]) if units else '-'})"
+            reason = part.error or part.status
+            unfinished.append(f"{what}: {reason}")
+            result["errors"].append({"path": _unit_name(units[0]) if units else "", "line": 0,
+                                     "reason": f"{what} {part.status}: {reason}"})
+    result["parts"] = len(parts)
+    if unfinished:
+        raise jobs.JobRefused(
+            f"{len(unfinished)} of {len(parts)} parts of this import did not finish (Run again imports them; "
+            f"the others are imported): " + "; ".join(unfinished[:5]) + (" ..." if len(unfinished) > 5 else ""),
+            result,
+        )
+    return result
 
 
 def _import_path(project: Project, path: str, report: ingest.ImportReport, step) -> int:

@@ -23,6 +23,9 @@ from django.utils.module_loading import import_string
 
 JOB_KINDS: dict[str, str] = {
     "import": "contextviewer.ingest.imports.run_import",
+    # A batch of a folder import's sessions (queue.start_parts): no follow-ups of its own, the
+    # folder's import job runs them once for all its parts.
+    "import_part": "contextviewer.ingest.imports.run_import_part",
     "handoff": "contextviewer.builds.handoffs.run_handoff",
     "build": "contextviewer.builds.services.run_build",
     "title": "contextviewer.ingest.titles.run_title",

@@ -44,6 +44,9 @@ class Job(models.Model):
     # a running job whose worker stopped beating is taken over (jobs.claim / jobs.reconcile).
     worker_id = models.CharField(max_length=255, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # A part of a bigger job (a folder import's batch of sessions): run by any worker, or by the
+    # parent's own process; the parent sums their progress and merges their results (queue.run_parts).
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="parts")
 
     objects = JobQuerySet.as_manager()
 

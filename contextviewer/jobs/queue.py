@@ -6,15 +6,18 @@ block a second writer), and is folded into the Job row when the job ends.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
+import time
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, models, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -138,11 +141,13 @@ def is_cancel_requested(job: Job) -> bool:
 
 
 def cancel(job: Job) -> bool:
-    """Queued jobs stop at once; running ones at their next progress report."""
+    """Queued jobs stop at once; running ones at their next progress report. A job's parts
+    (run_parts) are cancelled with it."""
     if job.is_finished:
         return False
-    cache.set(_cancel_key(job), True, PROGRESS_TTL)
-    Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
+    parts = list(Job.objects.filter(parent=job, status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).only("pk", "created_at"))
+    cache.set_many({_cancel_key(j): True for j in [job, *parts]}, PROGRESS_TTL)
+    Job.objects.filter(pk__in=[job.pk, *(p.pk for p in parts)], status=JobStatus.QUEUED).update(
         status=JobStatus.CANCELLED, finished_at=timezone.now(), progress_text="cancelled"
     )
     return True
@@ -197,6 +202,103 @@ def run(job_id: int, *, on_progress: Callable[[float, str], None] | None = None)
         _finish(job, JobStatus.SUCCEEDED, result, "", "done")
     job.refresh_from_db()
     return job
+
+
+# -- parts: one job's work split over several jobs (a folder import's batches of sessions) -----------
+
+FINISHED = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
+PARTS_POLL = 0.2  # seconds between looks at the parts other workers run
+PARTS_REPORT = 0.5  # seconds between two sums of the parts' progress
+
+
+def start_parts(job: Job, kind: str, params: list[dict], weights: list[float]) -> list[int]:
+    """The parts of ``job`` (one job of ``kind`` per ``params``), created and sent to the workers
+    once; ids in the order of ``params``. Run again (the job retried, or taken over from a dead
+    worker), the same parts are found by their keys: those that succeeded are kept, those that
+    failed or were cancelled are queued again, the others are left to whoever holds them."""
+    keys = []
+    for index, p in enumerate(params):
+        digest = hashlib.sha256(json.dumps(p, sort_keys=True).encode()).hexdigest()[:24]
+        keys.append(f"part:{job.pk}:{index}:{digest}")
+    have = dict(Job.objects.filter(idempotency_key__in=keys).values_list("idempotency_key", "pk"))
+    fresh = [
+        Job(project_id=job.project_id, kind=kind, params={**p, "part": [index + 1, len(params)], "weight": weights[index]},
+            idempotency_key=key, created_by_id=job.created_by_id, parent=job)
+        for index, (p, key) in enumerate(zip(params, keys))
+        if key not in have
+    ]
+    Job.objects.bulk_create(fresh, ignore_conflicts=True)
+    ids = dict(Job.objects.filter(idempotency_key__in=keys).values_list("idempotency_key", "pk"))
+    again = list(Job.objects.filter(pk__in=[ids[k] for k in have], status__in=[JobStatus.FAILED, JobStatus.CANCELLED]).only("pk", "created_at"))
+    if again:
+        cache.delete_many([_cancel_key(j) for j in again])
+        Job.objects.filter(pk__in=[j.pk for j in again]).update(status=JobStatus.QUEUED, error="", finished_at=None)
+    send = sorted([ids[k] for k in keys if k not in have] + [j.pk for j in again])
+    transaction.on_commit(lambda: [enqueue_job(pk) for pk in send])  # at once outside a transaction
+    return [ids[k] for k in keys]
+
+
+def run_parts(job: Job, part_ids: list[int], progress: Callable[[float, str], None]) -> list[Job]:
+    """Run a job's parts to their end: this process runs those still queued, from the last one
+    (other workers take their messages from the first), and waits for those another worker holds.
+    The job's progress is the parts' progress summed (each weighted by its ``weight`` parameter).
+    ``progress`` is the job's own: it raises when the job is cancelled (cancel() stops its parts
+    too). Returns the parts, in order, once every one has ended (succeeded, failed or cancelled).
+    A part whose worker died is taken over here (claim) like anywhere else."""
+    weights = {pk: float(params.get("weight") or 1) for pk, params in Job.objects.filter(pk__in=part_ids).values_list("pk", "params")}
+    total = sum(weights.values()) or 1.0
+    last = [0.0]
+
+    def report(inline: int | None = None, inline_fraction: float = 0.0, what: str = "", force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - last[0] < PARTS_REPORT:
+            return
+        last[0] = now
+        rows = Job.objects.filter(pk__in=part_ids).values_list("pk", "status")
+        done = ended = 0.0
+        count = 0
+        for pk, status in rows:
+            weight = weights.get(pk, 1.0)
+            if status in FINISHED:
+                done += weight
+                ended += 1
+            elif pk == inline:
+                done += weight * inline_fraction
+            elif status == JobStatus.RUNNING:
+                live = cache.get(progress_key(pk))
+                done += weight * (live["progress"] if live else 0.0)
+            count += 1
+        text = f"{int(ended)} of {count} parts done" + (f"; {what}" if what else "")
+        if inline is None:
+            progress(done / total, text)
+        else:  # from inside a part: no cancel check here (the part has its own), just the figure
+            set_progress(job.pk, done / total, text)
+
+    while True:
+        report(force=True)  # raises JobCancelled / JobTakenOver: the job stops here
+        states = dict(Job.objects.filter(pk__in=part_ids).values_list("pk", "status"))
+        left = [pk for pk in part_ids if states.get(pk) not in FINISHED]
+        if not left:
+            break
+        ran = False
+        for pk in reversed([pk for pk in left if states[pk] == JobStatus.QUEUED] or left):
+            # run() claims conditionally: a part another worker has just taken (or holds, alive) is left to it.
+            part = run(pk, on_progress=lambda f, t, pk=pk: report(pk, f, t))
+            if part is not None:
+                ran = True
+                break
+        if not ran:
+            time.sleep(PARTS_POLL)
+    return sorted(Job.objects.filter(pk__in=part_ids), key=lambda j: part_ids.index(j.pk))
+
+
+def parts_summary(job: Job) -> dict | None:
+    """How a job's parts stand ({"count", "queued", "running", "succeeded", "failed", "cancelled"}),
+    for its page; None for a job without parts."""
+    counts = dict(Job.objects.filter(parent=job).values_list("status").annotate(n=models.Count("pk")))
+    if not counts:
+        return None
+    return {"count": sum(counts.values()), **{s: counts.get(s, 0) for s in JobStatus.values}}
 
 
 def reconcile(now=None) -> dict:

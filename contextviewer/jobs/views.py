@@ -14,7 +14,8 @@ from contextviewer.jobs.models import Job
 
 @login_required
 def jobs_page(request: HttpRequest) -> HttpResponse:
-    rows = Job.objects.for_user(request.user).select_related("project")[:200]
+    # A folder import's parts are on its page, not here (one row per import, as it was).
+    rows = Job.objects.for_user(request.user).filter(parent__isnull=True).select_related("project")[:200]
     return render(request, "jobs/list.html", {"jobs": rows})
 
 
@@ -24,7 +25,7 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     job = get_job_for_user(request, job_id)
     progress, text = jobs.current_progress(job)
     context = {"job": job, "progress": progress, "progress_pct": int(progress * 100), "progress_text": text,
-               "outcome": kinds.outcome(job), "duration": _duration(job)}
+               "outcome": kinds.outcome(job), "duration": _duration(job), "parts": jobs.parts_summary(job)}
     template = "jobs/detail.html#progress" if request.htmx else "jobs/detail.html"
     return render(request, template, context)
 

@@ -1,6 +1,7 @@
 """python manage.py bench import [--mb 200] | bench pages [--sizes 1000,10000,50000]
 | bench load [--clients 20] [--seconds 30] [--messages 41000] | bench startup
 | bench vs-claude-code-log [--file SESSION.jsonl]
+| bench scale [--sessions 1000] [--scale-workers 1,2] [--repeat 2] [--unsplit] (PostgreSQL + Redis)
 
 Benchmarks print figures; they are not timed tests. `bench import` runs in a throw-away SQLite
 database (or the configured PostgreSQL) under a temporary data folder, never in your own data.
@@ -19,7 +20,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from contextviewer.importers import codex_synthetic, synthetic
-from ops.bench import ccl as bench_ccl, load as bench_load, pages as bench_pages, startup as bench_startup
+from ops.bench import ccl as bench_ccl, load as bench_load, pages as bench_pages, scale as bench_scale, startup as bench_startup
 
 
 def _peak_rss_mb() -> float:
@@ -31,7 +32,7 @@ class Command(BaseCommand):
             "`bench load` (concurrent readers against the web server).")
 
     def add_arguments(self, parser):
-        parser.add_argument("what", choices=["import", "pages", "load", "startup", "vs-claude-code-log"])
+        parser.add_argument("what", choices=["import", "pages", "load", "startup", "vs-claude-code-log", "scale"])
         parser.add_argument("--mb", type=float, default=200.0, help="bench import: size of the synthetic session "
                             "(a Claude Code session, then a Codex rollout of the same size)")
         parser.add_argument("--no-codex", action="store_true", help="bench import: only the Claude Code session")
@@ -44,7 +45,7 @@ class Command(BaseCommand):
         parser.add_argument("--repeat", type=int, default=None, help="bench import: runs of the floor and the import, "
                             "interleaved; the figures are the fastest of each (a noisy machine slows runs, never speeds them) "
                             "(default 3); bench load: load runs against the same server, then the best and the spread (default 1)")
-        parser.add_argument("--database-url", default="", help="bench import: a scratch PostgreSQL database "
+        parser.add_argument("--database-url", default="", help="bench import, bench scale: a scratch PostgreSQL database "
                             "(default: a fresh SQLite file in a temporary folder)")
         parser.add_argument("--clients", type=int, default=20, help="bench load: concurrent readers")
         parser.add_argument("--seconds", type=float, default=30.0, help="bench load: length of a run (it stops then)")
@@ -62,6 +63,19 @@ class Command(BaseCommand):
                             "(its conversation, no new import)")
         parser.add_argument("--during-import", type=float, default=None, metavar="MB", help="bench load: a synthetic "
                             "session of MB megabytes imported back to back during each run (at the worker's nice)")
+        parser.add_argument("--sessions", type=int, default=1000, help="bench scale: generated sessions in the folder")
+        parser.add_argument("--session-messages", type=int, default=30, help="bench scale: messages of each session")
+        parser.add_argument("--scale-workers", default="1,2", help="bench scale: worker counts to run, each a "
+                            "process of one pool process")
+        parser.add_argument("--broker-url", default="", help="bench scale: a scratch Redis database for the broker "
+                            f"(default {bench_scale.DEFAULT_BROKER})")
+        parser.add_argument("--cache-url", default="", help=f"bench scale: a scratch Redis database for the cache "
+                            f"(default {bench_scale.DEFAULT_CACHE})")
+        parser.add_argument("--unsplit", action="store_true", help="bench scale: also one worker importing the "
+                            "folder as one job (no parts), to show what the parts cost")
+        parser.add_argument("--part-seconds", default="", help="bench scale: CONTEXTVIEWER_IMPORT_PART_SECONDS "
+                            "for the workers (default: the import's own)")
+        parser.add_argument("--folder", help="bench scale: an existing folder of sessions instead of generated ones")
 
     def handle(self, *args, **opts):
         if opts["what"] == "import":
@@ -72,6 +86,17 @@ class Command(BaseCommand):
         elif opts["what"] == "vs-claude-code-log":
             try:
                 bench_ccl.run(self.stdout, path=opts["file"], repeat=opts["repeat"] or 3, keep=opts["keep"])
+            except RuntimeError as e:
+                raise CommandError(str(e)) from e
+        elif opts["what"] == "scale":
+            try:
+                bench_scale.run(
+                    self.stdout, sessions=opts["sessions"], messages=opts["session_messages"],
+                    workers=[int(n) for n in opts["scale_workers"].split(",") if n.strip()],
+                    repeat=opts["repeat"] or 2, database_url=opts["database_url"], broker_url=opts["broker_url"],
+                    cache_url=opts["cache_url"], unsplit=opts["unsplit"], part_seconds=opts["part_seconds"],
+                    keep=opts["keep"], folder=opts["folder"],
+                )
             except RuntimeError as e:
                 raise CommandError(str(e)) from e
         elif opts["what"] == "load":
@@ -146,8 +171,10 @@ class Command(BaseCommand):
                 for leftover in (workdir / "data").glob(f"bench-{n}.sqlite3*"):
                     leftover.unlink()
         floor = min(floors, key=lambda r: r["seconds"])
+        count_floor = min(floors, key=lambda r: r["count_seconds"])
         result = min(runs, key=lambda r: r["seconds"])
         ratio = result["seconds"] / floor["seconds"] if floor["seconds"] else float("nan")
+        count_ratio = result["seconds"] / count_floor["count_seconds"] if count_floor["count_seconds"] else float("nan")
         w = self.stdout.write
         w(f"file:     {size_mb:.1f} MB ({what}), {result['messages']} messages, "
           f"{result['model_calls']} model calls, {result['folds']} folds")
@@ -158,11 +185,17 @@ class Command(BaseCommand):
           f"peak RSS {result['peak_rss_mb']:.0f} MB (+ parsing process {result['child_peak_rss_mb']:.0f} MB)")
         w(f"floor:    {floor['seconds']:.2f} s  {size_mb / floor['seconds']:.1f} MB/s  (one thread: json.loads and tiktoken o200k "
           f"encode_ordinary of every message string, same process kind)  peak RSS {floor['peak_rss_mb']:.0f} MB")
+        w(f"counting: {count_floor['count_seconds']:.2f} s  {size_mb / count_floor['count_seconds']:.1f} MB/s  (the floor of "
+          f"the ratio below: one thread counting every message string with tiktoken o200k, "
+          f"len(encode_ordinary(s)) for each of {count_floor['strings']} strings, {count_floor['chars'] / 1e6:.1f} M characters, "
+          f"{count_floor['count_tokens']} tokens; the strings are read out of the JSON before the clock starts)")
         if len(runs) > 1:
             imports = ", ".join("%.1f" % r["seconds"] for r in runs)
             floor_times = ", ".join("%.1f" % r["seconds"] for r in floors)
-            w(f"runs:     import {imports} s; floor {floor_times} s (the fastest of each is used)")
-        w(f"ratio:    import / floor = {ratio:.2f}x (target <= 2x); peak RSS target < 512 MB")
+            count_times = ", ".join("%.1f" % r["count_seconds"] for r in floors)
+            w(f"runs:     import {imports} s; floor {floor_times} s; counting {count_times} s (the fastest of each is used)")
+        w(f"ratio:    import / counting = {count_ratio:.2f}x (target <= 1.25x)")
+        w(f"          import / floor = {ratio:.2f}x (target <= 2x); peak RSS target < 512 MB")
 
 
 def session_files(path: Path) -> list[Path]:
@@ -221,7 +254,30 @@ if mode == "floor":
                     # Codex: the item as the model saw it (encrypted content is not text)
                     for t in texts(obj.get("payload")):
                         n += len(enc.encode_ordinary(t))
-    print(json.dumps({"seconds": time.perf_counter() - t0, "tokens": n, "peak_rss_mb": rss()}))
+    seconds, peak = time.perf_counter() - t0, rss()
+    # The counting floor: the same strings, read out first (not timed), then only counted, one
+    # thread, one encode_ordinary call per string.
+    strings = []
+    for f in files:
+        with open(f, "rb") as fh:
+            for line in fh:
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    continue
+                msg = obj.get("message") if isinstance(obj, dict) else None
+                if isinstance(msg, dict):
+                    strings.extend(texts(msg.get("content")))
+                elif isinstance(obj, dict) and obj.get("type") in ("response_item", "compacted"):
+                    strings.extend(texts(obj.get("payload")))
+    encode = enc.encode_ordinary
+    t0 = time.perf_counter()
+    counted = 0
+    for t in strings:
+        counted += len(encode(t))
+    count_seconds = time.perf_counter() - t0
+    print(json.dumps({"seconds": seconds, "tokens": n, "peak_rss_mb": peak, "count_seconds": count_seconds,
+                      "count_tokens": counted, "strings": len(strings), "chars": sum(map(len, strings))}))
 else:
     from django.conf import settings
     from django.core.management import call_command
