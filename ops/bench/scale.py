@@ -132,7 +132,8 @@ def _line(label: str, n: int, whole: bool, r: dict, sessions: int) -> str:
     per = 1000.0 / max(sessions, 1)
     return (f"{label + ':':9} {what:29} {r['seconds']:6.1f} s  {sessions / r['seconds']:5.1f} sessions/s  "
             f"{r['parts']:4d} parts  {r['conversations']} conversations  "
-            f"CPU ms/session: workers {r['cpu_workers'] * per:.0f}, PostgreSQL {r['cpu_postgres'] * per:.0f}, "
+            f"CPU ms/session: workers {r['cpu_workers'] * per:.0f} (writing {r['cpu_writer'] * per:.0f}, parsing "
+            f"{r['cpu_parsing'] * per:.0f}, celery {r['cpu_celery'] * per:.0f}), PostgreSQL {r['cpu_postgres'] * per:.0f}, "
             f"Redis {r['cpu_redis'] * per:.1f}, machine {r['cpu_machine'] * per:.0f} "
             f"({r['cpu_machine'] / r['seconds']:.2f} of {os.cpu_count()} CPUs busy)")
 
@@ -199,8 +200,31 @@ pm = postmaster()
 redis_pids = [int(p) for p in os.listdir("/proc") if p.isdigit() and open(f"/proc/{p}/cmdline", "rb").read().startswith(b"redis-server")]
 
 
+def split(sessions):
+    # The workers' CPU by role: each Celery main process (its own time), the pool processes that
+    # write the rows (their own time), and the parsing processes they fork (reaped into the pool
+    # processes' children's time, or still running: their own time).
+    roles = {"celery": 0, "writer": 0, "parsing": 0}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        s = stat(int(name))
+        if not s or int(s[3]) not in sessions:
+            continue
+        own, reaped = int(s[11]) + int(s[12]), int(s[13]) + int(s[14])
+        if int(name) in sessions:
+            roles["celery"] += own
+        elif int(s[1]) in sessions:
+            roles["writer"] += own
+            roles["parsing"] += reaped
+        else:
+            roles["parsing"] += own + reaped
+    return {k: v / TICK for k, v in roles.items()}
+
+
 def sample(sessions):
     return {
+        **split(sessions),
         "workers": tree_cpu(lambda pid, s: int(s[3]) in sessions),
         "postgres": tree_cpu(lambda pid, s: pm is not None and (pid == pm or int(s[1]) == pm)) if pm else 0.0,
         "redis": tree_cpu(lambda pid, s: pid in redis_pids),
