@@ -27,12 +27,13 @@ class Command(BaseCommand):
         parser.add_argument("--queue", action="store_true", help="hand the job to the running worker")
 
     def handle(self, *args, **opts):
-        gc.freeze()  # what start-up loaded stays: no collection scans it again
-        gc.enable()  # manage.py turned collection off while the modules loaded
         from contextviewer.accounts.services import get_or_create_project  # lazy: `import --help` loads no models (bench startup)
         from contextviewer.ingest import imports as services  # lazy: nor the import machinery
         from contextviewer.jobs import queue as jobs  # lazy: nor the job queue
         from contextviewer.jobs.models import JobStatus  # lazy: nor the job model
+
+        gc.freeze()  # what start-up loaded stays: no collection scans it again
+        gc.enable()  # manage.py turned collection off while the modules loaded
 
         project = get_or_create_project(opts["project"])
         paths = [str(Path(p).expanduser().resolve()) for p in opts["paths"]]
