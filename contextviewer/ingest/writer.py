@@ -19,6 +19,7 @@ from django.db import connection
 from django.db.models import Max
 from django.db.models.functions import Length
 
+from contextviewer.core import curve as core_curve
 from contextviewer.core import harness
 from contextviewer.core.records import AgentLink, BadLine, FoldRecord, ImportProgress, SessionInfo, UsageRecord
 from contextviewer.core import secrets
@@ -67,6 +68,18 @@ def child_key(parent_key: str, agent_id: str) -> str:
     return external_key(f"{parent_key}/{external_key(agent_id)}")
 
 
+def _commit_as_sqlite() -> None:
+    """PostgreSQL: the file's transaction commits without waiting for its log to reach the disk, as
+    the SQLite database is set up to (WAL, synchronous=NORMAL). A crash of the machine or of the
+    server may lose the files imported in its last fraction of a second (whole: their source is
+    not marked imported, so the next import reads them again), never leave half of one. The wait
+    (an fsync, a millisecond or more of every file) was a cost of a small file's import on
+    PostgreSQL that SQLite does not pay."""
+    if connection.vendor == "postgresql" and connection.in_atomic_block:
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+
+
 def _adopt_orphans(project, conversation: Conversation) -> None:
     """Sub-agents imported before their parent (a main conversation) are adopted now. The LIKE
     pattern is the stored key (bounded by the column), never the log's id; a sub-agent whose key
@@ -84,13 +97,18 @@ def _adopt_orphans(project, conversation: Conversation) -> None:
 class _ConversationState:
     """Where the next message of one conversation goes."""
 
-    def __init__(self, conversation: Conversation):
+    def __init__(self, conversation: Conversation, created: bool = False):
+        """`created`: the conversation was created by this import (it has no message to read)."""
         self.conversation = conversation
-        agg = conversation.messages.aggregate(p=Max("position"), t=Max("turn"))
+        # Created by this import: what its figures need (calls, counts) is known without reading it
+        # back, unless the import brings it folds (see Writer._known_figures).
+        self.fresh = created
+        self.calls: list[tuple] | None = None  # fresh: (uncached, cache write, cache read, output) of its calls
+        agg = {"p": None, "t": None} if created else conversation.messages.aggregate(p=Max("position"), t=Max("turn"))
         self.next_position = (agg["p"] + 1) if agg["p"] is not None else 0
         self.turn = agg["t"] if agg["t"] is not None else 0
         self.has_user_turn = agg["p"] is not None
-        self.uuid_positions: dict[str, int] = dict(
+        self.uuid_positions: dict[str, int] = {} if agg["p"] is None else dict(
             conversation.messages.exclude(uuid=None).values_list("uuid", "position")
         )
         self.pending: list[dict] = []  # rows not yet inserted
@@ -143,18 +161,19 @@ class Writer:
             fold_figures.parent_records(parent) if kind == ConversationKind.COMPACTION and parent is not None else None
         )
         self.replayed_records = 0
+        _commit_as_sqlite()
 
     # -- conversations
 
     def _conversation_for(self, record: PreparedMessage) -> _ConversationState:
         if self.main is None:
-            self.main = _ConversationState(self._get_main(record))
+            self.main = _ConversationState(*self._get_main(record))
         agent = record.agent_id
         if agent and agent != self.agent_id and external_key(agent) != (self.main.conversation.agent_id or None):
             state = self.children.get(agent)
             if state is None:
                 parent = self.main.conversation
-                child, _ = Conversation.objects.get_or_create(
+                child, created = Conversation.objects.get_or_create(
                     project=self.project,
                     agent=self.agent,
                     external_id=child_key(parent.external_id, agent),
@@ -166,18 +185,19 @@ class Writer:
                         "cwd": parent.cwd,
                     },
                 )
-                state = self.children[agent] = _ConversationState(child)
+                state = self.children[agent] = _ConversationState(child, created)
             return state
         return self.main
 
-    def _get_main(self, record: PreparedMessage) -> Conversation:
+    def _get_main(self, record: PreparedMessage) -> tuple[Conversation, bool]:
+        """The conversation of the file's (or session's) messages, and whether it was created now."""
         session = record.session_id or self.session_id or Path(self.source.name).stem
         if self.sessions_done == 0 and not self.fmt.multi_session:
             # The first conversation a source created is its own; later ones are its inline sidechains.
             # (A file of several sessions names each one: they are found by their ids.)
             existing = self.source.conversations.order_by("pk").first()
             if existing is not None:
-                return existing
+                return existing, False
         agent_id = self.agent_id
         # A file whose lines all belong to one sub-agent (2.0.x agent-*.jsonl) is that sub-agent.
         if agent_id is None and record.agent_id and record.agent_kind != "inline" and (
@@ -215,7 +235,7 @@ class Writer:
             conversation.source = self.source
             conversation.save(update_fields=["source"])
         self.agent_id = agent_id
-        return conversation
+        return conversation, created
 
     def conversations(self) -> list[Conversation]:
         states = ([self.main] if self.main else []) + list(self.children.values())
@@ -415,8 +435,10 @@ class Writer:
         self._write_folds(main)
         self._write_links(main)
         for state in [main, *self.children.values()]:
-            _refresh_conversation(state, info if state is main else None)
-            fold_figures.fill_tokens_after(state.conversation)
+            known = self._known_figures(state)
+            _refresh_conversation(state, info if state is main else None, known=known)
+            if not known:  # (a conversation without folds has no tokens_after to fill)
+                fold_figures.fill_tokens_after(state.conversation)
         if self.children:
             _refresh_figures(main.conversation, main.token_totals)
         self.finished.extend(s.conversation for s in [main, *self.children.values()])
@@ -424,6 +446,16 @@ class Writer:
         self.usage, self.folds, self.links = [], [], []
         self.session_id = None
         self.sessions_done += 1
+
+    def _known_figures(self, state: _ConversationState) -> bool:
+        """Whether the conversation's figures are all known without reading it back: it was created
+        by this import (so every message and call it has is this import's) and gets no fold."""
+        if not state.fresh or state.token_totals is None:
+            return False
+        main = self.main
+        return not any(
+            (self.children.get(fold.agent_id) if fold.agent_id in self.children else main) is state for fold in self.folds
+        )
 
     def _write_model_calls(self, main: _ConversationState) -> None:
         by_agent: dict[str | None, list[UsageRecord]] = {}
@@ -475,6 +507,16 @@ class Writer:
                     )}
                 for row in new_rows:
                     row["message_id"] = pks.get(row["position"])
+                if self._known_figures(state):
+                    # Estimated with the call's row (no UPDATE after): the estimate is the tokens of
+                    # the messages before the call, and this conversation has no fold yet.
+                    positions = sorted({row["position"] for row in new_rows})
+                    estimates = dict(zip(positions, core_curve.estimated_contexts(state.token_totals, positions, ())))
+                    for row in new_rows:
+                        row["estimated_context"] = estimates[row["position"]]
+                    state.calls = (state.calls or []) + [
+                        (r["input_uncached"], r["cache_write"], r["cache_read"], r["output"]) for r in new_rows
+                    ]
                 insert_rows(ModelCall, new_rows)
             if changed:
                 fields = USAGE_FIELDS if rewrites else ["output", "output_is_lower_bound"]
@@ -589,7 +631,9 @@ def _set_usage(row: ModelCall, call: UsageRecord, position: int | None) -> bool:
     return changed
 
 
-def _refresh_conversation(state: _ConversationState, info: SessionInfo | None) -> None:
+def _refresh_conversation(state: _ConversationState, info: SessionInfo | None, *, known: bool = False) -> None:
+    """Set the conversation's details and figures from what the import read, and save it.
+    `known`: its figures are all in `state` (Writer._known_figures), none is read back."""
     conversation = state.conversation
     if info is not None:
         if info.title:
@@ -618,6 +662,10 @@ def _refresh_conversation(state: _ConversationState, info: SessionInfo | None) -
     conversation.tool_call_count += state.tool_calls
     if state.updated:
         conversation.revision += 1  # messages changed in place: the page's figures are computed again
+    if known:
+        _set_figures(conversation, state.calls or [], message_count=state.added, fold_count=0)
+        conversation.save()
+        return
     conversation.save()
     _refresh_figures(conversation, state.token_totals)
 
@@ -642,19 +690,30 @@ def _refresh_figures(conversation: Conversation, token_totals: list[tuple[int, i
                     f"UPDATE {connection.ops.quote_name(ModelCall._meta.db_table)} SET estimated_context = %s WHERE id = %s",
                     changed,
                 )
-    conversation.message_count = conversation.messages.count()
-    conversation.model_call_count = len(calls)
     # Real folds only: a summary written again (kind "alternative") stands beside one, not in the count.
-    conversation.refresh_fold_count(save=False)  # saved with the other figures below
-    conversation.peak_context = max((uncached + write + read for *_, uncached, write, read, _out in calls), default=0)
+    _set_figures(
+        conversation, [call[3:] for call in calls], message_count=conversation.messages.count(),
+        fold_count=conversation.refresh_fold_count(save=False),
+    )
+    conversation.save(update_fields=FIGURES)
+
+
+# The index's figures of a conversation (_set_figures).
+FIGURES = ["message_count", "model_call_count", "fold_count", "peak_context", "spend_tokens", "window"]
+
+
+def _set_figures(conversation: Conversation, calls: list[tuple], *, message_count: int, fold_count: int) -> None:
+    """Set FIGURES (not saved) from the conversation's calls, each (input_uncached, cache_write,
+    cache_read, output), and its counts."""
+    conversation.message_count = message_count
+    conversation.model_call_count = len(calls)
+    conversation.fold_count = fold_count
+    conversation.peak_context = max((uncached + write + read for uncached, write, read, _out in calls), default=0)
     if conversation.window is None and conversation.model_names:
         conversation.window = harness.harness_window(
             formats.harness(conversation.agent), conversation.model_names[-1], conversation.peak_context
         )
-    conversation.spend_tokens = sum(sum(call[3:]) for call in calls)
-    conversation.save(
-        update_fields=["message_count", "model_call_count", "fold_count", "peak_context", "spend_tokens", "window"]
-    )
+    conversation.spend_tokens = sum(sum(call) for call in calls)
 
 
 def _replayed(record, replayed: tuple[set[str], set[str]]) -> bool:
