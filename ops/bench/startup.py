@@ -149,6 +149,7 @@ def small_import(out: TextIO, env: dict, repeat: int = 5) -> dict | None:
         for n in range(max(1, repeat)):
             run_dir = work / f"run-{n}"
             shutil.copytree(template, run_dir)
+            os.sync()  # the copy on disk before the run: its first checkpoint does not write the whole database
             runs.append(_time([sys.executable, str(MANAGE), "import", str(path)], {**base, "CONTEXTVIEWER_DATA_DIR": str(run_dir)}))
             shutil.rmtree(run_dir, ignore_errors=True)
     finally:
