@@ -37,6 +37,9 @@ class Command(BaseCommand):
                             "(a Claude Code session, then a Codex rollout of the same size)")
         parser.add_argument("--no-codex", action="store_true", help="bench import: only the Claude Code session")
         parser.add_argument("--file", help="bench import: an existing session file instead of a synthetic one")
+        parser.add_argument("--small", type=int, default=0, help="bench import: instead, N small generated sessions "
+                            "(30 message lines each, a sub-agent in every fourth) imported one by one: the cost per "
+                            "file (wall, and CPU of the writer, the parsing process and a local PostgreSQL server)")
         parser.add_argument("--sizes", default="1000,10000,50000", help="bench pages: conversation sizes")
         parser.add_argument("--folds-mb", type=float, default=55.0, help="bench pages: size of the synthetic "
                             "Claude Code session with --folds compactions whose first page is measured (0: none)")
@@ -118,6 +121,9 @@ class Command(BaseCommand):
     def bench_import(self, opts):
         # The floor and the import run in separate child processes so that each peak RSS is its own.
         workdir = Path(tempfile.mkdtemp(prefix="contextviewer-bench-"))
+        if opts["small"] > 0:
+            self.measure_small(workdir, opts)
+            return
         if opts["file"]:
             path = Path(opts["file"]).resolve()
             if not path.exists():
@@ -196,6 +202,49 @@ class Command(BaseCommand):
             w(f"runs:     import {imports} s; floor {floor_times} s; counting {count_times} s (the fastest of each is used)")
         w(f"ratio:    import / counting = {count_ratio:.2f}x (target <= 1.25x)")
         w(f"          import / floor = {ratio:.2f}x (target <= 2x); peak RSS target < 512 MB")
+
+
+    def measure_small(self, workdir: Path, opts) -> None:
+        """Per-file cost of many small sessions, each imported as `import_path` imports one (one
+        transaction per file), in a child process on a fresh database, the fastest of --repeat."""
+        import os
+        import shutil
+        import subprocess
+
+        from django.conf import settings
+
+        folder = workdir / "small"
+        t0 = time.perf_counter()
+        for n in range(opts["small"]):
+            synthetic.write_session(folder / f"s{n:04d}", messages=30, seed=n, subagent=n % 4 == 0, compaction=False)
+        files = sorted(folder.rglob("*.jsonl"))
+        self.stdout.write(f"generated {opts['small']} sessions, {len(files)} files, "
+                          f"{sum(f.stat().st_size for f in files) / 1e6:.1f} MB in {time.perf_counter() - t0:.1f} s")
+        env = {**os.environ, "CONTEXTVIEWER_DATA_DIR": str(workdir / "data"), "DATABASE_URL": opts["database_url"],
+               "TIKTOKEN_CACHE_DIR": str(settings.TIKTOKEN_CACHE_DIR)}
+        runs = []
+        for n in range(max(1, opts["repeat"])):
+            env["CONTEXTVIEWER_SQLITE_PATH"] = str(workdir / "data" / f"small-{n}.sqlite3")
+            run = subprocess.run([sys.executable, "-c", _SMALL_CHILD, str(folder)], env=env, capture_output=True, text=True)
+            if run.returncode != 0:
+                raise CommandError(run.stderr[-3000:])
+            runs.append(json.loads(run.stdout))
+            for leftover in (workdir / "data").glob(f"small-{n}.sqlite3*"):
+                leftover.unlink()
+        best = min(runs, key=lambda r: r["seconds"])
+        per = 1000 / best["files"]
+        w = self.stdout.write
+        w(f"database: {best['database']}")
+        w(f"per file: {best['seconds'] * per:.1f} ms wall; CPU {best['cpu_total'] * per:.1f} ms = writer "
+          f"{best['cpu_writer'] * per:.1f} + parsing process {best['cpu_parser'] * per:.1f} + database server "
+          + (f"{best['cpu_server'] * per:.1f}" if best["cpu_server"] is not None
+             else "0 (SQLite: in the writer)" if best["database"].startswith("sqlite") else "n/a (not on this machine)")
+          + f" ms; {best['queries'] / best['files']:.1f} statements ({best['messages']} messages in all)")
+        if len(runs) > 1:
+            w("runs:     " + ", ".join("%.1f" % (r["seconds"] * 1000 / r["files"]) for r in runs)
+              + " ms per file (the fastest is used; the CPU figures change less on a busy machine)")
+        if not opts["keep"]:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def session_files(path: Path) -> list[Path]:
@@ -303,4 +352,68 @@ else:
         "model_calls": ModelCall.objects.count(), "folds": Fold.objects.count(),
         "database": db["ENGINE"].rsplit(".", 1)[-1] + " " + str(db["NAME"]),
     }))
+"""
+
+
+# bench import --small: the sessions of a folder imported one by one into an emptied database.
+_SMALL_CHILD = r"""
+import json, os, resource, sys, time
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextviewer.settings")
+import django
+django.setup()
+from pathlib import Path
+from django.conf import settings
+from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+call_command("migrate", verbosity=0)
+from contextviewer.accounts.services import get_or_create_project
+from contextviewer.conversations.models import Conversation, Message, Source
+from contextviewer.core import tokens
+from contextviewer.ingest import child, files as ingest
+tokens.get_encoding()
+project, project2 = get_or_create_project("Bench small"), get_or_create_project("Bench small (statements)")
+for p in (project, project2):  # a PostgreSQL scratch database, run again
+    Conversation.objects.filter(project=p).delete()
+    Source.objects.filter(project=p).delete()
+folder = Path(sys.argv[1])
+sessions = sorted(p for p in folder.iterdir() if p.is_dir())
+
+
+def server_cpu():
+    if connection.vendor != "postgresql" or settings.DATABASES["default"]["HOST"] not in ("127.0.0.1", "localhost", ""):
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu():
+    return [u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN))]
+
+
+queries = 0
+s0, (w0, p0), t0 = server_cpu(), cpu(), time.perf_counter()
+with child.parsing():
+    for session in sessions:
+        ingest.import_path(project, session)
+seconds = time.perf_counter() - t0
+(w1, p1), s1 = cpu(), server_cpu()
+with child.parsing(), CaptureQueriesContext(connection) as ctx:  # the statements, counted on a second copy
+    for session in sessions:
+        ingest.import_path(project2, session)
+nfiles = sum(1 for _ in folder.rglob("*.jsonl"))
+server = None if s0 is None or s1 is None else s1 - s0
+db = settings.DATABASES["default"]
+print(json.dumps({
+    "seconds": seconds, "files": nfiles, "cpu_writer": w1 - w0, "cpu_parser": p1 - p0, "cpu_server": server,
+    "cpu_total": (w1 - w0) + (p1 - p0) + (server or 0), "queries": len(ctx.captured_queries),
+    "messages": Message.objects.filter(conversation__project=project).count(),
+    "database": db["ENGINE"].rsplit(".", 1)[-1] + " " + str(db["NAME"]),
+}))
 """
