@@ -79,6 +79,8 @@ def _discard_upload(path: Path) -> None:
 
 def start_import(project: Project, *, paths=(), uploads=(), user=None, idempotency_key=None, enqueue=True):
     params = {"paths": [str(p) for p in paths], "uploads": list(uploads)}
+    if not enqueue:  # run by the caller's process (`import` without --queue, a watcher): in one piece, no parts sent to workers
+        params["in_process"] = True
     return jobs.create_job(project, "import", params, user=user, idempotency_key=idempotency_key, enqueue=enqueue)
 
 
@@ -234,7 +236,7 @@ def _plan(job: Job) -> _Plan | None:
     file, or everything of one part's worth (PART_SECONDS)."""
     limit = _part_seconds()
     items = _items(job)
-    if limit <= 0 or not any(_is_folder(kind, item) for kind, item in items):
+    if limit <= 0 or job.params.get("in_process") or not any(_is_folder(kind, item) for kind, item in items):
         return None
     plan = _Plan()
     units: list[tuple[dict, float]] = []

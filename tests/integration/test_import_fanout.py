@@ -142,6 +142,8 @@ def test_a_small_folder_is_one_job_and_a_big_one_is_split_by_sessions(project, t
     _assert_stored_once(folder, project)
     # Smaller parts: each holds whole sessions (a main file and its sub-agent files together).
     monkeypatch.setenv("CONTEXTVIEWER_IMPORT_PART_SECONDS", "0.3")
+    assert services._plan(Job.objects.get(pk=job.pk)) is None  # run by its caller (`import`): one piece
+    job, _ = services.start_import(project, paths=[str(folder)])  # sent to the workers (once committed)
     plan = services._plan(Job.objects.get(pk=job.pk))
     assert plan is not None and 1 < len(plan.parts) < SESSIONS
     groups = [u["group"] for part in plan.parts for u in part]
