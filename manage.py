@@ -50,7 +50,14 @@ def _start_import(argv: list[str]) -> None:
         return
     from contextviewer.ingest import early
 
-    early.fork_parsing([a for a in argv[2:] if not a.startswith("-")])
+    early.fork_parsing([a for a in argv[2:] if not a.startswith("-")], _serve_early)
+
+
+def _serve_early(*args) -> None:
+    """What the process forked early runs (in it, after the fork): child.py's parsing loop."""
+    from contextviewer.ingest import child
+
+    child.serve_early(*args)
 
 
 def main() -> None:

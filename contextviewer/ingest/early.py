@@ -19,6 +19,7 @@ import contextlib
 import mmap
 import os
 import signal
+from collections.abc import Callable
 from typing import NamedTuple
 
 # The shared memory the parsing process writes its tally into (crash.Tally: 16 bytes), and one byte
@@ -39,9 +40,11 @@ class Started(NamedTuple):
 _started: Started | None = None
 
 
-def fork_parsing(paths: list[str]) -> None:
-    """Fork the parsing process now; it loads the tokenizer and the parsers of ``paths`` (the files
-    or folders named on the command line) while it waits for the first file to parse."""
+def fork_parsing(paths: list[str], serve: Callable[[int, int, mmap.mmap, list[str]], None]) -> None:
+    """Fork the parsing process now; it runs ``serve(asks, answers, shared, paths)`` (child.py's
+    ``serve_early``, handed in by the command so this module stays below child.py): it loads the
+    tokenizer and the parsers of ``paths`` (the files or folders named on the command line) while
+    it waits for the first file to parse."""
     global _started
     if _started is not None or not hasattr(os, "fork"):
         return
@@ -60,9 +63,7 @@ def fork_parsing(paths: list[str]) -> None:
             devnull = os.open(os.devnull, os.O_RDWR)  # the caller's stdin and stdout are not held open
             os.dup2(devnull, 0)
             os.dup2(devnull, 1)
-            from contextviewer.ingest import child
-
-            child.serve_early(ask_read, answer_write, shared, paths)
+            serve(ask_read, answer_write, shared, paths)
             code = 0
         except BaseException:
             import traceback
@@ -74,7 +75,7 @@ def fork_parsing(paths: list[str]) -> None:
     os.close(answer_write)
     _started = Started(pid, ask_write, answer_read, shared)
     atexit.register(discard)
-    from contextviewer.core import tokens
+    from contextviewer.core import tokens  # lazy: after the fork; before it this module loads only the standard library
 
     tokens.defer_preload()  # the forked process counts: no thread here takes turns with Django's set-up
 

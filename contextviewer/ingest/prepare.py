@@ -50,7 +50,7 @@ _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 def text_of_blocks(blocks) -> str:
     # Imported on first use: the parsing process `manage.py import` forks before Django is set up
     # (ingest/early.py) imports this module, and conversations.search imports the models.
-    from contextviewer.conversations.search import text_of_blocks as text
+    from contextviewer.conversations.search import text_of_blocks as text  # lazy: see above
 
     return text(blocks)
 

@@ -69,7 +69,7 @@ def test_the_early_parsing_process_gives_the_records_prepared_here(tmp_path, mon
     with open(path, "rb") as stream:
         expected = prepare.prepare_batch(list(fmt.parse(ParseInput(path=path, stream=stream))))
 
-    early.fork_parsing([str(path)])
+    early.fork_parsing([str(path)], child.serve_early)
     with child.parsing() as process:
         assert process.forks == 1 and len(process.tally.map) > early.WRITER_COUNTS  # the early process, taken over
         if writer_counts:

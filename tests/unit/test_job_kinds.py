@@ -26,7 +26,7 @@ OWNERS = [
 
 def test_every_kind_resolves_to_a_callable():
     # The kinds the project starts, each a function taking (job, progress).
-    assert set(job_kinds.JOB_KINDS) == {"import", "handoff", "build", "title", "probes", "judge", "summarize_again", "policy_table"}
+    assert set(job_kinds.JOB_KINDS) == {"import", "import_part", "handoff", "build", "title", "probes", "judge", "summarize_again", "policy_table"}
     for kind in job_kinds.JOB_KINDS:
         fn = job_kinds.runner(kind)
         assert callable(fn), kind
