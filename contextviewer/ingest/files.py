@@ -27,7 +27,8 @@ from contextviewer.importers.formats import Format, ParseInput
 from contextviewer.importers.lines import open_stream
 
 from contextviewer.conversations.models import Conversation, ConversationKind, Message, Source, SourceStatus, external_key
-from contextviewer.ingest.writer import Writer, attach_compaction_costs
+from contextviewer.ingest.fold_figures import attach_compaction_costs
+from contextviewer.ingest.writer import Writer
 from contextviewer.ingest import remask
 from contextviewer.ingest import child
 

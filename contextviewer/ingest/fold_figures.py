@@ -20,7 +20,9 @@ the parent's own, replayed.
 
 from __future__ import annotations
 
+from contextviewer.core.records import UsageRecord
 from contextviewer.conversations.models import Conversation, ConversationKind, Fold, FoldOrigin
+from contextviewer.ingest.prepare import PreparedMessage
 
 
 def parent_records(parent: Conversation) -> tuple[set[str], set[str]]:
@@ -67,3 +69,42 @@ def summary_calls(child: Conversation, parent_call_ids: set[str]) -> list:
 
 def compaction_children(parent: Conversation):
     return parent.children.filter(kind=ConversationKind.COMPACTION)
+
+
+def replayed_record(record, replayed: tuple[set[str], set[str]]) -> bool:
+    """A record of a compaction file that is its parent's own (a message or a call it replays)."""
+    if isinstance(record, PreparedMessage):
+        return record.uuid is not None and record.uuid in replayed[0]
+    if isinstance(record, UsageRecord):
+        return record.api_message_id in replayed[1] or (record.message_uuid or "") in replayed[0]
+    return False
+
+
+def attach_compaction_costs(parent: Conversation) -> None:
+    """The compaction sub-agent's summarizer call is the cost of the fold it wrote (nearest in time):
+    its calls that are not the parent's own (py)."""
+    folds = list(parent.folds.filter(kind="compact", origin="imported"))
+    if not folds:
+        return
+    parent_call_ids = parent_records(parent)[1]
+    for child in compaction_children(parent):
+        calls = summary_calls(child, parent_call_ids)
+        if not calls:
+            continue
+        when = child.ended_at
+        fold = min(
+            folds,
+            key=lambda f: abs((f.timestamp - when).total_seconds()) if f.timestamp and when else float("inf"),
+        )
+        cost = {
+            "calls": len(calls),
+            "input_uncached": sum(c.input_uncached for c in calls),
+            "cache_write": sum(c.cache_write for c in calls),
+            "cache_read": sum(c.cache_read for c in calls),
+            "output": sum(c.output for c in calls),
+            "model": calls[0].model,
+            "conversation_id": child.pk,
+        }
+        if fold.cost != cost:
+            fold.cost = cost
+            fold.save(update_fields=["cost"])

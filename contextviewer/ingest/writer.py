@@ -20,16 +20,14 @@ from django.db.models import Max
 from django.db.models.functions import Length
 
 from contextviewer.core import curve as core_curve
-from contextviewer.core import harness
 from contextviewer.core.records import AgentLink, BadLine, FoldRecord, ImportProgress, SessionInfo, UsageRecord
 from contextviewer.core import secrets
 from contextviewer.core.secrets import mask_text  # summaries, titles, descriptions: stored masked too
 from contextviewer.core.titles import from_request
 from contextviewer.core.turns import is_queued
-from contextviewer.importers import formats
 from contextviewer.importers.formats import Format
 
-from contextviewer.conversations import search, segments
+from contextviewer.conversations import search
 from contextviewer.conversations.models import (
     EXTERNAL_ID_MAX,
     Conversation,
@@ -40,7 +38,7 @@ from contextviewer.conversations.models import (
     external_key,
 )
 from contextviewer.ingest.rows import insert_rows, inserted_pks, update_rows
-from contextviewer.ingest import fold_figures
+from contextviewer.ingest import conversation_figures, fold_figures
 from contextviewer.ingest.prepare import PreparedMessage, prepare_ahead, storable
 from contextviewer.ingest.keys import stored_keys
 
@@ -246,7 +244,7 @@ class Writer:
     def consume(self, records, progress=None, *, in_process: bool = False) -> SessionInfo | None:
         for record in prepare_ahead(records, in_process=in_process):
             record = stored_keys(record)  # ids of any length, as the columns hold them (keys.py)
-            if self.replayed is not None and _replayed(record, self.replayed):
+            if self.replayed is not None and fold_figures.replayed_record(record, self.replayed):
                 self.replayed_records += 1
                 continue
             if isinstance(record, PreparedMessage):
@@ -440,7 +438,7 @@ class Writer:
             if not known:  # (a conversation without folds has no tokens_after to fill)
                 fold_figures.fill_tokens_after(state.conversation)
         if self.children:
-            _refresh_figures(main.conversation, main.token_totals)
+            conversation_figures.refresh_figures(main.conversation, main.token_totals)
         self.finished.extend(s.conversation for s in [main, *self.children.values()])
         self.main, self.children = None, {}
         self.usage, self.folds, self.links = [], [], []
@@ -663,93 +661,8 @@ def _refresh_conversation(state: _ConversationState, info: SessionInfo | None, *
     if state.updated:
         conversation.revision += 1  # messages changed in place: the page's figures are computed again
     if known:
-        _set_figures(conversation, state.calls or [], message_count=state.added, fold_count=0)
+        conversation_figures.set_figures(conversation, state.calls or [], message_count=state.added, fold_count=0)
         conversation.save()
         return
     conversation.save()
-    _refresh_figures(conversation, state.token_totals)
-
-
-def _refresh_figures(conversation: Conversation, token_totals: list[tuple[int, int]] | None = None) -> None:
-    """Recompute the index figures and the estimated context of every model call.
-
-    `token_totals`: (position, token_total) of every message in position order when the caller
-    holds them all (a first import), else they are read back."""
-    calls = list(
-        conversation.model_calls.order_by("position", "pk").values_list(
-            "pk", "position", "estimated_context", "input_uncached", "cache_write", "cache_read", "output"
-        )
-    )
-    if calls:
-        # The loaded view at each call, from the one loader of folds (window.py).
-        estimates = segments.call_estimates(conversation, [c[1] for c in calls], token_totals)
-        changed = [(estimate, call[0]) for call, estimate in zip(calls, estimates) if call[2] != estimate]
-        if changed:
-            with connection.cursor() as cursor:
-                cursor.executemany(
-                    f"UPDATE {connection.ops.quote_name(ModelCall._meta.db_table)} SET estimated_context = %s WHERE id = %s",
-                    changed,
-                )
-    # Real folds only: a summary written again (kind "alternative") stands beside one, not in the count.
-    _set_figures(
-        conversation, [call[3:] for call in calls], message_count=conversation.messages.count(),
-        fold_count=conversation.refresh_fold_count(save=False),
-    )
-    conversation.save(update_fields=FIGURES)
-
-
-# The index's figures of a conversation (_set_figures).
-FIGURES = ["message_count", "model_call_count", "fold_count", "peak_context", "spend_tokens", "window"]
-
-
-def _set_figures(conversation: Conversation, calls: list[tuple], *, message_count: int, fold_count: int) -> None:
-    """Set FIGURES (not saved) from the conversation's calls, each (input_uncached, cache_write,
-    cache_read, output), and its counts."""
-    conversation.message_count = message_count
-    conversation.model_call_count = len(calls)
-    conversation.fold_count = fold_count
-    conversation.peak_context = max((uncached + write + read for uncached, write, read, _out in calls), default=0)
-    if conversation.window is None and conversation.model_names:
-        conversation.window = harness.harness_window(
-            formats.harness(conversation.agent), conversation.model_names[-1], conversation.peak_context
-        )
-    conversation.spend_tokens = sum(sum(call) for call in calls)
-
-
-def _replayed(record, replayed: tuple[set[str], set[str]]) -> bool:
-    """A record of a compaction file that is its parent's own (a message or a call it replays)."""
-    if isinstance(record, PreparedMessage):
-        return record.uuid is not None and record.uuid in replayed[0]
-    if isinstance(record, UsageRecord):
-        return record.api_message_id in replayed[1] or (record.message_uuid or "") in replayed[0]
-    return False
-
-
-def attach_compaction_costs(parent: Conversation) -> None:
-    """The compaction sub-agent's summarizer call is the cost of the fold it wrote (nearest in time):
-    its calls that are not the parent's own (fold_figures.py)."""
-    folds = list(parent.folds.filter(kind="compact", origin="imported"))
-    if not folds:
-        return
-    parent_call_ids = fold_figures.parent_records(parent)[1]
-    for child in fold_figures.compaction_children(parent):
-        calls = fold_figures.summary_calls(child, parent_call_ids)
-        if not calls:
-            continue
-        when = child.ended_at
-        fold = min(
-            folds,
-            key=lambda f: abs((f.timestamp - when).total_seconds()) if f.timestamp and when else float("inf"),
-        )
-        cost = {
-            "calls": len(calls),
-            "input_uncached": sum(c.input_uncached for c in calls),
-            "cache_write": sum(c.cache_write for c in calls),
-            "cache_read": sum(c.cache_read for c in calls),
-            "output": sum(c.output for c in calls),
-            "model": calls[0].model,
-            "conversation_id": child.pk,
-        }
-        if fold.cost != cost:
-            fold.cost = cost
-            fold.save(update_fields=["cost"])
+    conversation_figures.refresh_figures(conversation, state.token_totals)

@@ -1,0 +1,57 @@
+"""A conversation's index figures (message, call and fold counts, peak context, spend, window) and
+each model call's estimated context, set from its rows after an import writes them (writer.py)."""
+
+from __future__ import annotations
+
+from django.db import connection
+
+from contextviewer.core import harness
+from contextviewer.importers import formats
+from contextviewer.conversations import segments
+from contextviewer.conversations.models import Conversation, ModelCall
+
+
+def refresh_figures(conversation: Conversation, token_totals: list[tuple[int, int]] | None = None) -> None:
+    """Recompute the index figures and the estimated context of every model call.
+
+    `token_totals`: (position, token_total) of every message in position order when the caller
+    holds them all (a first import), else they are read back."""
+    calls = list(
+        conversation.model_calls.order_by("position", "pk").values_list(
+            "pk", "position", "estimated_context", "input_uncached", "cache_write", "cache_read", "output"
+        )
+    )
+    if calls:
+        # The loaded view at each call, from the one loader of folds (window.py).
+        estimates = segments.call_estimates(conversation, [c[1] for c in calls], token_totals)
+        changed = [(estimate, call[0]) for call, estimate in zip(calls, estimates) if call[2] != estimate]
+        if changed:
+            with connection.cursor() as cursor:
+                cursor.executemany(
+                    f"UPDATE {connection.ops.quote_name(ModelCall._meta.db_table)} SET estimated_context = %s WHERE id = %s",
+                    changed,
+                )
+    # Real folds only: a summary written again (kind "alternative") stands beside one, not in the count.
+    set_figures(
+        conversation, [call[3:] for call in calls], message_count=conversation.messages.count(),
+        fold_count=conversation.refresh_fold_count(save=False),
+    )
+    conversation.save(update_fields=FIGURES)
+
+
+# The index's figures of a conversation (set_figures).
+FIGURES = ["message_count", "model_call_count", "fold_count", "peak_context", "spend_tokens", "window"]
+
+
+def set_figures(conversation: Conversation, calls: list[tuple], *, message_count: int, fold_count: int) -> None:
+    """Set FIGURES (not saved) from the conversation's calls, each (input_uncached, cache_write,
+    cache_read, output), and its counts."""
+    conversation.message_count = message_count
+    conversation.model_call_count = len(calls)
+    conversation.fold_count = fold_count
+    conversation.peak_context = max((uncached + write + read for uncached, write, read, _out in calls), default=0)
+    if conversation.window is None and conversation.model_names:
+        conversation.window = harness.harness_window(
+            formats.harness(conversation.agent), conversation.model_names[-1], conversation.peak_context
+        )
+    conversation.spend_tokens = sum(sum(call) for call in calls)
