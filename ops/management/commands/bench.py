@@ -275,8 +275,7 @@ from ops.management.commands.bench import session_files
 files = session_files(Path(path))
 if mode == "floor":
     enc = tokens.get_encoding()
-    t0 = time.perf_counter()
-    n = 0
+
     def texts(obj):
         if isinstance(obj, str):
             yield obj
@@ -288,37 +287,32 @@ if mode == "floor":
         elif isinstance(obj, list):
             for v in obj:
                 yield from texts(v)
-    for f in files:
-        with open(f, "rb") as fh:
-            for line in fh:
-                try:
-                    obj = json.loads(line)
-                except ValueError:
-                    continue
-                msg = obj.get("message") if isinstance(obj, dict) else None
-                if isinstance(msg, dict):
-                    for t in texts(msg.get("content")):
-                        n += len(enc.encode_ordinary(t))
-                elif isinstance(obj, dict) and obj.get("type") in ("response_item", "compacted"):
-                    # Codex: the item as the model saw it (encrypted content is not text)
-                    for t in texts(obj.get("payload")):
-                        n += len(enc.encode_ordinary(t))
+
+    def message_texts(files):
+        # Every string of every message as the model saw it, parsed from the lines as it goes.
+        for f in files:
+            with open(f, "rb") as fh:
+                for line in fh:
+                    try:
+                        obj = json.loads(line)
+                    except ValueError:
+                        continue
+                    msg = obj.get("message") if isinstance(obj, dict) else None
+                    if isinstance(msg, dict):
+                        yield from texts(msg.get("content"))
+                    elif isinstance(obj, dict) and obj.get("type") in ("response_item", "compacted"):
+                        # Codex: the item as the model saw it (encrypted content is not text)
+                        yield from texts(obj.get("payload"))
+
+    # The floor: JSON-parse the lines and count their strings, timed together.
+    t0 = time.perf_counter()
+    n = 0
+    for t in message_texts(files):
+        n += len(enc.encode_ordinary(t))
     seconds, peak = time.perf_counter() - t0, rss()
     # The counting floor: the same strings, read out first (not timed), then only counted, one
     # thread, one encode_ordinary call per string.
-    strings = []
-    for f in files:
-        with open(f, "rb") as fh:
-            for line in fh:
-                try:
-                    obj = json.loads(line)
-                except ValueError:
-                    continue
-                msg = obj.get("message") if isinstance(obj, dict) else None
-                if isinstance(msg, dict):
-                    strings.extend(texts(msg.get("content")))
-                elif isinstance(obj, dict) and obj.get("type") in ("response_item", "compacted"):
-                    strings.extend(texts(obj.get("payload")))
+    strings = list(message_texts(files))
     encode = enc.encode_ordinary
     t0 = time.perf_counter()
     counted = 0
