@@ -30,21 +30,6 @@ SESSIONS = 6
 WORKER_ENV = {"CONTEXTVIEWER_IMPORT_PART_SECONDS": "0.1"}
 
 
-@pytest.fixture(scope="module")
-def module_worker(request, django_db_setup, django_db_blocker):
-    """One worker, two pool processes: the folder's job runs parts itself while the other process
-    takes them from the queue."""
-    with django_db_blocker.unblock():
-        purge_broker()
-        w = Worker(concurrency=2, env=WORKER_ENV)
-    _RUNNING.append(w)
-    yield w
-    w.stop()
-
-
-_RUNNING: list[Worker] = []  # the module's worker, stopped by a test that needs its own
-
-
 def _folder(tmp_path: Path, count: int = SESSIONS) -> Path:
     folder = tmp_path / "projects"
     for i in range(count):
@@ -68,68 +53,78 @@ def _assert_stored_once(folder: Path, project) -> None:
     assert Source.objects.filter(project=project).count() == len(files)  # every file once
 
 
-def test_a_folder_imports_in_parts_stored_once_with_summed_progress_and_one_result(
-    worker, project, user, client, tmp_path
-):
+@pytest.mark.django_db(transaction=True)
+def test_a_folder_imports_in_parts_stored_once_with_summed_progress_and_one_result(project, user, client, tmp_path):
     folder = _folder(tmp_path)
-    job, _ = services.start_import(project, paths=[str(folder)], user=user)
-    client.force_login(user)
-    seen = set()
+    # Each session's import takes 0.3 s more in this worker (planted), so both pool processes take
+    # parts and the page is seen while parts run, however fast or busy the machine.
+    purge_broker()
+    slow = PlantedWorker("", "", delay=0.3)
+    try:
+        job, _ = services.start_import(project, paths=[str(folder)], user=user)
+        client.force_login(user)
+        seen = set()
 
-    def ended():
-        row = Job.objects.get(pk=job.pk)
-        if not row.is_finished:
-            page = client.get(f"/jobs/{job.pk}/", HTTP_HX_REQUEST="true").content.decode()
-            if "parts done" in page:
-                seen.add("summed")
-        return row if row.is_finished else None
+        def ended():
+            row = Job.objects.get(pk=job.pk)
+            if not row.is_finished:
+                page = client.get(f"/jobs/{job.pk}/", HTTP_HX_REQUEST="true").content.decode()
+                if "parts done" in page:
+                    seen.add("summed")
+            return row if row.is_finished else None
 
-    done = wait_for(ended, timeout=180, interval=0.1, message="the folder's import to end")
-    assert done.status == JobStatus.SUCCEEDED, done.error
-    parts = list(Job.objects.filter(parent=done).order_by("pk"))
-    assert len(parts) == SESSIONS and all(p.status == JobStatus.SUCCEEDED for p in parts)
-    assert all(p.kind == "import_part" for p in parts)
-    assert len({p.worker_id for p in parts}) == 2, "both pool processes ran parts"
-    _assert_stored_once(folder, project)
+        done = wait_for(ended, timeout=180, interval=0.1, message="the folder's import to end")
+    finally:
+        slow.stop()
+    worker = Worker(concurrency=2, env=WORKER_ENV)  # the follow-ups and the second import below
+    try:
+        assert done.status == JobStatus.SUCCEEDED, done.error
+        parts = list(Job.objects.filter(parent=done).order_by("pk"))
+        assert len(parts) == SESSIONS and all(p.status == JobStatus.SUCCEEDED for p in parts)
+        assert all(p.kind == "import_part" for p in parts)
+        assert len({p.worker_id for p in parts}) == 2, "both pool processes ran parts"
+        _assert_stored_once(folder, project)
 
-    # The result lists every conversation once, each session's sub-agents after it, as one import did.
-    listed = [c["external_id"] for c in done.result["conversations"]]
-    assert len(listed) == len(set(listed)) == Conversation.objects.filter(project=project).count()
-    for i, c in enumerate(done.result["conversations"]):
-        if c["parent_external_id"]:
-            assert c["parent_external_id"] in listed[:i]
-    assert len(done.result["files"]) == Source.objects.count() and done.result["errors"] == []
+        # The result lists every conversation once, each session's sub-agents after it, as one import did.
+        listed = [c["external_id"] for c in done.result["conversations"]]
+        assert len(listed) == len(set(listed)) == Conversation.objects.filter(project=project).count()
+        for i, c in enumerate(done.result["conversations"]):
+            if c["parent_external_id"]:
+                assert c["parent_external_id"] in listed[:i]
+        assert len(done.result["files"]) == Source.objects.count() and done.result["errors"] == []
 
-    # The folder's page: while it ran, "n of N parts done"; at the end, its conversations and parts.
-    assert "summed" in seen
-    page = client.get(f"/jobs/{job.pk}/").content.decode()
-    assert f"In {SESSIONS} parts run by any worker: {SESSIONS} done." in page
-    for conv in Conversation.objects.filter(project=project):
-        assert f'href="{reverse("conversation", args=[conv.pk])}"' in page
-    # The jobs list shows the folder's import, not its parts.
-    listing = client.get("/jobs/").content.decode()
-    assert f"/jobs/{job.pk}/\"" in listing and all(f"/jobs/{p.pk}/\"" not in listing for p in parts)
-    part_page = client.get(f"/jobs/{parts[0].pk}/").content.decode()
-    assert f"Part 1 of {SESSIONS} of import job {job.pk}" in part_page
+        # The folder's page: while it ran, "n of N parts done"; at the end, its conversations and parts.
+        assert "summed" in seen
+        page = client.get(f"/jobs/{job.pk}/").content.decode()
+        assert f"In {SESSIONS} parts run by any worker: {SESSIONS} done." in page
+        for conv in Conversation.objects.filter(project=project):
+            assert f'href="{reverse("conversation", args=[conv.pk])}"' in page
+        # The jobs list shows the folder's import, not its parts.
+        listing = client.get("/jobs/").content.decode()
+        assert f"/jobs/{job.pk}/\"" in listing and all(f"/jobs/{p.pk}/\"" not in listing for p in parts)
+        part_page = client.get(f"/jobs/{parts[0].pk}/").content.decode()
+        assert f"Part 1 of {SESSIONS} of import job {job.pk}" in part_page
 
-    # Follow-ups once, for the whole folder: one title job naming every top-level conversation.
-    wait_for(lambda: Job.objects.filter(kind="title").exclude(status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).exists(),
-             timeout=60, message="the title job")
-    [title] = Job.objects.filter(kind="title")
-    assert sorted(title.params["conversation_ids"]) == sorted(
-        Conversation.objects.filter(project=project, kind=ConversationKind.MAIN).values_list("pk", flat=True)
-    )
-    probes = Job.objects.filter(kind="probes")
-    assert probes.count() == len(set(probes.values_list("idempotency_key", flat=True)))  # none twice
+        # Follow-ups once, for the whole folder: one title job naming every top-level conversation.
+        wait_for(lambda: Job.objects.filter(kind="title").exclude(status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).exists(),
+                 timeout=60, message="the title job")
+        [title] = Job.objects.filter(kind="title")
+        assert sorted(title.params["conversation_ids"]) == sorted(
+            Conversation.objects.filter(project=project, kind=ConversationKind.MAIN).values_list("pk", flat=True)
+        )
+        probes = Job.objects.filter(kind="probes")
+        assert probes.count() == len(set(probes.values_list("idempotency_key", flat=True)))  # none twice
 
-    # The same folder again: nothing stored twice, every file unchanged.
-    again, _ = services.start_import(project, paths=[str(folder)], user=user)
-    again = wait_for(lambda: Job.objects.filter(pk=again.pk, status__in=[JobStatus.SUCCEEDED, JobStatus.FAILED]).first(),
-                     timeout=120, message="the second import")
-    assert again.status == JobStatus.SUCCEEDED, again.error
-    assert {f["status"] for f in again.result["files"]} == {"unchanged"}
-    _assert_stored_once(folder, project)
+        # The same folder again: nothing stored twice, every file unchanged.
+        again, _ = services.start_import(project, paths=[str(folder)], user=user)
+        again = wait_for(lambda: Job.objects.filter(pk=again.pk, status__in=[JobStatus.SUCCEEDED, JobStatus.FAILED]).first(),
+                         timeout=120, message="the second import")
+        assert again.status == JobStatus.SUCCEEDED, again.error
+        assert {f["status"] for f in again.result["files"]} == {"unchanged"}
+        _assert_stored_once(folder, project)
 
+    finally:
+        worker.stop()
 
 @pytest.mark.django_db
 def test_a_small_folder_is_one_job_and_a_big_one_is_split_by_sessions(project, tmp_path, monkeypatch):
@@ -182,20 +177,28 @@ def test_a_folder_upload_in_parts_names_its_files_as_one_import_did(client, user
     assert set(Source.objects.values_list("path", flat=True)) == {f"upload:{stored.name}/{p}" for p in shown}
 
 
-def test_cancel_of_the_folder_job_cancels_its_parts(worker, project, user, client, tmp_path):
+@pytest.mark.django_db(transaction=True)
+def test_cancel_of_the_folder_job_cancels_its_parts(project, user, client, tmp_path):
     folder = _folder(tmp_path, 14)
-    job, _ = services.start_import(project, paths=[str(folder)], user=user)
-    wait_for(lambda: Job.objects.filter(parent_id=job.pk, status=JobStatus.SUCCEEDED).exists(), timeout=120,
-             interval=0.02, message="a first part to be done")
-    client.force_login(user)
-    response = client.post(f"/jobs/{job.pk}/cancel/")
-    assert response.status_code == 302
-    done = wait_for(lambda: Job.objects.filter(pk=job.pk, status__in=[JobStatus.CANCELLED, JobStatus.SUCCEEDED,
-                                                                         JobStatus.FAILED]).first(),
-                    timeout=60, message="the folder's job to stop")
+    # Each session's import takes 0.5 s more in this worker (planted), so parts are still queued
+    # when the cancel comes, however fast the machine: 14 parts, two run at a time.
+    purge_broker()
+    slow = PlantedWorker("", "", delay=0.5)
+    try:
+        job, _ = services.start_import(project, paths=[str(folder)], user=user)
+        wait_for(lambda: Job.objects.filter(parent_id=job.pk, status=JobStatus.SUCCEEDED).exists(), timeout=120,
+                 interval=0.02, message="a first part to be done")
+        client.force_login(user)
+        response = client.post(f"/jobs/{job.pk}/cancel/")
+        assert response.status_code == 302
+        done = wait_for(lambda: Job.objects.filter(pk=job.pk, status__in=[JobStatus.CANCELLED, JobStatus.SUCCEEDED,
+                                                                             JobStatus.FAILED]).first(),
+                        timeout=60, message="the folder's job to stop")
+        wait_for(lambda: not Job.objects.filter(parent=done, status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).exists(),
+                 timeout=60, message="its parts to stop")
+    finally:
+        slow.stop()
     assert done.status == JobStatus.CANCELLED
-    wait_for(lambda: not Job.objects.filter(parent=done, status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).exists(),
-             timeout=60, message="its parts to stop")
     parts = Job.objects.filter(parent=done)
     assert parts.filter(status=JobStatus.CANCELLED).exists(), "parts not yet run were cancelled"
     # What the parts that finished imported is stored whole, once; nothing of the cancelled ones.
@@ -205,9 +208,14 @@ def test_cancel_of_the_folder_job_cancels_its_parts(worker, project, user, clien
         assert Conversation.objects.filter(parent=conv).exists()
 
     # Run again: the cancelled parts are imported, the finished ones kept; every conversation once.
-    assert jobs.retry(done)
-    again = wait_for(lambda: Job.objects.filter(pk=job.pk, status__in=[JobStatus.SUCCEEDED, JobStatus.FAILED]).first(),
-                     timeout=180, message="the import run again")
+    purge_broker()
+    worker = Worker(concurrency=2, env=WORKER_ENV)
+    try:
+        assert jobs.retry(done)
+        again = wait_for(lambda: Job.objects.filter(pk=job.pk, status__in=[JobStatus.SUCCEEDED, JobStatus.FAILED]).first(),
+                         timeout=180, message="the import run again")
+    finally:
+        worker.stop()
     assert again.status == JobStatus.SUCCEEDED, again.error
     assert Job.objects.filter(parent=again).count() == parts.count()
     _assert_stored_once(folder, project)
@@ -223,7 +231,7 @@ import django
 django.setup()
 from contextviewer.importers import formats
 from contextviewer.ingest import files
-crash, fail = sys.argv[1], sys.argv[2]
+crash, fail, delay = sys.argv[1], sys.argv[2], float(sys.argv[3])
 worker_pid = os.getpid()
 registry = formats.registry()
 index = next(i for i, f in enumerate(registry) if f.name == "claude-code")
@@ -241,21 +249,24 @@ formats._REGISTRY = patched
 real_attach = files.attach_compaction_costs
 
 def attach(parent):
+    if delay:
+        import time
+        time.sleep(delay)
     if parent.external_id == fail:
         raise RuntimeError("planted: this session's import fails")
     return real_attach(parent)
 
 files.attach_compaction_costs = attach
 from celery.__main__ import main
-sys.argv = ["celery"] + sys.argv[3:]
+sys.argv = ["celery"] + sys.argv[4:]
 main()
 """
 
 
 class PlantedWorker(Worker):
-    def __init__(self, crash: str, fail: str):
+    def __init__(self, crash: str, fail: str, delay: float = 0.0):
         self.log = Path(os.environ.get("TMPDIR", "/tmp")) / f"planted-worker-{os.getpid()}.log"
-        cmd = [sys.executable, "-c", _PLANTED, crash, fail, "-A", "contextviewer", "worker", "--loglevel", "INFO",
+        cmd = [sys.executable, "-c", _PLANTED, crash, fail, str(delay), "-A", "contextviewer", "worker", "--loglevel", "INFO",
                "--concurrency", "2", "--without-gossip", "--without-mingle", "--without-heartbeat"]
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env={**worker_env(), **WORKER_ENV}, stdout=open(self.log, "wb"),
                                      stderr=subprocess.STDOUT, start_new_session=True)
@@ -269,8 +280,6 @@ def test_a_part_that_fails_is_reported_on_the_folder_job_and_the_others_import(p
     crash = next(p.stem for p in (folder / mains[1] / "subagents").glob("agent-*.jsonl")
                  if not p.name.startswith("agent-acompact"))  # a sub-agent's file
     fail = mains[3]
-    for other in _RUNNING:  # this test's worker alone takes the parts
-        other.stop()
     purge_broker()
     worker = PlantedWorker(crash, fail)
     try:
