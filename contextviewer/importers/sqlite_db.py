@@ -1,6 +1,9 @@
 """Reading a SQLite store (pure, no Django), for the formats whose log is a database (efferent,
 LangGraph checkpointers, opencode >= 1.2): opened read-only, never created, never written, and
-leaving no ``-wal``/``-shm`` files beside the user's database."""
+leaving no ``-wal``/``-shm`` files beside the user's database. Only where a live WAL database has
+both (its app is running, or left them) is it read in place, as any reader reads it: the reader's
+marks go into the ``-shm`` (SQLite's wal-index, shared memory rebuilt by the first reader after
+the writer left), never into the database or its ``-wal``."""
 
 from __future__ import annotations
 
