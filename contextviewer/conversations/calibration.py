@@ -54,6 +54,13 @@ def unlogged_prompt(conv: Conversation) -> UnloggedPrompt:
     return UnloggedPrompt((found.system_prompt, found.tool_definitions), (), found.version, found.exact, found.tools)
 
 
+def unlogged_prompt_stamp(conv: Conversation) -> tuple:
+    """What `unlogged_prompt(conv)` reads on disk, as it is now (core/captured.captures_stamp): part
+    of the version a kept page or fragment of the conversation is kept under (page_cache)."""
+    folder = formats.harness(conv.agent).captured_prompt
+    return () if folder is None else captured.captures_stamp(getattr(settings, "SCHEMAS_DIR", None), folder)
+
+
 def after_import(conversations) -> None:
     """Count, once, the unlogged prompt of each CLI version just imported, while the import has the
     tokenizer loaded: the first page of these conversations then reads the counts from the cache."""

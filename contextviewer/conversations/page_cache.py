@@ -37,7 +37,7 @@ from django.core.cache import caches
 from django.db import connection
 from django.utils import timezone, translation
 
-from contextviewer.conversations import segments
+from contextviewer.conversations import calibration, segments
 from contextviewer.conversations.models import Conversation, Fold, Message, ModelCall
 
 MAX_ENTRIES = 1024  # figures kept per process (three or four per conversation), least recently used dropped
@@ -158,7 +158,8 @@ def clear() -> None:
 # figures; an update in place, a re-mask and a masking by value bump the revision), the newest
 # message and model call ids (ids are never reused), its folds (a handoff, a summary made again, fold figures
 # recomputed) and its sub-agents (a turn shows each sub-agent's title and length: one imported,
-# grown, masked or deleted later changes them).
+# grown, masked or deleted later changes them); besides, the captured requests the gauge sizes an
+# unlogged system prompt from, as they are on disk (calibration.unlogged_prompt_stamp: one listing).
 
 FRAGMENTS = "fragments"
 MAX_FRAGMENT_CHARS = 512 * 1024  # a bigger fragment is rendered each time, never kept (the size bound)
@@ -184,6 +185,7 @@ def content_version(conv: Conversation) -> str:
     parts = (
         row_version(conv), conv.agent, conv.external_id, conv.kind, conv.title, conv.agent_type, conv.parent_id,
         conv.tool_call_count, conv.fold_count, conv.parent_tool_use_id, tuple(stamp),
+        calibration.unlogged_prompt_stamp(conv),  # the gauge's captured system prompt and tools, as on disk now
     )
     return hashlib.sha256(repr(parts).encode("utf-8", "surrogatepass")).hexdigest()[:32]
 

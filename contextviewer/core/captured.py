@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +54,19 @@ def available_versions(schemas_dir: Path | str | None, harness: str) -> list[str
         if m:
             found.setdefault(m.group(2), set()).add(m.group(1))
     return sorted((v for v, kinds in found.items() if kinds == {"system", "tools"}), key=_version_key)
+
+
+def captures_stamp(schemas_dir: Path | str | None, harness: str) -> tuple:
+    """What the captures of `harness` are now: (name, size, modification time) of each file of its
+    captured folder, sorted; () without one. A kept page or fragment showing the gauge is kept per
+    this stamp too, so a capture added, replaced or removed shows at the next request."""
+    if not schemas_dir:
+        return ()
+    try:
+        with os.scandir(Path(schemas_dir) / harness / "captured") as found:
+            return tuple(sorted((e.name, st.st_size, st.st_mtime_ns) for e in found if _FILE.match(e.name) for st in [e.stat()]))
+    except OSError:
+        return ()
 
 
 def pick_version(versions: list[str], session_version: str | None) -> str | None:

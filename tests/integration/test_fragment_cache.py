@@ -7,6 +7,8 @@ ETag gives a 304 while nothing changed; gzip still applies."""
 from __future__ import annotations
 
 import gzip
+import json
+import re
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -19,7 +21,8 @@ from contextviewer.conversations import page_cache
 from contextviewer.conversations.models import Conversation, Fold, FoldKind, FoldOrigin, Message
 from contextviewer.ingest import files as ingest
 from tests.factories import build_conversation
-from tests.sessions import SessionBuilder, write_lines
+from tests.integration.test_gauge import _gauge_text as gauge_text
+from tests.sessions import SessionBuilder, session_lines, write_lines
 
 pytestmark = pytest.mark.django_db
 
@@ -174,3 +177,29 @@ def test_signing_out_clears_the_browsers_cache(client, user):
     client.force_login(user)
     response = client.post("/logout/")
     assert response["Clear-Site-Data"] == '"cache"'
+
+
+def test_a_capture_added_on_disk_shows_on_the_kept_page(client, user, project, tmp_path, settings):
+    # Claude Code leaves its system prompt and tools out of the log; the gauge sizes them from a
+    # captured request under SCHEMAS_DIR (core/captured.py). A capture dropped in while the server
+    # runs, with nothing imported, changes the gauge on the next request, not at the next import.
+    settings.SCHEMAS_DIR = tmp_path / "schemas"
+    path = tmp_path / "s.jsonl"
+    write_lines(path, session_lines(3))  # written by CLI 2.1.39
+    ingest.import_file(project, path)
+    conv = Conversation.objects.get(project=project, parent__isnull=True)
+    client.force_login(user)
+    page_cache.clear()
+    before = gauge_text(client.get(f"/c/{conv.pk}/").content.decode())
+    assert "system prompt not available" in before
+    captured = tmp_path / "schemas" / "claude-code" / "captured"
+    captured.mkdir(parents=True)
+    (captured / "system_2.1.39.json").write_text(json.dumps([{"type": "text", "text": "You are a careful agent. " * 400}]))
+    (captured / "tools_2.1.39.json").write_text(json.dumps([{"name": "Bash", "description": "Runs a command. " * 50}]))
+    after = gauge_text(client.get(f"/c/{conv.pk}/").content.decode())
+    assert "system prompt not available" not in after
+    assert re.search(r"system prompt [\d.,]+k", after) and "from Claude Code 2.1.39's captured request" in after
+    # ... and one removed shows as gone again: the kept page is not read for the old stamp.
+    for capture in captured.iterdir():
+        capture.unlink()
+    assert "system prompt not available" in gauge_text(client.get(f"/c/{conv.pk}/").content.decode())
