@@ -18,6 +18,7 @@ from itertools import islice
 
 from django.db import connection
 
+from contextviewer.core.records import text_of_blocks
 from contextviewer.core.secrets import mask_text
 
 from contextviewer.conversations import page_cache
@@ -39,34 +40,26 @@ def _is_sqlite() -> bool:
     return connection.vendor == "sqlite"
 
 
-def text_of_blocks(blocks: Iterable[dict]) -> str:
-    """The searchable text of a message: text, thinking, tool input and output, tool names."""
-    parts: list[str] = []
-    for block in blocks or ():
-        if not isinstance(block, dict):
-            continue
-        if block.get("tool_name"):
-            parts.append(str(block["tool_name"]))
-        text = block.get("text")
-        if isinstance(text, str) and text:
-            parts.append(text)
-    return "\n".join(parts)
-
-
 def _indexed_text(text: str | None) -> str:
-    return mask_text(text)[:MAX_INDEXED_CHARS].replace("\x00", "")
+    return _clipped(mask_text(text))
 
 
-def index_messages(conversation_id: int, rows: Iterable[tuple[int, str]]) -> int:
+def _clipped(text: str | None) -> str:
+    return (text or "")[:MAX_INDEXED_CHARS].replace("\x00", "")
+
+
+def index_messages(conversation_id: int, rows: Iterable[tuple[int, str]], *, masked: bool = False) -> int:
     """Index (message_id, text) rows; call after inserting messages (once per message: a message
-    whose text changed is indexed again by `reindex_messages`).
+    whose text changed is indexed again by `reindex_messages`). `masked`: the texts are masked
+    already (an import's, made from the masked blocks: ingest/prepare.py), not scanned again.
 
     Runs inside the caller's transaction. Returns the number of rows indexed."""
     count = 0
     it: Iterator[tuple[int, str]] = iter(rows)
+    indexed = _clipped if masked else _indexed_text
     with connection.cursor() as cursor:
-        # Masked (ingest's text already is; a build's or a re-mask's may not be): the index holds no secret.
-        while batch := [(mid, _indexed_text(text)) for mid, text in islice(it, BATCH)]:
+        # Masked (a build's or a re-mask's text may not be): the index holds no secret.
+        while batch := [(mid, indexed(text)) for mid, text in islice(it, BATCH)]:
             batch = [(mid, text) for mid, text in batch if text.strip()]
             if not batch:
                 continue

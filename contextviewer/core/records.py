@@ -14,6 +14,22 @@ BLOCK_KINDS = ("text", "thinking", "tool_call", "tool_result", "image", "other")
 ROLES = ("user", "assistant", "system", "tool", "other")
 
 
+def text_of_blocks(blocks) -> str:
+    """The searchable text of a message (its blocks as stored: dicts): text, thinking, tool input
+    and output, tool names. What the search index holds (conversations/search.py); made where the
+    message is prepared (ingest/prepare.py); pure, so the parsing process may import it."""
+    parts: list[str] = []
+    for block in blocks or ():
+        if not isinstance(block, dict):
+            continue
+        if block.get("tool_name"):
+            parts.append(str(block["tool_name"]))
+        text = block.get("text")
+        if isinstance(text, str) and text:
+            parts.append(text)
+    return "\n".join(parts)
+
+
 @dataclass(slots=True)
 class Block:
     kind: str  # one of BLOCK_KINDS

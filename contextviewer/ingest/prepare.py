@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 
 from contextviewer.core import secrets
 from contextviewer.core import tokens as token_core
-from contextviewer.core.records import ImportProgress, MessageRecord
+from contextviewer.core.records import ImportProgress, MessageRecord, text_of_blocks
 from contextviewer.core.turns import starts_turn
 from contextviewer.ingest import crash
 from contextviewer.ingest.crash import PrepareProcessError  # noqa: F401 - prepare.PrepareProcessError, as callers name it
@@ -45,14 +45,6 @@ WRITER_WAITS_SECONDS = 0.01  # forked path: a batch taken this fast means the wr
 # line keeps them as written; the decoded copies get U+FFFD instead.
 _MAY_HOLD_UNSTORABLE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-def text_of_blocks(blocks) -> str:
-    # Imported on first use: the parsing process `manage.py import` forks before Django is set up
-    # (ingest/early.py) imports this module, and conversations.search imports the models.
-    from contextviewer.conversations.search import text_of_blocks as text  # lazy: see above
-
-    return text(blocks)
 
 
 def storable(value):
