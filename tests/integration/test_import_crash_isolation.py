@@ -8,7 +8,6 @@ yielding a number of records of one file, and only when it runs in a process oth
 (so that a parse run in the test's own process fails the test instead of ending it).
 """
 
-import dataclasses
 import os
 import signal
 
@@ -19,6 +18,7 @@ from contextviewer.importers import formats
 from contextviewer.ingest import child, files as ingest
 from contextviewer.ingest import imports as services
 from contextviewer.jobs import queue as jobs
+from tests.planted import registry_with_fault
 from tests.sessions import SessionBuilder, session_lines, write_lines
 
 pytestmark = pytest.mark.django_db
@@ -54,19 +54,12 @@ def _crash_in(monkeypatch, victim: str, after: int, sig=signal.SIGSEGV):
     """The registered Claude Code format, with a parse that kills its process after `after` records
     of the file named `victim` (never in the test's own process)."""
     test_pid = os.getpid()
-    registry = formats.registry()
-    index = next(i for i, f in enumerate(registry) if f.name == "claude-code")
-    real_parse = registry[index].parse
 
-    def crashing_parse(source):
-        for n, record in enumerate(real_parse(source)):
-            if n == after and source.path.name == victim and os.getpid() != test_pid:
-                os.kill(os.getpid(), sig)
-            yield record
+    def crash(source, n):
+        if n == after and source.path.name == victim and os.getpid() != test_pid:
+            os.kill(os.getpid(), sig)
 
-    patched = list(registry)
-    patched[index] = dataclasses.replace(registry[index], parse=crashing_parse)
-    monkeypatch.setattr(formats, "_REGISTRY", patched)
+    monkeypatch.setattr(formats, "_REGISTRY", registry_with_fault(crash))
 
 
 def test_a_parser_that_crashes_fails_its_file_only_and_the_import_goes_on(project, tmp_path, monkeypatch, forks):
@@ -160,19 +153,11 @@ def test_outside_an_import_a_crash_in_a_forked_parse_names_the_record(project, t
 
 
 def _raise_in(monkeypatch, victim: str, after: int):
-    registry = formats.registry()
-    index = next(i for i, f in enumerate(registry) if f.name == "claude-code")
-    real_parse = registry[index].parse
+    def raise_(source, n):
+        if n == after and source.path.name == victim:
+            raise ValueError(f"the parser met something new in {victim}")
 
-    def raising_parse(source):
-        for n, record in enumerate(real_parse(source)):
-            if n == after and source.path.name == victim:
-                raise ValueError(f"the parser met something new in {victim}")
-            yield record
-
-    patched = list(registry)
-    patched[index] = dataclasses.replace(registry[index], parse=raising_parse)
-    monkeypatch.setattr(formats, "_REGISTRY", patched)
+    monkeypatch.setattr(formats, "_REGISTRY", registry_with_fault(raise_))
 
 
 def test_a_parser_that_raises_is_said_and_the_same_process_reads_the_next_file_whole(project, tmp_path, monkeypatch, forks):

@@ -225,27 +225,21 @@ def test_cancel_of_the_folder_job_cancels_its_parts(project, user, client, tmp_p
 # processes inherit them): the parser of one session's main file kills its process (SIGSEGV, a
 # file failure), and the import of another session raises in the worker (its part fails).
 _PLANTED = r"""
-import dataclasses, os, signal, sys
+import os, signal, sys
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextviewer.settings")
 import django
 django.setup()
 from contextviewer.importers import formats
 from contextviewer.ingest import files
+from tests.planted import registry_with_fault
 crash, fail, delay = sys.argv[1], sys.argv[2], float(sys.argv[3])
 worker_pid = os.getpid()
-registry = formats.registry()
-index = next(i for i, f in enumerate(registry) if f.name == "claude-code")
-real_parse = registry[index].parse
 
-def crashing_parse(source):
-    for n, record in enumerate(real_parse(source)):
-        if n == 5 and source.path.stem == crash and os.getpid() != worker_pid:
-            os.kill(os.getpid(), signal.SIGSEGV)
-        yield record
+def crash_parse(source, n):
+    if n == 5 and source.path.stem == crash and os.getpid() != worker_pid:
+        os.kill(os.getpid(), signal.SIGSEGV)
 
-patched = list(registry)
-patched[index] = dataclasses.replace(registry[index], parse=crashing_parse)
-formats._REGISTRY = patched
+formats._REGISTRY = registry_with_fault(crash_parse)
 real_attach = files.attach_compaction_costs
 
 def attach(parent):
