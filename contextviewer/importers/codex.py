@@ -251,7 +251,7 @@ class _Parser(JsonParser, TimeSpan):
         self.run_first: str | None = None  # first message of the open assistant run
         self.run_claimed = False
         self.last_uuid: str | None = None
-        self.last_input: int | None = None  # input tokens of the last call (a fold's tokens_before)
+        self.last_input: int | None = None  # input tokens of the last call since the last fold (a fold's tokens_before)
         # folds
         self.folds: list[FoldRecord] = []
         self.fold_open: FoldRecord | None = None  # the last fold, while no message followed it
@@ -545,6 +545,9 @@ class _Parser(JsonParser, TimeSpan):
             metadata=metadata,
         )
         self.folds.append(fold)
+        # The window after the fold is unknown until a call measures it: a second fold with no
+        # call between them has no window before it, not the one measured before the first.
+        self.last_input = None
         return fold
 
     def _marker(self, line_no, offset, raw, ts, record_type: str, text: str) -> MessageRecord:

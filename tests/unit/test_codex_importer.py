@@ -501,6 +501,28 @@ def test_the_remote_compaction_of_the_real_rollout_keeps_its_tail(fixtures_dir):
     assert fold.tokens_before == tokens[-1]["payload"]["info"]["last_token_usage"]["input_tokens"]
 
 
+@pytest.mark.fixtures
+def test_a_fold_with_no_call_since_the_fold_before_has_no_window_before_it(fixtures_dir):
+    # Checked by hand (the rollout's event types in order, and each token_count's
+    # last_token_usage.input_tokens): a context_compacted event at line 19, a token_count of 16,341
+    # at 22, compactions at 26, 47, 69 and 81, two token_counts with no usage at 86 and 87 (no
+    # call), compactions at 89 and 111. Only the fold at 26 has a call since the fold before it;
+    # the five after it showed that call's 16,341 as their window before.
+    folds = of(parse_file(fixtures_dir / "codex" / "jazzyalex__agent-sessions__small.jsonl"), FoldRecord)
+    assert [f.line_no for f in folds] == [19, 26, 47, 69, 81, 89, 111]
+    assert [f.tokens_before for f in folds] == [None, 16341, None, None, None, None, None]
+
+
+def test_two_compactions_in_a_row_the_second_has_no_window_before_it(tmp_path):
+    lines = [meta(), user("Port the parser"), assistant("Started."), usage(150_000, 100, 150_000, 0, 100),
+             env("compacted", {"message": "First summary."}), event("context_compacted"),
+             env("compacted", {"message": "Second summary, nothing asked in between."}), event("context_compacted"),
+             user("Continue"), assistant("Going on."), usage(160_000, 200, 9_000, 0, 100),
+             env("compacted", {"message": "Third summary."}), event("context_compacted")]
+    folds = of(parse_file(write(tmp_path / "r.jsonl", lines)), FoldRecord)
+    assert [f.tokens_before for f in folds] == [150_000, None, 9_000]
+
+
 def test_the_synthetic_rollout_of_the_benchmark_reads_like_a_real_one(tmp_path):
     from contextviewer.importers import codex_synthetic
 
