@@ -435,7 +435,11 @@ class _Reader:
         summary = summary if summary.__class__ is str else _text_value(summary)
         ts = _timestamp(row["created_at"]) if "created_at" in keys else None
         session.saw(ts)
-        before = [context for call_position, context in session.calls if call_position <= position]
+        # The last call the checkpoint stands for, after the checkpoint before it: with none between
+        # the two, the window before this one was never measured (not the earlier one's).
+        since = session.folds[-1].metadata["message_position"] if session.folds else None
+        before = [context for call_position, context in session.calls
+                  if call_position <= position and (since is None or call_position > since)]
         covered = len([p for p, _u, _t in positions if p <= position])
         metadata: dict[str, Any] = {
             "message_position": position,

@@ -290,6 +290,18 @@ def test_current_line_uuids_are_stable_across_reads(tmp_path):
 # -- the older line -----------------------------------------------------------------------------
 
 
+def test_a_checkpoint_with_no_call_since_the_one_before_has_no_window_before_it(tmp_path):
+    path = write_current_store(tmp_path / "smith.db")
+    conn = sqlite3.connect(path)
+    # A third checkpoint at position 9: after checkpoint 2 (position 7) come a tool result and a
+    # user message, no model call. Its window before is unknown, not the 1,530 measured at 7.
+    conn.execute("INSERT INTO checkpoints VALUES ('c1', 9, 'Third summary.', ?)", (T0 + 11_500,))
+    conn.commit()
+    conn.close()
+    folds = [r for r in run(path) if isinstance(r, FoldRecord) and r.metadata["message_position"] in (5, 7, 9)]
+    assert [(f.metadata["message_position"], f.tokens_before) for f in folds] == [(5, 3100 + 25), (7, 1500 + 30), (9, None)]
+
+
 def test_older_line_roles_usage_checkpoint_and_subagents(tmp_path):
     path = write_older_store(tmp_path / "efferent.db")
     sessions = by_session(run(path))
