@@ -68,6 +68,17 @@ class Worker:
             time.sleep(0.1)
         raise RuntimeError(f"worker not ready after {timeout}s: {self.log.read_text()[-3000:]}")
 
+    def tail(self, lines: int = 60) -> str:
+        """The end of the worker's log, and which of its processes still run: for a failure message."""
+        import psutil
+
+        try:
+            procs = [self.proc.pid] + [c.pid for c in psutil.Process(self.proc.pid).children(recursive=True)]
+        except psutil.NoSuchProcess:
+            procs = []
+        text = self.log.read_text(errors="replace").splitlines()[-lines:]
+        return f"worker processes alive: {procs}\n--- worker log ---\n" + "\n".join(text)
+
     def kill(self) -> None:
         """kill -9 of the worker and its pool processes, as a crash would."""
         try:
@@ -85,11 +96,14 @@ class Worker:
                 self.kill()
 
 
-def wait_for(predicate, timeout: float = 60, interval: float = 0.05, message: str = "condition"):
+def wait_for(predicate, timeout: float = 60, interval: float = 0.05, message: str = "condition", describe=None):
+    """The predicate's first true value; on timeout an AssertionError that says what was waited
+    for and, when ``describe`` is given, what it returns (the state that did not change)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
         time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+    said = f"\n{describe()}" if describe else ""
+    raise AssertionError(f"timed out after {timeout}s waiting for {message}{said}")

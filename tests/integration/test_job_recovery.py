@@ -21,6 +21,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
 
@@ -61,9 +62,14 @@ def _kill(worker: Worker, which: str) -> None:
         worker.proc.wait(timeout=30)
 
 
-def _ended(job: Job) -> Job:
+def _ended(job: Job, worker: Worker) -> Job:
+    def state() -> str:
+        row = Job.objects.filter(pk=job.pk).values("status", "worker_id", "attempts", "heartbeat_at", "error").first()
+        queued = sorted(p.name for p in (Path(settings.BROKER_DIR) / "queue").glob("*")) if settings.CELERY_BROKER_URL.startswith("filesystem://") else "-"
+        return f"job: {row}\nbroker queue folder: {queued}\n{worker.tail()}"
+
     return wait_for(lambda: Job.objects.filter(pk=job.pk, status__in=ENDED).first(), timeout=180,
-                    message="the job to end by itself")
+                    message="the job to end by itself", describe=state)
 
 
 def _under_way(job: Job) -> Job | None:
@@ -99,7 +105,7 @@ def test_a_worker_killed_mid_import_the_job_is_taken_over_and_imports_the_sessio
         assert Message.objects.filter(conversation__project=project).count() == 0  # one transaction per file
         if which == "main process":
             worker = Worker(env=FAST)  # what `serve` does: a new worker takes the job over on start
-        done = _ended(job)
+        done = _ended(job, worker)
     finally:
         worker.stop()
     assert done.status == JobStatus.SUCCEEDED, done.error
@@ -123,7 +129,7 @@ def test_a_live_import_holding_the_database_longer_than_the_dead_limit_is_not_ta
     worker = Worker(env={**FAST, "CONTEXTVIEWER_JOB_DEAD_AFTER": "1"})
     try:
         job, _ = services.start_import(project, paths=[str(path)])
-        done = _ended(job)
+        done = _ended(job, worker)
     finally:
         worker.stop()
     assert done.status == JobStatus.SUCCEEDED, done.error
@@ -160,7 +166,7 @@ def test_a_worker_killed_mid_handoff_the_job_is_taken_over_and_folds_once(projec
             assert not Fold.objects.filter(conversation=conv, origin="generated").exists()
             if which == "main process":
                 worker = Worker(env=FAST)
-            done = _ended(job)
+            done = _ended(job, worker)
         finally:
             worker.stop()
         assert server.count() == 2  # the killed run's request and the new run's: no more
@@ -191,7 +197,7 @@ def test_a_worker_that_was_only_slow_comes_back_and_does_not_write_over_the_new_
             child = _pool_child(slow)
             child.suspend()
             other = Worker(env=FAST)
-            done = _ended(job)
+            done = _ended(job, worker)
             assert done.status == JobStatus.SUCCEEDED, done.error
             assert done.worker_id != first
             child.resume()
