@@ -1,8 +1,9 @@
 """Full-text search over message text: SQLite FTS5 on the embedded default, PostgreSQL full-text
 search (a tsvector table with a GIN index) on PostgreSQL. Both tables are made by migration 0002.
 
-The ingest service calls `index_messages(conversation_id, rows)` after inserting messages, and
-`reindex_messages` after updating messages in place (a format that rewrites its records).
+The ingest service calls `index_masked(conversation_id, rows)` after inserting messages (builds and
+re-masks call `index_messages`, which masks first), and `reindex_messages` after updating messages
+in place (a format that rewrites its records).
 Hits are checked against project membership inside the query, so a limit never hides the
 user's own hits behind someone else's.
 """
@@ -48,17 +49,25 @@ def _clipped(text: str | None) -> str:
     return (text or "")[:MAX_INDEXED_CHARS].replace("\x00", "")
 
 
-def index_messages(conversation_id: int, rows: Iterable[tuple[int, str]], *, masked: bool = False) -> int:
+def index_messages(conversation_id: int, rows: Iterable[tuple[int, str]]) -> int:
     """Index (message_id, text) rows; call after inserting messages (once per message: a message
-    whose text changed is indexed again by `reindex_messages`). `masked`: the texts are masked
-    already (an import's, made from the masked blocks: ingest/prepare.py), not scanned again.
+    whose text changed is indexed again by `reindex_messages`). The texts are masked here first (a
+    build's or a re-mask's text may not be): the index holds no secret.
 
     Runs inside the caller's transaction. Returns the number of rows indexed."""
+    return _index(conversation_id, rows, _indexed_text)
+
+
+def index_masked(conversation_id: int, rows: Iterable[tuple[int, str]]) -> int:
+    """`index_messages` for texts masked already (an import's, made from the masked blocks:
+    ingest/prepare.py): they are not scanned again."""
+    return _index(conversation_id, rows, _clipped)
+
+
+def _index(conversation_id: int, rows: Iterable[tuple[int, str]], indexed) -> int:
     count = 0
     it: Iterator[tuple[int, str]] = iter(rows)
-    indexed = _clipped if masked else _indexed_text
     with connection.cursor() as cursor:
-        # Masked (a build's or a re-mask's text may not be): the index holds no secret.
         while batch := [(mid, indexed(text)) for mid, text in islice(it, BATCH)]:
             batch = [(mid, text) for mid, text in batch if text.strip()]
             if not batch:

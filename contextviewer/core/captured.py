@@ -39,34 +39,36 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", version or ""))
 
 
-def available_versions(schemas_dir: Path | str | None, harness: str) -> list[str]:
-    """CLI versions with both a system and a tools capture, oldest first."""
-    if not schemas_dir:
-        return []
-    folder = Path(schemas_dir) / harness / "captured"
-    try:
-        names = [p.name for p in folder.iterdir()]
-    except OSError:
-        return []
-    found: dict[str, set[str]] = {}
-    for name in names:
-        m = _FILE.match(name)
-        if m:
-            found.setdefault(m.group(2), set()).add(m.group(1))
-    return sorted((v for v, kinds in found.items() if kinds == {"system", "tools"}), key=_version_key)
+def _folder(schemas_dir: Path | str | None, harness: str) -> Path | None:
+    return Path(schemas_dir) / harness / "captured" if schemas_dir else None
 
 
 def captures_stamp(schemas_dir: Path | str | None, harness: str) -> tuple:
-    """What the captures of `harness` are now: (name, size, modification time) of each file of its
-    captured folder, sorted; () without one. A kept page or fragment showing the gauge is kept per
-    this stamp too, so a capture added, replaced or removed shows at the next request."""
-    if not schemas_dir:
+    """What the captures of `harness` are now: (name, size, modification time in ns) of each capture
+    file of its captured folder, sorted; () without one. A kept page or fragment showing the gauge
+    is kept per this stamp too, so a capture added, replaced or removed shows at the next request."""
+    folder = _folder(schemas_dir, harness)
+    if folder is None:
         return ()
     try:
-        with os.scandir(Path(schemas_dir) / harness / "captured") as found:
+        with os.scandir(folder) as found:
             return tuple(sorted((e.name, st.st_size, st.st_mtime_ns) for e in found if _FILE.match(e.name) for st in [e.stat()]))
     except OSError:
         return ()
+
+
+def _versions(stamp: tuple) -> list[str]:
+    """CLI versions with both a system and a tools capture in `stamp`, oldest first."""
+    found: dict[str, set[str]] = {}
+    for name, *_ in stamp:
+        m = _FILE.match(name)
+        found.setdefault(m.group(2), set()).add(m.group(1))
+    return sorted((v for v, kinds in found.items() if kinds == {"system", "tools"}), key=_version_key)
+
+
+def available_versions(schemas_dir: Path | str | None, harness: str) -> list[str]:
+    """CLI versions with both a system and a tools capture, oldest first."""
+    return _versions(captures_stamp(schemas_dir, harness))
 
 
 def pick_version(versions: list[str], session_version: str | None) -> str | None:
@@ -124,12 +126,14 @@ def captured_prompt(
     found (or one cannot be read). With a `store`, the counts are kept there under the capture's
     version, file times and encoding, so a process that has not loaded the tokenizer (a web worker's
     first page) reads them instead of loading it (0.3 s) for two counts."""
-    version = pick_version(available_versions(schemas_dir, harness), session_version)
+    stamp = captures_stamp(schemas_dir, harness)
+    version = pick_version(_versions(stamp), session_version)
     if version is None:
         return None
-    folder = Path(schemas_dir) / harness / "captured"
+    folder = _folder(schemas_dir, harness)
+    times = {name: mtime for name, _size, mtime in stamp}
+    mtimes = (times[f"system_{version}.json"], times[f"tools_{version}.json"])
     try:
-        mtimes = ((folder / f"system_{version}.json").stat().st_mtime, (folder / f"tools_{version}.json").stat().st_mtime)
         key = f"captured:{harness}:{version}:{mtimes[0]}:{mtimes[1]}:{tokens.DEFAULT_ENCODING}"
         found = store.get(key) if store is not None else None
         if isinstance(found, (list, tuple)) and len(found) == 3 and all(isinstance(n, int) for n in found):

@@ -409,7 +409,7 @@ class Writer:
         if state.token_totals is not None:
             state.token_totals.extend((m["position"], m["token_total"]) for m in state.pending)
         # Full-text search: index the new rows.
-        search.index_messages(state.conversation.pk, zip(pks, state.search_texts), masked=True)
+        search.index_masked(state.conversation.pk, zip(pks, state.search_texts))
         state.pending = []
         state.search_texts = []
 
