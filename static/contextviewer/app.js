@@ -462,6 +462,55 @@
     });
   }
 
+  // --- parts that load when opened or reached -----------------------------------------------
+  // A turn, an archived segment, a sub-agent's turns load when their disclosure opens (htmx,
+  // hx-trigger="toggle once"). htmx listens on an element only once it has processed it, 20 ms
+  // after the swap that brought it in: one opened sooner (a quick key, a script) would never load.
+  // So an open disclosure whose body still shows its "load" link, and asked htmx nothing, is
+  // loaded here. A part that fails to load says so in place, with a button to try again.
+  var LOADS = "details[hx-get], .more-turns, .more-messages, a.load-rest";
+
+  function loadOpened(d) {
+    if (!window.htmx || !d.open || d.classList.contains("htmx-request")) return;
+    var target = d.querySelector((d.getAttribute("hx-target") || "").replace(/^find /, "") || ".turn-body");
+    if (!target || target.dataset.asked || !target.querySelector(":scope > a.load-link")) return;
+    target.dataset.asked = "1";
+    window.htmx.ajax("GET", d.getAttribute("hx-get"), { source: d, target: target, swap: d.getAttribute("hx-swap") || "innerHTML" });
+  }
+  document.addEventListener("toggle", function (event) {
+    var d = event.target;
+    if (d instanceof HTMLDetailsElement && d.open && d.hasAttribute("hx-get")) {
+      window.setTimeout(function () { loadOpened(d); }, 150);
+    }
+  }, true); // toggle does not bubble
+
+  function showLoadError(event) {
+    var source = event.detail.elt;
+    var target = event.detail.target;
+    var config = event.detail.requestConfig;
+    if (!source || !target || !config || config.verb !== "get" || !source.matches(LOADS)) return;
+    var xhr = event.detail.xhr;
+    var why = event.type === "htmx:responseError" && xhr && xhr.status
+      ? "the server answered " + xhr.status + (xhr.statusText ? " " + xhr.statusText : "")
+      : "no answer from the server";
+    var box = target.querySelector(":scope > .load-error") || document.createElement("p");
+    box.className = "load-error";
+    box.setAttribute("role", "alert");
+    box.textContent = "This part did not load (" + why + "). ";
+    var again = document.createElement("button");
+    again.type = "button";
+    again.textContent = "Try again";
+    again.addEventListener("click", function () {
+      box.remove();
+      window.htmx.ajax("GET", config.path, { source: source, target: target, swap: source.getAttribute("hx-swap") || "innerHTML" });
+    });
+    box.appendChild(again);
+    if (target.tagName === "A") target.insertAdjacentElement("afterend", box);
+    else if (!box.parentNode) target.appendChild(box);
+  }
+  document.addEventListener("htmx:responseError", showLoadError);
+  document.addEventListener("htmx:sendError", showLoadError);
+
   function setupAll() {
     setupOverview();
     setupBuildToggle();

@@ -68,7 +68,10 @@ def test_payload_session_renders_without_dialogs_errors_or_csp_violations(page, 
     # (opened as a click on the disclosure would, without landing on the row's "use summary" box)
     assert page.locator("details.segment.archived").count() >= 2
     page.evaluate("() => document.querySelectorAll('details.segment.archived').forEach(d => { d.open = true; })")
-    page.wait_for_function("() => !document.querySelector('details.segment.archived .segment-turns > a.load-link, details.segment.archived .segment-body > a.load-link')", timeout=300_000)  # every turn of the payload session loads at once: slow on a loaded machine
+    # every turn of the payload session loads at once: slow on a loaded machine; a part that fails to
+    # load says so (.load-error) and ends the wait
+    page.wait_for_function("() => !document.querySelector('details.segment.archived .segment-turns > a.load-link, details.segment.archived .segment-body > a.load-link') || document.querySelector('.load-error')", timeout=300_000)
+    assert not page.locator(".load-error").count(), page.locator(".load-error").first.inner_text()
     wait_for_htmx(page)
     # the loaded segment: scroll until every turn is in
     while page.locator(".more-turns.later").count():
@@ -77,7 +80,8 @@ def test_payload_session_renders_without_dialogs_errors_or_csp_violations(page, 
     total = page.locator("details.turn").count()
     assert total >= len(chunks)
     page.evaluate("() => document.querySelectorAll('details.turn').forEach(d => { d.open = true; })")
-    page.wait_for_function("() => !document.querySelector('details.turn .turn-body > a.load-link')", timeout=300_000)  # every turn of the payload session loads at once: slow on a loaded machine
+    page.wait_for_function("() => !document.querySelector('details.turn .turn-body > a.load-link') || document.querySelector('.load-error')", timeout=300_000)
+    assert not page.locator(".load-error").count(), page.locator(".load-error").first.inner_text()
     wait_for_htmx(page)
     page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
     rest = page.locator("a.load-rest")

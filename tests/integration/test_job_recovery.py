@@ -197,7 +197,7 @@ def test_a_worker_that_was_only_slow_comes_back_and_does_not_write_over_the_new_
             child = _pool_child(slow)
             child.suspend()
             other = Worker(env=FAST)
-            done = _ended(job, worker)
+            done = _ended(job, other)
             assert done.status == JobStatus.SUCCEEDED, done.error
             assert done.worker_id != first
             child.resume()
