@@ -241,6 +241,8 @@ BROKER_DIR = Path(env("CONTEXTVIEWER_BROKER_DIR", str(DATA_DIR / "broker")))
 if CELERY_BROKER_URL.startswith("filesystem://"):
     for sub in ("queue", "processed", "control"):
         (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
+    # kombu's filesystem transport, with messages written whole and taken once (jobs/broker_files.py)
+    CELERY_BROKER_TRANSPORT = "contextviewer.jobs.broker_files:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),
