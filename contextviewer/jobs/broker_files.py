@@ -63,3 +63,9 @@ class Channel(filesystem.Channel):
 
 class Transport(filesystem.Transport):
     Channel = Channel
+
+    @property
+    def default_connection_params(self) -> dict:
+        # No host: a folder. (kombu's says "localhost", then warns on every connection given by
+        # class, as this one is, that no host name was supplied.)
+        return {}
