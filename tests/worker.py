@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
+
 from django.conf import settings
 from django.db import connection
 
@@ -70,8 +72,6 @@ class Worker:
 
     def tail(self, lines: int = 60) -> str:
         """The end of the worker's log, and which of its processes still run: for a failure message."""
-        import psutil
-
         try:
             procs = [self.proc.pid] + [c.pid for c in psutil.Process(self.proc.pid).children(recursive=True)]
         except psutil.NoSuchProcess:

@@ -297,13 +297,7 @@
       }
       var turn = document.getElementById("turn-" + params.get("turn"));
       if (!turn || tries++ > 200) return;
-      if (!turn.open) turn.open = true; // its toggle makes htmx load the turn
-      var body = turn.querySelector(".turn-body");
-      if (tries >= 10 && body && !body.dataset.asked && body.querySelector(":scope > a.load-link") && window.htmx) {
-        // Opened before htmx listened for the toggle (both start as the page loads): load it here.
-        body.dataset.asked = "1";
-        window.htmx.ajax("GET", turn.getAttribute("hx-get"), { target: body, swap: "innerHTML" });
-      }
+      if (!turn.open) turn.open = true; // its toggle loads the turn (htmx, or loadOpened below)
       var more = turn.querySelector(".more-messages");
       if (more && window.htmx && !more.dataset.asked) {
         more.dataset.asked = "1";
@@ -466,17 +460,20 @@
   // A turn, an archived segment, a sub-agent's turns load when their disclosure opens (htmx,
   // hx-trigger="toggle once"). htmx listens on an element only once it has processed it, 20 ms
   // after the swap that brought it in: one opened sooner (a quick key, a script) would never load.
-  // So an open disclosure whose body still shows its "load" link, and asked htmx nothing, is
-  // loaded here. A part that fails to load says so in place, with a button to try again.
-  var LOADS = "details[hx-get], .more-turns, .more-messages, a.load-rest";
+  // So an open disclosure whose body still shows its "load" link, and for which htmx sent no
+  // request, is loaded here. A part that fails to load says so in place, with a button to try again.
+  var LOADS = "details[hx-get], .more-turns, .more-messages, a[hx-get]";
 
   function loadOpened(d) {
-    if (!window.htmx || !d.open || d.classList.contains("htmx-request")) return;
-    var target = d.querySelector((d.getAttribute("hx-target") || "").replace(/^find /, "") || ".turn-body");
+    var where = d.getAttribute("hx-target") || "";
+    if (!window.htmx || !d.open || d.classList.contains("htmx-request") || where.indexOf("find ") !== 0) return;
+    var target = d.querySelector(where.slice(5));
     if (!target || target.dataset.asked || !target.querySelector(":scope > a.load-link")) return;
-    target.dataset.asked = "1";
     window.htmx.ajax("GET", d.getAttribute("hx-get"), { source: d, target: target, swap: d.getAttribute("hx-swap") || "innerHTML" });
   }
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    if (event.detail.target) event.detail.target.dataset.asked = "1"; // htmx asked: not again here
+  });
   document.addEventListener("toggle", function (event) {
     var d = event.target;
     if (d instanceof HTMLDetailsElement && d.open && d.hasAttribute("hx-get")) {
@@ -493,7 +490,10 @@
     var why = event.type === "htmx:responseError" && xhr && xhr.status
       ? "the server answered " + xhr.status + (xhr.statusText ? " " + xhr.statusText : "")
       : "no answer from the server";
-    var box = target.querySelector(":scope > .load-error") || document.createElement("p");
+    var link = target.tagName === "A"; // a link that loads in its own place: the box goes after it
+    var earlier = (link ? target.parentNode : target).querySelector(":scope > .load-error");
+    if (earlier) earlier.remove();
+    var box = document.createElement("p");
     box.className = "load-error";
     box.setAttribute("role", "alert");
     box.textContent = "This part did not load (" + why + "). ";
@@ -505,8 +505,8 @@
       window.htmx.ajax("GET", config.path, { source: source, target: target, swap: source.getAttribute("hx-swap") || "innerHTML" });
     });
     box.appendChild(again);
-    if (target.tagName === "A") target.insertAdjacentElement("afterend", box);
-    else if (!box.parentNode) target.appendChild(box);
+    if (link) target.after(box);
+    else target.appendChild(box);
   }
   document.addEventListener("htmx:responseError", showLoadError);
   document.addEventListener("htmx:sendError", showLoadError);
