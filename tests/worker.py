@@ -96,6 +96,14 @@ class Worker:
                 self.kill()
 
 
+def job_state(jobs, worker: Worker) -> str:
+    """For a failure message: the jobs' rows, the filesystem broker's queue folder and the worker's end."""
+    rows = list(jobs.values("pk", "kind", "status", "worker_id", "attempts", "heartbeat_at", "error"))
+    queued = sorted(p.name for p in (Path(settings.BROKER_DIR) / "queue").glob("*")) \
+        if settings.CELERY_BROKER_URL.startswith("filesystem://") else "-"
+    return f"jobs: {rows}\nbroker queue folder: {queued}\n{worker.tail()}"
+
+
 def wait_for(predicate, timeout: float = 60, interval: float = 0.05, message: str = "condition", describe=None):
     """The predicate's first true value; on timeout an AssertionError that says what was waited
     for and, when ``describe`` is given, what it returns (the state that did not change)."""

@@ -23,7 +23,7 @@ from contextviewer.importers import synthetic
 from contextviewer.ingest import imports as services
 from contextviewer.jobs import queue as jobs
 from contextviewer.jobs.models import Job, JobStatus
-from tests.worker import ROOT, Worker, purge_broker, wait_for, worker_env
+from tests.worker import ROOT, Worker, job_state, purge_broker, wait_for, worker_env
 
 SESSIONS = 6
 # Parts of about one session each (a session here is two or three small files): six parts.
@@ -115,7 +115,7 @@ def test_a_folder_imports_in_parts_stored_once_with_summed_progress_and_one_resu
         for pk in Job.objects.filter(kind="title", status=JobStatus.QUEUED).values_list("pk", flat=True):
             jobs.enqueue_job(pk)
         wait_for(lambda: Job.objects.filter(kind="title").exclude(status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).exists(),
-                 timeout=120, message="the title job")
+                 timeout=120, message="the title job", describe=lambda: job_state(Job.objects.filter(kind="title"), worker))
         [title] = Job.objects.filter(kind="title")
         assert sorted(title.params["conversation_ids"]) == sorted(
             Conversation.objects.filter(project=project, kind=ConversationKind.MAIN).values_list("pk", flat=True)

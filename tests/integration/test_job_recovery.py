@@ -21,7 +21,6 @@ from pathlib import Path
 
 import psutil
 import pytest
-from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
 
@@ -33,7 +32,7 @@ from contextviewer.jobs.models import Job, JobStatus
 from contextviewer.providers import services as provider_services
 from tests.fake_providers import FakeProvider
 from tests.sessions import SessionBuilder, session_lines, write_lines
-from tests.worker import ROOT, Worker, purge_broker, wait_for
+from tests.worker import ROOT, Worker, job_state, purge_broker, wait_for
 
 FAST = {
     "CONTEXTVIEWER_RECONCILE_INTERVAL": "1",
@@ -63,13 +62,8 @@ def _kill(worker: Worker, which: str) -> None:
 
 
 def _ended(job: Job, worker: Worker) -> Job:
-    def state() -> str:
-        row = Job.objects.filter(pk=job.pk).values("status", "worker_id", "attempts", "heartbeat_at", "error").first()
-        queued = sorted(p.name for p in (Path(settings.BROKER_DIR) / "queue").glob("*")) if settings.CELERY_BROKER_URL.startswith("filesystem://") else "-"
-        return f"job: {row}\nbroker queue folder: {queued}\n{worker.tail()}"
-
     return wait_for(lambda: Job.objects.filter(pk=job.pk, status__in=ENDED).first(), timeout=180,
-                    message="the job to end by itself", describe=state)
+                    message="the job to end by itself", describe=lambda: job_state(Job.objects.filter(pk=job.pk), worker))
 
 
 def _under_way(job: Job) -> Job | None:
