@@ -337,26 +337,30 @@ def reconcile(now=None) -> dict:
 def _finish(job: Job, status: str, result: dict, error: str, text: str) -> None:
     # Only while this process still holds the job: a worker that was taken for dead and comes back
     # (it was only slow) finds another worker id, or the job no longer running, and writes nothing.
-    finished = Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING, worker_id=job.worker_id).update(
-        status=status,
-        result=mask_value(result or {}),  # a result quotes titles, summaries, errors: stored masked
-        error=mask_text(error),
-        progress=1.0 if status == JobStatus.SUCCEEDED else job.progress,
-        progress_text=text,
-        finished_at=timezone.now(),
-    )
+    # The end and its follow-ups commit together: a worker killed in between leaves the job running
+    # for a dead worker (taken over and run again), never finished without its follow-ups (an
+    # import's titles were lost so when its worker was stopped at that moment).
+    with transaction.atomic():
+        finished = Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING, worker_id=job.worker_id).update(
+            status=status,
+            result=mask_value(result or {}),  # a result quotes titles, summaries, errors: stored masked
+            error=mask_text(error),
+            progress=1.0 if status == JobStatus.SUCCEEDED else job.progress,
+            progress_text=text,
+            finished_at=timezone.now(),
+        )
+        if finished and status == JobStatus.SUCCEEDED:
+            _follow_up(job, result or {})
     if not finished:
         log.warning("job %s: no longer this worker's; its %s result is dropped", job.pk, status)
         return
     cache.delete(progress_key(job.pk))
-    if status == JobStatus.SUCCEEDED:
-        _follow_up(job, result or {})
 
 
 def _follow_up(job: Job, result: dict) -> None:
     """The follow-ups the job's kind declares (job_kinds.FOLLOW_UPS), called with the job and its
-    result once it is finished: each in its own savepoint, and one that fails is logged, never
-    the finished job's failure."""
+    result, in the transaction that finishes it: each in its own savepoint, and one that fails is
+    logged, never the finished job's failure."""
     try:
         follow_ups = job_kinds.follow_ups(job.kind)
     except Exception:
