@@ -88,12 +88,16 @@ class Worker:
         self.proc.wait(timeout=30)
 
     def stop(self) -> None:
+        """SIGTERM to the worker alone, as `serve` stops it: it stops its pool itself, letting a
+        running task end (a SIGTERM to its whole group killed the pool processes under it, and the
+        worker then hung at times until the SIGKILL 30 s later); then SIGKILL to what is left."""
         if self.proc.poll() is None:
             try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.send_signal(signal.SIGTERM)
                 self.proc.wait(timeout=30)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                self.kill()
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()
 
 
 def job_state(jobs, worker: Worker) -> str:

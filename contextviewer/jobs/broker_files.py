@@ -10,11 +10,16 @@ for a job that never came). Here a message is written under a name no consumer r
 message by renaming it into the processed folder beside the queue (kombu moves it to the system's
 temporary folder, a copy and a delete when that is another file system): of two consumers, one
 wins the rename and the other goes on to the next file.
+
+A worker on this transport runs Celery's blocking loop, which looks for a stop request only
+between two waits for a message, of 2 s each; here a wait also ends as soon as a stop is asked
+for, so a worker told to stop (Ctrl+C, `serve` stopping, SIGTERM) starts stopping at once.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import uuid
 from queue import Empty
 from time import monotonic
@@ -69,3 +74,25 @@ class Transport(filesystem.Transport):
         # No host: a folder. (kombu's says "localhost", then warns on every connection given by
         # class, as this one is, that no host name was supplied.)
         return {}
+
+    def drain_events(self, connection, timeout=None):
+        """Wait for a message as kombu does, in steps of STEP seconds, and end the wait early
+        (as a timeout) once the worker is asked to stop."""
+        deadline = None if timeout is None else monotonic() + timeout
+        while True:
+            step = STEP if deadline is None else max(0.0, min(STEP, deadline - monotonic()))
+            try:
+                return super().drain_events(connection, timeout=step)
+            except socket.timeout:
+                if _stop_asked() or (deadline is not None and monotonic() >= deadline):
+                    raise
+
+
+STEP = 0.1  # seconds: how soon a wait for a message notices a stop request
+
+
+def _stop_asked() -> bool:
+    from celery.worker import state  # lazy: only a worker's loop asks; loaded with the worker
+
+    # Set to the exit code (0 for a warm stop), as Celery's own maybe_shutdown() reads them.
+    return any(flag is not None and flag is not False for flag in (state.should_stop, state.should_terminate))
