@@ -491,8 +491,8 @@
       ? "the server answered " + xhr.status + (xhr.statusText ? " " + xhr.statusText : "")
       : "no answer from the server";
     var link = target.tagName === "A"; // a link that loads in its own place: the box goes after it
-    var earlier = (link ? target.parentNode : target).querySelector(":scope > .load-error");
-    if (earlier) earlier.remove();
+    var earlier = link ? target.nextElementSibling : target.querySelector(":scope > .load-error");
+    if (earlier && earlier.classList.contains("load-error")) earlier.remove(); // its own box only
     var box = document.createElement("p");
     box.className = "load-error";
     box.setAttribute("role", "alert");
