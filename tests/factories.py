@@ -210,6 +210,7 @@ def build_conversation(
     conv.tool_call_count = tool_calls
     conv.fold_count = len(folds)
     conv.peak_context = max((c["input_uncached"] + c["cache_write"] + c["cache_read"] for _, c in calls), default=0)
+    conv.measured_calls = sum(1 for _, c in calls if c["input_uncached"] + c["cache_write"] + c["cache_read"] > 0)
     conv.spend_tokens = sum(c["input_uncached"] + c["cache_write"] + c["cache_read"] + c["output"] for _, c in calls)
     conv.ended_at = now
     conv.save()

@@ -405,6 +405,7 @@ class ConversationPage:
     parent: Conversation | None
     children: list[Conversation]
     spend_cost: float | None
+    recorded_cost: float | None = None  # a log without usage per call: the session's cost as the agent kept it
     listed: list[SegmentView] = field(default_factory=list)  # older archived segments, one line each
     listed_before: int | None = None  # index of the oldest listed segment, when older ones are hidden
 
@@ -501,6 +502,10 @@ def _conversation_page(conv: Conversation, layout: loader.SegmentLayout, focus_t
         parent=None,  # this request's (conversation_page)
         children=children,
         spend_cost=figures.cost(sums.get(conv.id, []), conv.window),
+        recorded_cost=(
+            page_cache.figures(conv, layout, "recorded_cost", lambda: figures.recorded_cost(conv), version)
+            if conv.usage_coverage == "none" and conv.model_call_count else None
+        ),
     )
 
 

@@ -27,12 +27,16 @@ def percent(used: int | float | None, window: int | None) -> float:
     return 100.0 * used / window
 
 
+_USAGE = ("input_uncached", "cache_write", "cache_read", "output")
+
+
 def cost(per_model: list[dict], window_override: int | None) -> float | None:
-    """Spend in dollars at list price where every model's prices are known; None otherwise.
+    """Spend in dollars at list price where every model's prices are known and some usage is
+    recorded; None otherwise.
 
     Usage is summed per (model, prompt band) in SQL; each sum is priced by model_specs.cost with the
     tier its band falls in, so long-prompt pricing stays per call without reading every call."""
-    if not per_model:
+    if not any(s[k] for s in per_model for k in _USAGE):  # no usage recorded: no spend to price
         return None
     total = 0.0
     for s in per_model:
@@ -106,3 +110,15 @@ def fold_cost(fold: Fold, window: int | None) -> float | None:
         ],
         window,
     )
+
+
+def recorded_cost(conversation: Conversation) -> float | None:
+    """The session's cost as the agent recorded it, for a log that keeps usage per session only
+    (Crush and Go-era opencode: ``flags["session_totals"]`` on the session's first message, where
+    the importer puts it). None when the log holds none."""
+    for flags in conversation.messages.order_by("position").values_list("flags", flat=True)[:2]:
+        cost = ((flags or {}).get("session_totals") or {}).get("cost")
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool) and cost >= 0:
+            return float(cost)
+    return None
+

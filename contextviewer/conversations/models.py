@@ -120,7 +120,11 @@ class Conversation(models.Model):
     model_call_count = models.IntegerField(default=0)
     tool_call_count = models.IntegerField(default=0)
     fold_count = models.IntegerField(default=0)
+    # The largest prompt a call's usage records; when no call records one (a log without usage),
+    # the largest estimated context instead, and peak_estimated says so.
     peak_context = models.IntegerField(default=0)
+    peak_estimated = models.BooleanField(default=False, help_text="no call records its prompt: the peak is estimated")
+    measured_calls = models.IntegerField(default=0, help_text="model calls whose usage records their prompt tokens")
     spend_tokens = models.BigIntegerField(default=0)
     # Bumped by each import that changes stored messages in place (a format that rewrites its
     # records): the page figures' version sees a change no count shows.
@@ -137,6 +141,15 @@ class Conversation(models.Model):
             models.UniqueConstraint(fields=["project", "agent", "external_id"], name="unique_conversation")
         ]
         indexes = [models.Index(fields=["project", "parent", "started_at"])]
+
+    @property
+    def usage_coverage(self) -> str:
+        """How much of the spend the log records: "none" (no call records usage: the spend and its
+        cost are unknown, not 0), "partial" (some calls record no prompt: the spend counts only
+        what is recorded) or "all"."""
+        if not self.measured_calls and not self.spend_tokens:
+            return "none"
+        return "partial" if self.measured_calls < self.model_call_count else "all"
 
     def __str__(self) -> str:
         return self.title or self.external_id

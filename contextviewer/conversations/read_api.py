@@ -38,6 +38,7 @@ class Counts(Schema):
     model_calls: int
     tool_calls: int
     folds: int
+    measured_calls: int  # model calls whose usage records their prompt tokens
 
 
 class ConversationItem(Schema):
@@ -49,8 +50,9 @@ class ConversationItem(Schema):
     kind: str
     models: list[str]
     counts: Counts
-    peak_context: int
-    spend_tokens: int
+    peak_context: int  # the largest prompt a call records, or when none does the largest estimate
+    peak_estimated: bool  # no call records its prompt: peak_context is an estimate
+    spend_tokens: int  # measured input and output tokens (0 when no call records usage)
     created_at: datetime  # imported
     started_at: datetime | None
     updated_at: datetime | None  # the last message's time
@@ -204,8 +206,10 @@ def _item(conv: Conversation, children: list[int]) -> dict:
         "id": conv.pk, "project": conv.project.slug, "title": conv.title, "external_id": conv.external_id,
         "agent": conv.agent, "kind": conv.kind, "models": [str(m) for m in conv.model_names or []],
         "counts": {"messages": conv.message_count, "model_calls": conv.model_call_count,
-                   "tool_calls": conv.tool_call_count, "folds": conv.fold_count},
-        "peak_context": conv.peak_context, "spend_tokens": conv.spend_tokens, "created_at": conv.created_at,
+                   "tool_calls": conv.tool_call_count, "folds": conv.fold_count,
+                   "measured_calls": conv.measured_calls},
+        "peak_context": conv.peak_context, "peak_estimated": conv.peak_estimated, "spend_tokens": conv.spend_tokens,
+        "created_at": conv.created_at,
         "started_at": conv.started_at, "updated_at": conv.ended_at, "parent_id": conv.parent_id, "children": children,
     }
 

@@ -26,8 +26,10 @@ Mapping:
 - usage: the store keeps only session totals, never per call. Each assistant message is one model
   call, emitted with ZERO usage (the pages show such a call as estimated, never measured) and its
   message flagged ``usage_unmeasured``; the session's totals go in its first message's
-  ``flags["session_totals"]`` ({prompt_tokens, completion_tokens, cost}: what the app shows, not a
-  call's figure);
+  ``flags["session_totals"]`` ({prompt_tokens, completion_tokens, cost}, not a call's figure). The
+  conversation page shows the cost, summed by the agent over the session's calls (a child session
+  keeps its own); the token counts are not shown (in the fixtures they are far below what the
+  calls must have read, so they are no sum of them);
 - folds: the summary message (``summary_message_id``, ``is_summary_message``; and in Go-opencode an
   assistant message right after a finished assistant turn, with no prompt between: only the
   summarizer writes one there, and the store keeps the id of the last alone) gets a ``system``

@@ -21,6 +21,7 @@ def refresh_figures(conversation: Conversation, token_totals: list[tuple[int, in
             "pk", "position", "estimated_context", "input_uncached", "cache_write", "cache_read", "output"
         )
     )
+    estimates = []
     if calls:
         # The loaded view at each call, from the one loader of folds (window.py).
         estimates = segments.call_estimates(conversation, [c[1] for c in calls], token_totals)
@@ -33,25 +34,39 @@ def refresh_figures(conversation: Conversation, token_totals: list[tuple[int, in
                 )
     # Real folds only: a summary written again (kind "alternative") stands beside one, not in the count.
     set_figures(
-        conversation, [call[3:] for call in calls], message_count=conversation.messages.count(),
+        conversation, [(*call[3:], estimate) for call, estimate in zip(calls, estimates)],
+        message_count=conversation.messages.count(),
         fold_count=conversation.refresh_fold_count(save=False),
     )
     conversation.save(update_fields=FIGURES)
 
 
 # The index's figures of a conversation (set_figures).
-FIGURES = ["message_count", "model_call_count", "fold_count", "peak_context", "spend_tokens", "window"]
+FIGURES = [
+    "message_count", "model_call_count", "fold_count", "peak_context", "peak_estimated", "measured_calls",
+    "spend_tokens", "window",
+]
 
 
 def set_figures(conversation: Conversation, calls: list[tuple], *, message_count: int, fold_count: int) -> None:
     """Set FIGURES (not saved) from the conversation's calls, each (input_uncached, cache_write,
-    cache_read, output), and its counts."""
+    cache_read, output, estimated_context), and its counts.
+
+    A call whose usage records no prompt tokens is not measured (a log without usage stores its
+    calls with none; a prompt of 0 tokens is no real call's). The peak is the largest measured
+    prompt; when no call has one, the largest estimated context, marked as an estimate."""
     conversation.message_count = message_count
     conversation.model_call_count = len(calls)
     conversation.fold_count = fold_count
-    conversation.peak_context = max((uncached + write + read for uncached, write, read, _out in calls), default=0)
+    prompts = [uncached + write + read for uncached, write, read, _out, _estimate in calls]
+    measured_peak = max(prompts, default=0)
+    conversation.measured_calls = sum(1 for prompt in prompts if prompt > 0)
+    conversation.peak_estimated = bool(calls) and not conversation.measured_calls
+    conversation.peak_context = (
+        max(call[4] for call in calls) if conversation.peak_estimated else measured_peak
+    )
     if conversation.window is None and conversation.model_names:
         conversation.window = harness.harness_window(
-            formats.harness(conversation.agent), conversation.model_names[-1], conversation.peak_context
+            formats.harness(conversation.agent), conversation.model_names[-1], measured_peak
         )
-    conversation.spend_tokens = sum(sum(call) for call in calls)
+    conversation.spend_tokens = sum(sum(call[:4]) for call in calls)

@@ -101,7 +101,8 @@ class _ConversationState:
         # Created by this import: what its figures need (calls, counts) is known without reading it
         # back, unless the import brings it folds (see Writer._known_figures).
         self.fresh = created
-        self.calls: list[tuple] | None = None  # fresh: (uncached, cache write, cache read, output) of its calls
+        # fresh: (uncached, cache write, cache read, output, estimated context) of its calls
+        self.calls: list[tuple] | None = None
         agg = {"p": None, "t": None} if created else conversation.messages.aggregate(p=Max("position"), t=Max("turn"))
         self.next_position = (agg["p"] + 1) if agg["p"] is not None else 0
         self.turn = agg["t"] if agg["t"] is not None else 0
@@ -128,6 +129,7 @@ class _ConversationState:
         self.models: list[str] = list(conversation.model_names or [])
         self.min_ts = conversation.started_at
         self.max_ts = conversation.ended_at
+        self.timed = 0  # messages of this import that carry a time
 
 
 class Writer:
@@ -386,6 +388,7 @@ class Writer:
         if message.model and message.model != "<synthetic>" and message.model not in state.models:
             state.models.append(message.model)
         if message.timestamp is not None:
+            state.timed += 1
             if state.min_ts is None or message.timestamp < state.min_ts:
                 state.min_ts = message.timestamp
             if state.max_ts is None or message.timestamp > state.max_ts:
@@ -513,7 +516,8 @@ class Writer:
                     for row in new_rows:
                         row["estimated_context"] = estimates[row["position"]]
                     state.calls = (state.calls or []) + [
-                        (r["input_uncached"], r["cache_write"], r["cache_read"], r["output"]) for r in new_rows
+                        (r["input_uncached"], r["cache_write"], r["cache_read"], r["output"], r["estimated_context"])
+                        for r in new_rows
                     ]
                 insert_rows(ModelCall, new_rows)
             if changed:
@@ -629,6 +633,13 @@ def _set_usage(row: ModelCall, call: UsageRecord, position: int | None) -> bool:
     return changed
 
 
+def _timed_twice(state: _ConversationState) -> bool:
+    """Whether at least two of the conversation's messages carry a time."""
+    if state.timed >= 2 or state.fresh:
+        return state.timed >= 2
+    return state.conversation.messages.filter(timestamp__isnull=False)[:2].count() >= 2
+
+
 def _refresh_conversation(state: _ConversationState, info: SessionInfo | None, *, known: bool = False) -> None:
     """Set the conversation's details and figures from what the import read, and save it.
     `known`: its figures are all in `state` (Writer._known_figures), none is read back."""
@@ -657,6 +668,10 @@ def _refresh_conversation(state: _ConversationState, info: SessionInfo | None, *
     conversation.model_names = state.models
     conversation.started_at = state.min_ts
     conversation.ended_at = state.max_ts
+    if conversation.ended_at is not None and conversation.ended_at == conversation.started_at and not _timed_twice(state):
+        # One time for the whole log (aider writes only when a session started): its last time and
+        # its duration are not known, not 0 s.
+        conversation.ended_at = None
     conversation.tool_call_count += state.tool_calls
     if state.updated:
         conversation.revision += 1  # messages changed in place: the page's figures are computed again

@@ -49,7 +49,8 @@ PER_PAGE = 50  # conversations listed per page
 # The conversation fields a revision and the page's list read (nothing else is loaded).
 FIELDS = (
     "id", "project_id", "title", "external_id", "agent", "created_at", "started_at", "message_count",
-    "model_call_count", "fold_count", "peak_context", "spend_tokens", "window", "model_names", "revision",
+    "model_call_count", "fold_count", "peak_context", "peak_estimated", "measured_calls", "spend_tokens", "window",
+    "model_names", "revision",
 )
 UP_TO_DATE, STALE, MISSING, FAILED = "up to date", "stale", "missing", "failed"
 

@@ -326,6 +326,45 @@ def test_the_index_lists_it_and_filters_by_its_agent(imported, owner):
     assert link not in owner.get(reverse("index"), {"agent": other}).content.decode()
 
 
+def index_row(html: str, conv: Conversation) -> str:
+    """The index's row of `conv`: from its link to the end of its <tr>."""
+    link = f'class="conv-link" href="{reverse("conversation", args=[conv.pk])}"'
+    start = html.index(link)
+    return html[start : html.index("</tr>", start)]
+
+
+@pytest.mark.parametrize("imported", params("figures"), indirect=True)
+def test_peak_and_spend_say_when_the_log_records_no_usage(imported, owner):
+    """A log that records no usage per call (its calls are stored with none) shows its peak as an
+    estimate and its spend and cost as unknown, never as a measured 0 or $0.0000; one whose calls
+    all record their prompt shows neither mark. What is expected is read from the stored calls."""
+    conv = imported
+    calls = list(conv.model_calls.values_list("input_uncached", "cache_write", "cache_read", "output", "estimated_context"))
+    measured = [c for c in calls if sum(c[:3]) > 0]
+    row = index_row(owner.get(reverse("index")).content.decode(), conv)
+    peak = re.search(r'<td class="peak">(.*?)</td>', row, re.S).group(1)
+    spend = re.search(r'<td class="num nowrap spend-tokens">(.*?)</td>', row, re.S).group(1)
+    cost = re.search(r'<td class="num nowrap spend-cost">(.*?)</td>', row, re.S).group(1)
+    header = re.search(r'<span class="header-counts".*?</span>\s*</span>', owner.get(
+        reverse("conversation", args=[conv.pk])).content.decode(), re.S).group(0)
+    if not calls:
+        assert "no model call" in peak and "%" not in peak
+    elif not measured:
+        assert conv.peak_estimated and conv.peak_context == max(c[4] for c in calls)
+        assert "estimated: the log records no usage per call" in peak and "est." in peak, peak
+    else:
+        assert not conv.peak_estimated and conv.peak_context == max(sum(c[:3]) for c in measured)
+        assert "(measured)" in peak and "est." not in peak, peak
+    if not any(sum(c[:4]) for c in calls):
+        assert "–" in spend and "not known" in spend and "$" not in cost, (spend, cost)
+        assert "spend not recorded" in header and "at list price" not in header, header
+    elif len(measured) < len(calls):
+        assert f"{len(measured)} of {len(calls)} calls record their prompt tokens" in spend, spend
+        assert f"(partial: {len(measured)} of {len(calls)} calls record their prompt)" in header, header
+    else:
+        assert "partial" not in spend + cost + header and "–" not in spend, (spend, header)
+
+
 # -- the conversation page ---------------------------------------------------------------------
 
 

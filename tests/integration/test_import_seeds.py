@@ -145,12 +145,15 @@ def test_picoclaw_sessions_folder(project, user, tmp_path):
     convs = {c.external_id: c for c in Conversation.objects.filter(project=project)}
     assert set(convs) == {pico.KEY, "agent:main:cli:default", "sk_v1_" + "ab" * 32}
     assert {c.agent for c in convs.values()} == {"picoclaw"}
-    # picoclaw records no usage: its calls (one per assistant line) are stored with none, so the
-    # peak is 0 measured whatever the estimates say, and the pages show estimates.
+    # picoclaw records no usage: its calls (one per assistant line) are stored with none, so no
+    # call is measured and each conversation's peak is its largest estimate, marked as one.
     calls = ModelCall.objects.filter(conversation__project=project)
     assert calls.count() == Message.objects.filter(conversation__project=project, role="assistant").count() > 0
     assert all(c.context_size == 0 for c in calls)
-    assert all(c.peak_context == 0 for c in convs.values())
+    for conv in convs.values():
+        estimates = [c.estimated_context for c in calls if c.conversation_id == conv.pk]
+        assert conv.measured_calls == 0 and conv.spend_tokens == 0 and conv.usage_coverage == "none"
+        assert conv.peak_estimated == bool(estimates) and conv.peak_context == max(estimates, default=0)
 
     main = convs[pico.KEY]
     # 15 JSON object lines + the fold marker; the 2 bad lines reported.

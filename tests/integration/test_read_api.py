@@ -122,7 +122,8 @@ def test_every_read_operation_answers_as_its_schema_declares(world, openapi):
     check_contract(openapi, "/api/conversations", _get(client, "/api/conversations", token, started_from="yesterday"))
     # The schema says what a client may rely on: the required fields of a listed conversation.
     item = openapi["components"]["schemas"]["ConversationItem"]
-    assert {"id", "title", "agent", "models", "counts", "peak_context", "created_at", "parent_id", "children"} <= set(item["required"])
+    assert {"id", "title", "agent", "models", "counts", "peak_context", "peak_estimated", "created_at", "parent_id",
+            "children"} <= set(item["required"])
 
 
 def test_the_docs_list_the_read_operations(client, openapi):
@@ -146,7 +147,9 @@ def test_a_conversation_with_its_folds_counts_and_subagents(world):
     assert body["id"] == conv.pk and body["title"] == "alpha main" and body["agent"] == "claude-code"
     assert body["counts"] == {"messages": Message.objects.filter(conversation=conv).count(),
                               "model_calls": ModelCall.objects.filter(conversation=conv).count(),
-                              "tool_calls": conv.tool_call_count, "folds": Fold.objects.filter(conversation=conv).count()}
+                              "tool_calls": conv.tool_call_count, "folds": Fold.objects.filter(conversation=conv).count(),
+                              "measured_calls": sum(1 for c in ModelCall.objects.filter(conversation=conv) if c.context_size)}
+    assert body["peak_estimated"] is False and body["peak_context"] == conv.peak_context > 0
     assert body["children"] == [child.pk] and body["parent_id"] is None
     stored = list(Fold.objects.filter(conversation=conv).order_by("position"))
     assert len(body["folds"]) == len(stored) >= 1
