@@ -43,7 +43,7 @@ from contextviewer.lab.models import PolicyReplay
 log = logging.getLogger(__name__)
 
 KIND = "policy_table"
-TABLE_VERSION = 1  # the stored figures' version: raise it when the replays or the figures change
+TABLE_VERSION = 2  # the stored figures' version: raise it when the replays or the figures change
 BATCH = 20  # conversations loaded at a time by the job
 PER_PAGE = 50  # conversations listed per page
 # The conversation fields a revision and the page's list read (nothing else is loaded).

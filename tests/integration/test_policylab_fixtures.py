@@ -76,3 +76,33 @@ def test_a_policy_that_never_fires_draws_the_recorded_curve_on_a_fixture():
     pairs = [(r, c) for call, r, c in zip(lab.session.calls, recorded.totals, claude.totals, strict=True) if call.seq < first_fold]
     deviation = sum(abs(c - r) / r for r, c in pairs) / len(pairs)
     assert deviation < 0.05
+
+
+# Checked by hand (the files read line by line): in both, the first call that records usage comes
+# after the session's own first fold, so no measured call saw the unmodified history.
+# - codex/jazzyalex__agent-sessions__small.jsonl: `context_compacted` on line 19; the only
+#   `token_count` (line 22) records input_tokens 16,341 (3,584 of them cached); what the log holds
+#   between the two is one tool output, "a.txt\nb.txt\n" (line 21): a few tokens.
+# - claude-code/jazzyalex__agent-sessions__small.jsonl: `compact_boundary` on line 21; the summary
+#   "Summary of prior context." on line 22 is marked `"isSidechain": true`, so it is not in the
+#   main thread's window, and lines 23 to 28 are no messages; the assistant line before the fold
+#   (line 8) has no usage, the first with usage (line 29) records input_tokens 10 (no cache). The
+#   window it was sent with holds nothing the log shows: all 10 tokens are overhead.
+AFTER_THE_FOLD = [
+    ("codex/jazzyalex__agent-sessions__small.jsonl", 16_341 - 20, 16_341),
+    ("claude-code/jazzyalex__agent-sessions__small.jsonl", 10, 10),
+]
+
+
+@pytest.mark.parametrize("rel, least, most", AFTER_THE_FOLD, ids=lambda v: v.split("/")[0] if isinstance(v, str) else None)
+def test_usage_only_after_the_sessions_own_fold_is_a_failed_calibration(client, fixtures_dir, rel, least, most):
+    page_cache.clear()
+    project = make_project()
+    client.force_login(make_user(project=project))
+    ingest.import_path(project, fixtures_dir / rel)
+    conv = Conversation.objects.get(project=project, kind="main", fold_count__gt=0)
+    session = policylab.load_session(conv).session
+    assert not session.calibrated and session.scale == 1.0
+    assert least <= session.overhead_tokens <= most
+    html = client.get(reverse("policy_lab", args=[conv.pk]), {"policy": ["claude_code"]}).content.decode()
+    assert "every measured call comes after the session&#x27;s own first fold" in html

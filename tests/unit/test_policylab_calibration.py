@@ -100,3 +100,23 @@ def test_a_session_with_nothing_measured_is_all_estimate_and_says_so():
     b.final_call()
     s = calibrate(b.session())
     assert s.calibrated and "no measured model call" in s.calibration_note
+
+
+def test_measured_calls_only_after_the_first_fold_fail_the_calibration_with_their_overhead():
+    """No measured call saw the unmodified history (the log's usage starts after its own fold):
+    nothing to fit the scale on, so the calibration fails and says so; the overhead is the first
+    measured call's input less its logged window (the summary and what followed), so the replays
+    are not drawn 12,000 tokens below the recorded curve as if the harness read nothing else."""
+    b = LabBuilder()
+    b.user(text_of(2_000))
+    b.tool_turn("Read", text_of(3_000))  # calls with no usage
+    b.user("[compacted]", kind="boundary")
+    b.user(text_of(400), kind="summary")
+    b.user(text_of(100))
+    b.call(usage=OVERHEAD + 500)  # the window: the summary (400) and the prompt (100)
+    b.result(text_of(1_000))
+    b.final_call(usage=OVERHEAD + 1_500)
+    s = calibrate(b.session())
+    assert not s.calibrated and s.scale == 1.0
+    assert "after the session's own first fold" in s.calibration_note
+    assert abs(s.overhead_tokens - OVERHEAD) <= 5

@@ -363,7 +363,9 @@ def calibrate(session: Session) -> Session:
     "scale = recorded prompt tokens ÷ estimated tokens" on the unmodified history): a least-squares
     line of measured input against the lab tokens of each call's window, over the calls before the
     session's own first fold; scale = its slope (provider tokens per lab token), overhead = its
-    intercept (what every call carries besides the messages). With fewer than three measured calls
+    intercept (what every call carries besides the messages). With measured calls only after the
+    session's own first fold, the calibration FAILS (below) with the overhead of the first of them.
+    With fewer than three measured calls
     the overhead is the first measured call's input minus its messages (§0, "Harness overhead") and
     scale = 1. A slope outside budget.FACTOR_RANGE is no tokenizer's gap (the log's text is not what
     the model read: redacted or elided outputs): the calibration FAILS, scale = 1, and the session
@@ -372,6 +374,19 @@ def calibrate(session: Session) -> Session:
     rows, folds = recorded_estimates(session)
     points = [(m, e) for seq, m, e in rows if m and (not folds or seq <= folds[0])]
     if not points:
+        measured = [(m, e) for _seq, m, e in rows if m]
+        if measured:
+            # Measured calls, but only after the session's own first fold: none measured the
+            # unmodified history. The overhead is still what the first measured call read besides
+            # its logged window (§0, "Harness overhead"), so the replays are in provider tokens;
+            # the scale is not fitted, and the figures are uncalibrated estimates (said, flagged).
+            m, e = measured[0]
+            note = (
+                "calibration failed: every measured call comes after the session's own first fold, so none "
+                "measured the unmodified history; the overhead is the first measured call's input less its "
+                "logged window and the scale is not fitted: the replayed curves are uncalibrated estimates"
+            )
+            return replace(session, scale=1.0, overhead_tokens=max(0, m - e), calibrated=False, calibration_note=note)
         # Nothing measured, nothing to calibrate against: every figure, the recorded curve's too, is
         # the same estimate, so the replays stay comparable with it (said, not flagged as a failure).
         note = "no measured model call: every figure, the recorded curve's too, is the lab's estimate" if session.calls else ""
