@@ -182,7 +182,8 @@ HANDOFF_BUDGET = max(300, int(env("CONTEXTVIEWER_HANDOFF_BUDGET", "2500") or 250
 TITLE_CALL_BUDGET = max(0, int(env("CONTEXTVIEWER_TITLE_CALL_BUDGET", "50") or 50))
 
 # Uploads: stream to disk, cap the size. A single session file above the cap is refused with a message.
-MAX_UPLOAD_BYTES = int(env("CONTEXTVIEWER_MAX_UPLOAD_BYTES", str(1024 * 1024 * 1024)))
+# Decimal, as every message about it counts megabytes (1 GB: "1000 MB", not 1 GiB's "1073 MB").
+MAX_UPLOAD_BYTES = int(env("CONTEXTVIEWER_MAX_UPLOAD_BYTES", str(1000 * 1000 * 1000)))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_NUMBER_FILES = 500

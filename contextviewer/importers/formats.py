@@ -477,7 +477,7 @@ def describe(path: Path, head: bytes | None = None) -> str:
         return ZIP_REFUSAL
     if b"\x00" in sample[:8192]:
         if sample.startswith(b"SQLite format 3\x00"):
-            return "a SQLite database with no tables a format knows"
+            return _describe_sqlite(path, sample)
         return "a binary file"
     try:
         text = sample.decode("utf-8")
@@ -495,6 +495,23 @@ def describe(path: Path, head: bytes | None = None) -> str:
         return _describe_json(value, stripped)
     first = stripped.split("\n", 1)[0][:60]
     return f"a text file starting {first!r}"
+
+
+WAL_ALONE = "a SQLite database with no tables: it is in WAL mode"  # a refusal that says what to do
+
+
+def _describe_sqlite(path: Path, head: bytes) -> str:
+    """A SQLite file no format claimed. One with no table at all (its header: one page, whose
+    b-tree holds no cell) in WAL mode (read and write versions 2) had its rows in its -wal file,
+    which an app writes first: the file without it looks empty (Crush's store does)."""
+    if len(head) >= 105 and int.from_bytes(head[28:32], "big") <= 1 and head[100] == 13 and not int.from_bytes(head[103:105], "big"):
+        if head[18] == 2 and head[19] == 2 and not path.with_name(path.name + "-wal").exists():
+            return (
+                f"{WAL_ALONE}, so its rows are likely in {path.name}-wal, which was not given: import the file "
+                "with its -wal beside it (its folder, or both files)"
+            )
+        return "a SQLite database with no tables"
+    return "a SQLite database with no tables a format knows"
 
 
 _NOTHING = object()
@@ -549,6 +566,6 @@ def refusal(path: Path, looked_like: str | None = None) -> str:
     looked_like = looked_like or describe(path)
     if looked_like == "the file is empty":
         return "the file is empty: nothing to import"
-    if looked_like == ZIP_REFUSAL:  # it says what to do instead
+    if looked_like == ZIP_REFUSAL or looked_like.startswith(WAL_ALONE):  # it says what to do instead
         return looked_like
     return f"{looked_like}: not a format contextviewer reads ({labels()})"

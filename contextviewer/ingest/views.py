@@ -19,6 +19,7 @@ def _context(projects) -> dict:
     return {
         "projects": projects,
         "max_upload_mb": settings.MAX_UPLOAD_BYTES // 1_000_000,
+        "max_upload_bytes": settings.MAX_UPLOAD_BYTES,
         "max_files": settings.DATA_UPLOAD_MAX_NUMBER_FILES,
         "formats": [{"label": f.label, "where": f.where} for f in formats.registry()],
         "accept": ",".join(formats.upload_extensions()),

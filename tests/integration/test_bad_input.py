@@ -63,6 +63,23 @@ def make_case(name: str, folder: Path) -> tuple[Path, int, str]:
         return _write(folder / "empty.jsonl", []), 0, "the file is empty"
     if name == "binary":
         return _write(folder / "binary.jsonl", [bytes(range(256)) * 64]), 0, "binary file"
+    if name == "wal_only":
+        # A store whose rows are all in its -wal (as Crush leaves one while it runs), given alone.
+        import shutil
+        import sqlite3
+
+        live = folder / "live"
+        shutil.rmtree(live, ignore_errors=True)
+        live.mkdir()
+        db = sqlite3.connect(live / "crush.db")
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA wal_autocheckpoint=0")
+        db.execute("CREATE TABLE sessions (id TEXT PRIMARY KEY)")
+        db.execute("INSERT INTO sessions VALUES ('s1')")
+        db.commit()
+        path = shutil.copy(live / "crush.db", folder / "crush.db")  # the main file only, while open
+        db.close()
+        return Path(path), 0, "its rows are likely in crush.db-wal, which was not given"
     if name == "json_array":
         objects = [json.loads(line) for line in valid]
         return _write(folder / "array.json", [json.dumps(objects, indent=2).encode()]), n, "JSON array, not JSONL"
@@ -82,8 +99,11 @@ def make_case(name: str, folder: Path) -> tuple[Path, int, str]:
 
 
 # No format reads these at all: the import is refused (the job fails, saying what the file was).
-REFUSED = {"empty", "binary"}
-CASES = ["non_json", "truncated_last_line", "invalid_utf8", "huge_line", "empty", "binary", "json_array", "gzip", "gzip_bomb"]
+REFUSED = {"empty", "binary", "wal_only"}
+CASES = [
+    "non_json", "truncated_last_line", "invalid_utf8", "huge_line", "empty", "binary", "wal_only", "json_array", "gzip",
+    "gzip_bomb",
+]
 
 
 @pytest.fixture(scope="module")
@@ -166,6 +186,7 @@ def test_api_and_page_report_bad_input(name, case_dir, limits, project, user, wo
     if words:
         assert words in page.replace("&#x27;", "'").replace("&quot;", '"')
         assert path.name in page
+        assert ("Nothing was imported." if name in REFUSED else "Everything not listed here was imported.") in page
     assert Message.objects.count() == valid_messages  # the second upload of the same bytes added nothing
 
 
@@ -183,3 +204,23 @@ def test_an_upload_to_a_project_the_user_may_not_import_into_is_refused(client, 
     assert response.status_code == 403
     assert "You may not import into that project." in response.content.decode()
     assert not Job.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.fixtures
+def test_a_real_crush_store_given_without_its_wal_says_where_its_rows_are(project, fixtures_dir, tmp_path):
+    """Checked by hand: crush/Exa-Networks__exabgp__crush.db is 4,096 bytes, its header says one
+    page (no table) and WAL mode; its 34 messages are all in the -wal beside it (SOURCES.md)."""
+    import shutil
+
+    from contextviewer.ingest import files as ingest
+
+    source = fixtures_dir / "crush" / "Exa-Networks__exabgp__crush.db"
+    lone = Path(shutil.copy(source, tmp_path / "crush.db"))
+    report = ingest.import_path(project, lone)
+    assert report.refused and Message.objects.count() == 0
+    reasons = " ".join(e["reason"] for e in report.errors)
+    assert "its rows are likely in crush.db-wal, which was not given" in reasons and "not a format" not in reasons
+    shutil.copy(source.with_name(source.name + "-wal"), tmp_path / "crush.db-wal")
+    report = ingest.import_path(project, lone)
+    assert not report.refused and Message.objects.count() == 34
