@@ -10,7 +10,7 @@ in an editor):
   `toolu_vrtx_01LW…` has its own, 0.3784269, which is larger, so the parent's does not include it.
 - Go-era opencode `peder1981__futurista__opencode.db`: session `49df5790-…` has cost 0.0419224.
 - aider `Aider-AI__aider__chat-history.md`, the session started 2024-08-15 10:07:30 (lines 69347 to
-  69714): no time but its header's "aider chat started at"; three usage lines, "Tokens: 0 sent, 551 received", "0 sent, 779 received" and "0 sent,
+  69714), and the one started 10:15:20 (lines 69718 to 69728: aider's start-up lines, no request): no time but its header's "aider chat started at"; three usage lines, "Tokens: 0 sent, 551 received", "0 sent, 779 received" and "0 sent,
   722 received" (aider 0.50.2-dev wrote 0 for what it sent): 2,052 output tokens recorded, no
   prompt recorded for any of the 3 calls, "$0.03 session" by aider's own count.
 """
@@ -67,10 +67,11 @@ def test_a_store_without_usage_per_call_shows_its_session_cost_and_no_measured_z
 def test_aider_lines_that_record_no_prompt_make_a_partial_spend(project, owner, fixtures_dir, tmp_path):
     lines = (fixtures_dir / "aider" / "Aider-AI__aider__chat-history.md").read_text().splitlines(keepends=True)
     path = tmp_path / ".aider.chat.history.md"
-    path.write_text("".join(lines[69346:69714]))  # the session of 2024-08-15 10:07:30, whole
+    path.write_text("".join(lines[69346:69728]))  # the sessions of 2024-08-15 10:07:30 to 10:15:20, whole
     report = ingest.import_path(project, path)
     assert not report.refused, report.errors
-    (conv,) = Conversation.objects.filter(project=project)
+    convs = {c.started_at.strftime("%H:%M:%S"): c for c in Conversation.objects.filter(project=project)}
+    conv = convs["10:07:30"]
     assert (conv.model_call_count, conv.measured_calls, conv.spend_tokens) == (3, 0, 551 + 779 + 722)
     assert conv.peak_estimated and conv.usage_coverage == "partial"
     # Only the session's header line carries a time: how long it ran is not known (it was "0s").
@@ -81,3 +82,14 @@ def test_aider_lines_that_record_no_prompt_make_a_partial_spend(project, owner, 
     assert "$0.03" in row  # 2,052 output tokens at claude-3-5-sonnet's $15 per million: aider's own figure
     header = _header(owner, conv)
     assert "spend 2.1k tokens" in header and "(partial: 0 of 3 calls record their prompt)" in header, header
+
+    # 10:15:20: aider's start-up lines and no request, so no model call: no peak, spend or
+    # duration, and the gauge is the window the next call would read.
+    idle = convs["10:15:20"]
+    assert idle.model_call_count == 0 and idle.message_count > 0
+    row = index_row(owner.get(reverse("index")).content.decode(), idle)
+    assert 'title="the log holds no model call">–' in row and "%" not in row
+    page = owner.get(reverse("conversation", args=[idle.pk])).content.decode()
+    assert "Window now" in page and "Window at the latest model call" not in page
+    assert "spend not recorded" in _header(owner, idle)
+
