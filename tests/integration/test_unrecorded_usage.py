@@ -5,14 +5,16 @@ Checked by hand on the fixtures (temporary copies opened with Python's sqlite3, 
 in an editor):
 
 - Crush `jbpratt__quay__crush.db` (+ its WAL): the `messages` table has no token or cost column;
-  `sessions` keeps per session `cost` (summed by Crush over its calls) and the last call's token
-  counts. Session `5ee78d3f-…` (17 messages) has cost 0.20369145; its child agent session
-  `toolu_vrtx_01LW…` has its own, 0.3784269, which is larger, so the parent's does not include it.
+  `sessions` keeps per session a `cost` and token counts. Session `5ee78d3f-…` (17 messages) has
+  cost 0.20369145; its child agent session `toolu_vrtx_01LW…` has its own, 0.3784269, which is
+  larger, so the parent's does not include it.
 - Go-era opencode `peder1981__futurista__opencode.db`: session `49df5790-…` has cost 0.0419224.
-- aider `Aider-AI__aider__chat-history.md`, the session started 2024-08-15 10:07:30 (lines 69347 to
-  69714), and the one started 10:15:20 (lines 69718 to 69728: aider's start-up lines, no request): no time but its header's "aider chat started at"; three usage lines, "Tokens: 0 sent, 551 received", "0 sent, 779 received" and "0 sent,
-  722 received" (aider 0.50.2-dev wrote 0 for what it sent): 2,052 output tokens recorded, no
-  prompt recorded for any of the 3 calls, "$0.03 session" by aider's own count.
+- aider `Aider-AI__aider__chat-history.md`, the session started 2024-08-15 10:07:30 (lines 69347
+  to 69714): no time but its header's "aider chat started at"; three usage lines, "Tokens: 0 sent,
+  551 received", "0 sent, 779 received" and "0 sent, 722 received" (aider 0.50.2-dev wrote 0 for
+  what it sent): 2,052 output tokens recorded, no prompt recorded for any of the 3 calls, "$0.03
+  session" by aider's own count. The one started 10:15:20 (lines 69718 to 69728) holds aider's
+  start-up lines and no request.
 """
 
 from __future__ import annotations
