@@ -54,6 +54,7 @@ class GaugeView:
     thresholds: list[tuple[str, int, float]]  # (label, tokens, percent of the bar)
     scale: int
     unavailable: list[str] = field(default_factory=list)  # labels of categories the gauge cannot size
+    at_call: bool = True  # what the latest call saw; False: the loaded view as it is now (gauge_upto)
 
 
 def gauge_upto(latest: ModelCall | None, loaded: loader.LoadedInput) -> int | None:
@@ -122,6 +123,7 @@ def gauge_view(
         thresholds=[(label, tokens, 100.0 * tokens / scale) for label, tokens in g.thresholds],
         scale=scale,
         unavailable=[tokens.LABELS[key] for key in g.unavailable],
+        at_call=upto is not None,
     )
 
 

@@ -29,6 +29,7 @@ def test_handoff_from_the_page_with_htmx_then_the_fold_is_shown(client, user, co
     client.force_login(user)
     page = client.get(f"/c/{conv.pk}/").content.decode()
     assert 'id="handoff-button"' in page and 'data-key="h"' in page
+    assert "Window at the latest model call" in page and "Window now" not in page
     response = client.post(f"/c/{conv.pk}/handoff/", {"provider": "builtin"}, HTTP_HX_REQUEST="true")
     html = response.content.decode()
     job = Job.objects.get(kind="handoff")
@@ -39,6 +40,9 @@ def test_handoff_from_the_page_with_htmx_then_the_fold_is_shown(client, user, co
     assert done.status_code == 204 and done["HX-Redirect"].startswith(f"/c/{conv.pk}/?folded=")
     page = client.get(done["HX-Redirect"]).content.decode()
     assert "Latest summary" in page and "handoff (builtin)" in page and "State and what is done" in page
+    # The gauge is no longer what the latest call saw: that window was folded after it.
+    assert "Window now" in page and "folded since the latest model call" in page
+    assert "Window at the latest model call" not in page
     # Every turn is archived behind the new fold; its summary heads the loaded segment at the end.
     assert page.count('class="segment archived"') == 1
     assert page.index('class="segment loaded"') > page.index('class="segment archived"')
