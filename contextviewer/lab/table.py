@@ -241,6 +241,7 @@ class ConversationRow:
     cells: list[tuple[int, int] | None]  # per default policy: (folds, peak), None: not replayed
     error: str = ""
     calibrated: bool = True
+    estimated: bool = False  # no call records its usage: every figure of the row is the lab's estimate
 
 
 @dataclass
@@ -332,6 +333,7 @@ def table(project: Project, page: int | str | None = 1) -> Table:
                 recorded_peak=base["peak"] if base and not failed else None,
                 cells=[(rows[n]["folds"], rows[n]["peak"]) if n in rows and not failed else None for n in shown],
                 error=failed, calibrated=bool(base["calibrated"]) if base else True,
+                estimated=not conv.measured_calls,
             )
         )
     return out

@@ -293,3 +293,21 @@ def test_a_cancelled_job_keeps_the_conversations_it_did():
     assert len(policy_table.pending(project)) == 2
     again, _ = _run(project)  # the next job does the rest
     assert again.status == "succeeded" and again.result["conversations"] == 2 and policy_table.pending(project) == []
+
+
+def test_a_conversation_whose_log_records_no_usage_is_marked_as_estimates(client, tmp_path):
+    """A Crush store records no usage per call: its row's recorded peak is the lab's estimate and
+    says so; a measured conversation's row does not."""
+    from tests.charm_db import write_store
+
+    project = make_project()
+    ingest.import_path(project, _session(tmp_path, 1, 3))
+    ingest.import_path(project, write_store(tmp_path / "proj" / ".crush" / "crush.db", keep_wal=True))
+    _run(project)
+    client.force_login(make_user(project=project))
+    html = _page(client, project).content.decode()
+    for conv in Conversation.objects.filter(project=project, parent__isnull=True, model_call_count__gt=0):
+        row = html.split(f'id="conv-{conv.pk}"', 1)[1].split("</tr>", 1)[0]
+        assert ('class="muted estimated"' in row) == (conv.measured_calls == 0), (conv.agent, row)
+    assert Conversation.objects.filter(project=project, agent="crush", measured_calls=0).exists()
+    assert Conversation.objects.filter(project=project, agent="claude-code", measured_calls__gt=0).exists()
