@@ -43,6 +43,8 @@ def test_handoff_from_the_page_with_htmx_then_the_fold_is_shown(client, user, co
     # The gauge is no longer what the latest call saw: that window was folded after it.
     assert "Window now" in page and "folded since the latest model call" in page
     assert "Window at the latest model call" not in page
+    # Its before and after say where they come from: the summary's size is an o200k count.
+    assert "after: the summary, counted with o200k (an estimate)" in page
     # Every turn is archived behind the new fold; its summary heads the loaded segment at the end.
     assert page.count('class="segment archived"') == 1
     assert page.index('class="segment loaded"') > page.index('class="segment archived"')

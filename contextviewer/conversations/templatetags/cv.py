@@ -39,6 +39,17 @@ def fold_tokens(fold) -> str:
 
 
 @register.filter
+def fold_tokens_note(fold) -> str:
+    """Where `fold_tokens`' figures come from (a tooltip): the agent's log, or this app's handoff,
+    whose summary is an o200k count."""
+    if getattr(fold, "origin", None) == "generated":
+        return ("before: the window at the latest measured call, or its o200k estimate where no call measured it; "
+                "after: the summary, counted with o200k (an estimate)")
+    return ("before: the window as the agent logged it at the fold, or the last measured call before it; "
+            "after: the next measured call's input, or the agent's own figure")
+
+
+@register.filter
 def markdown(text: str):
     return rendering.markdown_html(text or "")
 
