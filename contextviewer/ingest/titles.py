@@ -152,3 +152,22 @@ def _title(job: Job, conv: Conversation, provider, progress, *, max_attempts: in
     # Only if nobody (a later import with the log's own title) changed it meanwhile.
     changed = Conversation.objects.filter(pk=conv.pk, title=conv.title).update(title=title)
     return {"conversation_id": conv.pk, "title": title, "changed": bool(changed)}
+
+
+def title_outcome(job: Job) -> dict:
+    """The job page's account of a title job (jobs/kinds.py OUTCOMES): how many conversations it
+    titled, by which provider, and the first few titles with their conversations."""
+    from django.urls import reverse
+
+    result = job.result or {}
+    rows = result.get("titles") or ([result] if "conversation_id" in result else [])
+    figures = [
+        ("Conversations", result.get("total", len(rows))),
+        ("Titled", result.get("titled", sum(1 for r in rows if r.get("changed")))),
+    ]
+    if result.get("provider"):
+        figures.append(("Provider", f"{result['provider']} ({result.get('provider_calls', 0)} calls)"))
+    shown = [r for r in rows if r.get("changed")][:10]
+    links = [(r.get("title") or f"conversation {r.get('conversation_id')}", reverse("conversation", args=[r["conversation_id"]]))
+             for r in shown if r.get("conversation_id")]
+    return {"heading": "The titles", "figures": figures, "links": links}

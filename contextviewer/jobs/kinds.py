@@ -52,6 +52,8 @@ OUTCOMES: dict[str, str] = {
     "build": "contextviewer.builds.outcomes.build_outcome",
     "probes": "contextviewer.review.outcomes.conversation_outcome",
     "judge": "contextviewer.review.outcomes.conversation_outcome",
+    "policy_table": "contextviewer.lab.table.table_outcome",
+    "title": "contextviewer.ingest.titles.title_outcome",
 }
 
 

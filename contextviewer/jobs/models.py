@@ -55,5 +55,10 @@ class Job(models.Model):
         db_table = "conversations_job"  # the table it had when it lived in conversations (kept: no data moves)
 
     @property
+    def kind_label(self) -> str:
+        """The kind in words ("policy_table" -> "policy table")."""
+        return self.kind.replace("_", " ")
+
+    @property
     def is_finished(self) -> bool:
         return self.status in {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED}

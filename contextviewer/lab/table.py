@@ -216,6 +216,25 @@ def run_policy_table(job: Job, progress) -> dict:
     return {"conversations": total, "replayed": replayed, "failed": failed, "policies": names}
 
 
+def table_outcome(job) -> dict:
+    """The job page's account of a policy_table job (jobs/kinds.py OUTCOMES): how many
+    conversations it replayed, which failed, and the table it filled."""
+    from django.urls import reverse
+
+    result = job.result or {}
+    failed = result.get("failed") or []
+    figures = [
+        ("Conversations to replay", result.get("conversations", 0)),
+        ("Replayed", result.get("replayed", 0)),
+        ("Failed", len(failed)),
+        ("Policies", ", ".join(get_policy(n).label for n in result.get("policies") or [] if n in policy_names())),
+    ]
+    links = [("Open the policy table", f"{reverse('policy_table')}?project={job.project.slug}")]
+    links += [(f"Policy lab of conversation {f['conversation_id']} (failed)", reverse("policy_lab", args=[f["conversation_id"]]))
+              for f in failed[:5]]
+    return {"heading": "The policy table", "figures": figures, "links": links}
+
+
 # --- the page ---------------------------------------------------------------------------------
 
 

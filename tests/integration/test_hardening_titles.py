@@ -43,7 +43,7 @@ def _offline(n: int) -> str:
     return f"Please move billing module number {n} to Stripe version three and keep the old…"
 
 
-def test_an_import_of_a_folder_queues_one_title_job_that_titles_every_conversation(project, tmp_path):
+def test_an_import_of_a_folder_queues_one_title_job_that_titles_every_conversation(project, user, client, tmp_path):
     folder = _folder(tmp_path)
     _import(project, folder)
     assert Conversation.objects.filter(parent__isnull=True).count() == SESSIONS
@@ -58,6 +58,13 @@ def test_an_import_of_a_folder_queues_one_title_job_that_titles_every_conversati
     for conv in Conversation.objects.filter(parent__isnull=True):
         n = int(conv.external_id.rsplit("-", 1)[1])
         assert conv.title == _offline(n), conv.title
+    # Its page says what it did, and links the conversations it titled.
+    client.force_login(user)
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert f"Title job {job.pk}</h1>" in page and "The titles</h2>" in page
+    assert f"<dt>Titled</dt><dd>{SESSIONS}</dd>" in page and "<dt>Provider</dt><dd>builtin (0 calls)</dd>" in page
+    first = Conversation.objects.filter(parent__isnull=True).order_by("pk").first()
+    assert f'href="/c/{first.pk}/"' in page
 
     # The same folder again: no second title job.
     _import(project, folder)

@@ -218,6 +218,12 @@ def test_the_button_starts_one_job_and_the_page_shows_its_progress(client):
     assert poll["HX-Refresh"] == "true"
     html = _page(client, project).content.decode()
     assert "1 of 1 conversation with model calls is replayed up to date" in html and f"job {job.pk}" in html
+    # The job's own page (it failed with a 500 before) names its kind in words and says what it did.
+    page = client.get(reverse("job_detail", args=[job.pk])).content.decode()
+    assert f"Policy table job {job.pk}</h1>" in page and "The policy table</h2>" in page
+    assert "<dt>Replayed</dt><dd>1</dd>" in page and "<dt>Failed</dt><dd>0</dd>" in page
+    assert f'href="{reverse("policy_table")}?project={project.slug}"' in page
+    assert "<td>policy table</td>" in client.get(reverse("jobs")).content.decode()
 
 
 def test_access_non_members_and_viewers(client):
