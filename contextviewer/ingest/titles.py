@@ -165,7 +165,9 @@ def title_outcome(job: Job) -> dict:
         ("Conversations", result.get("total", len(rows))),
         ("Titled", result.get("titled", sum(1 for r in rows if r.get("changed")))),
     ]
-    if result.get("provider"):
+    if result.get("provider") == "builtin":
+        figures.append(("Provider", "builtin (offline, no call)"))
+    elif result.get("provider"):
         figures.append(("Provider", f"{result['provider']} ({result.get('provider_calls', 0)} calls)"))
     shown = [r for r in rows if r.get("changed")][:10]
     links = [(r.get("title") or f"conversation {r.get('conversation_id')}", reverse("conversation", args=[r["conversation_id"]]))

@@ -62,7 +62,7 @@ def test_an_import_of_a_folder_queues_one_title_job_that_titles_every_conversati
     client.force_login(user)
     page = client.get(f"/jobs/{job.pk}/").content.decode()
     assert f"Title job {job.pk}</h1>" in page and "The titles</h2>" in page
-    assert f"<dt>Titled</dt><dd>{SESSIONS}</dd>" in page and "<dt>Provider</dt><dd>builtin (0 calls)</dd>" in page
+    assert f"<dt>Titled</dt><dd>{SESSIONS}</dd>" in page and "<dt>Provider</dt><dd>builtin (offline, no call)</dd>" in page
     first = Conversation.objects.filter(parent__isnull=True).order_by("pk").first()
     assert f'href="/c/{first.pk}/"' in page
 
