@@ -57,6 +57,11 @@ OUTCOMES: dict[str, str] = {
 }
 
 
+# Kinds whose result lists what they stored as an import does ({"conversations": [...], "errors",
+# "skipped", "files"}): the job page shows those lists. Another kind's "conversations" may be a count.
+LISTS_CONVERSATIONS = frozenset({"import", "import_part", "build"})
+
+
 def outcome(job) -> dict | None:
     """What `job` made (None while it runs, for a kind without an outcome, or one that failed)."""
     path = OUTCOMES.get(job.kind)

@@ -25,7 +25,8 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     job = get_job_for_user(request, job_id)
     progress, text = jobs.current_progress(job)
     context = {"job": job, "progress": progress, "progress_pct": int(progress * 100), "progress_text": text,
-               "outcome": kinds.outcome(job), "duration": _duration(job), "parts": jobs.parts_summary(job)}
+               "outcome": kinds.outcome(job), "duration": _duration(job), "parts": jobs.parts_summary(job),
+               "lists_conversations": job.kind in kinds.LISTS_CONVERSATIONS}
     template = "jobs/detail.html#progress" if request.htmx else "jobs/detail.html"
     return render(request, template, context)
 

@@ -59,6 +59,9 @@ def test_a_build_job_page_links_to_the_built_conversation_and_its_source(client,
     assert "The built conversation" in html and "took " in html
     assert f'href="/c/{built}/"' in html and f'href="/c/{source.pk}/"' in html
     assert "Back to the source conversation" in html
+    # And the table of what it stored, as an import's page lists it (the browser flow opens it).
+    table = html.split('<table class="import-result">', 1)[1].split("</table>", 1)[0]
+    assert f'href="/c/{built}/"' in table
 
 
 def test_a_made_thing_that_is_gone_is_said_plainly(client, user, project):
