@@ -121,9 +121,8 @@ class Conversation(models.Model):
     tool_call_count = models.IntegerField(default=0)
     fold_count = models.IntegerField(default=0)
     # The largest prompt a call's usage records; when no call records one (a log without usage),
-    # the largest estimated context instead, and peak_estimated says so.
+    # the largest estimated context instead (peak_estimated).
     peak_context = models.IntegerField(default=0)
-    peak_estimated = models.BooleanField(default=False, help_text="no call records its prompt: the peak is estimated")
     measured_calls = models.IntegerField(default=0, help_text="model calls whose usage records their prompt tokens")
     spend_tokens = models.BigIntegerField(default=0)
     # Bumped by each import that changes stored messages in place (a format that rewrites its
@@ -141,6 +140,11 @@ class Conversation(models.Model):
             models.UniqueConstraint(fields=["project", "agent", "external_id"], name="unique_conversation")
         ]
         indexes = [models.Index(fields=["project", "parent", "started_at"])]
+
+    @property
+    def peak_estimated(self) -> bool:
+        """No call records its prompt: peak_context is the largest estimated context."""
+        return bool(self.model_call_count) and not self.measured_calls
 
     @property
     def usage_coverage(self) -> str:

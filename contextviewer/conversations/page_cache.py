@@ -68,7 +68,7 @@ def version(conv: Conversation, layout: segments.SegmentLayout) -> str:
     parts = (
         conv.pk, conv.created_at.isoformat() if conv.created_at else None, conv.agent, conv.window,
         list(conv.model_names or []), conv.message_count, conv.model_call_count, conv.fold_count,
-        conv.peak_context, conv.peak_estimated, conv.measured_calls, conv.spend_tokens, conv.revision, newest_message,
+        conv.peak_context, conv.measured_calls, conv.spend_tokens, conv.revision, newest_message,
         newest_call, layout.first, layout.last, folds,
         spans,
     )
@@ -107,7 +107,7 @@ def row_version(conv: Conversation) -> str:
     index's spend): every import recomputes the row's counts, peak and spend from the model calls."""
     parts = (
         conv.pk, conv.created_at.isoformat() if conv.created_at else None, conv.message_count,
-        conv.model_call_count, conv.peak_context, conv.peak_estimated, conv.measured_calls, conv.spend_tokens,
+        conv.model_call_count, conv.peak_context, conv.measured_calls, conv.spend_tokens,
         conv.window, list(conv.model_names or []),
         conv.revision,
     )

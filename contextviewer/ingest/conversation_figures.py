@@ -43,8 +43,7 @@ def refresh_figures(conversation: Conversation, token_totals: list[tuple[int, in
 
 # The index's figures of a conversation (set_figures).
 FIGURES = [
-    "message_count", "model_call_count", "fold_count", "peak_context", "peak_estimated", "measured_calls",
-    "spend_tokens", "window",
+    "message_count", "model_call_count", "fold_count", "peak_context", "measured_calls", "spend_tokens", "window",
 ]
 
 
@@ -61,7 +60,6 @@ def set_figures(conversation: Conversation, calls: list[tuple], *, message_count
     prompts = [uncached + write + read for uncached, write, read, _out, _estimate in calls]
     measured_peak = max(prompts, default=0)
     conversation.measured_calls = sum(1 for prompt in prompts if prompt > 0)
-    conversation.peak_estimated = bool(calls) and not conversation.measured_calls
     conversation.peak_context = (
         max(call[4] for call in calls) if conversation.peak_estimated else measured_peak
     )

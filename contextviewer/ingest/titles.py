@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 
 from django.conf import settings
+from django.urls import reverse
 
 from contextviewer.core import handoff as core
 from contextviewer.core import titles as core_titles
@@ -157,8 +158,6 @@ def _title(job: Job, conv: Conversation, provider, progress, *, max_attempts: in
 def title_outcome(job: Job) -> dict:
     """The job page's account of a title job (jobs/kinds.py OUTCOMES): how many conversations it
     titled, by which provider, and the first few titles with their conversations."""
-    from django.urls import reverse
-
     result = job.result or {}
     rows = result.get("titles") or ([result] if "conversation_id" in result else [])
     figures = [

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from django.core.paginator import Page, Paginator
 from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import F
+from django.urls import reverse
 from django.utils import timezone
 
 from contextviewer.core.secrets import mask_text
@@ -49,7 +50,7 @@ PER_PAGE = 50  # conversations listed per page
 # The conversation fields a revision and the page's list read (nothing else is loaded).
 FIELDS = (
     "id", "project_id", "title", "external_id", "agent", "created_at", "started_at", "message_count",
-    "model_call_count", "fold_count", "peak_context", "peak_estimated", "measured_calls", "spend_tokens", "window",
+    "model_call_count", "fold_count", "peak_context", "measured_calls", "spend_tokens", "window",
     "model_names", "revision",
 )
 UP_TO_DATE, STALE, MISSING, FAILED = "up to date", "stale", "missing", "failed"
@@ -219,8 +220,6 @@ def run_policy_table(job: Job, progress) -> dict:
 def table_outcome(job) -> dict:
     """The job page's account of a policy_table job (jobs/kinds.py OUTCOMES): how many
     conversations it replayed, which failed, and the table it filled."""
-    from django.urls import reverse
-
     result = job.result or {}
     failed = result.get("failed") or []
     figures = [

@@ -29,7 +29,7 @@ MESSAGE_FIELDS = [
 ]
 CONVERSATION_FIGURES = [
     "external_id", "title", "model_names", "started_at", "ended_at", "message_count", "model_call_count",
-    "tool_call_count", "fold_count", "peak_context", "peak_estimated", "measured_calls", "spend_tokens", "window",
+    "tool_call_count", "fold_count", "peak_context", "measured_calls", "spend_tokens", "window",
 ]
 CALL_FIELDS = [
     "position", "api_message_id", "request_id", "model", "input_uncached", "cache_write", "cache_read", "output",

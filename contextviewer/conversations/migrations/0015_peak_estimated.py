@@ -1,6 +1,7 @@
-"""A conversation's count of calls whose usage records their prompt, and a peak that says when it
-is an estimate: a log that records no usage per call (Crush, Go-era opencode, SWE-agent, some
-aider lines) had a peak of 0 and a spend of 0 on the index, shown as measured. Existing
+"""A conversation's count of calls whose usage records their prompt, and, where none does, the
+largest estimated context as its peak (Conversation.peak_estimated says so): a log that records
+no usage per call (Crush, Go-era opencode, SWE-agent, some aider lines) had a peak of 0 and a
+spend of 0 on the index, shown as measured. Existing
 conversations get both from their stored calls (the estimates were stored with the calls).
 
 And a conversation with fewer than two messages that carry a time (aider writes one per session)
@@ -22,7 +23,6 @@ def _figures(apps, schema_editor):
     estimated = calls.annotate(peak=Max("estimated_context"))
     Conversation.objects.filter(measured_calls=0, model_call_count__gt=0).update(
         peak_context=Coalesce(Subquery(estimated.values("peak")[:1], output_field=IntegerField()), F("peak_context")),
-        peak_estimated=True,
     )
 
     Message = apps.get_model("conversations", "Message")
@@ -50,11 +50,6 @@ class Migration(migrations.Migration):
             model_name="conversation",
             name="measured_calls",
             field=models.IntegerField(default=0, help_text="model calls whose usage records their prompt tokens"),
-        ),
-        migrations.AddField(
-            model_name="conversation",
-            name="peak_estimated",
-            field=models.BooleanField(default=False, help_text="no call records its prompt: the peak is estimated"),
         ),
         migrations.RunPython(_figures, migrations.RunPython.noop),
     ]
