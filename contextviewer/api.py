@@ -14,8 +14,8 @@ from ninja.security import django_auth
 from contextviewer.accounts import api as accounts_api
 from contextviewer.accounts.auth import token_auth
 from contextviewer.builds import api as builds_api
-from contextviewer.conversations import api as conversations_api
-from contextviewer.conversations import read_api  # noqa: F401  (its GETs join conversations_api.router)
+from contextviewer.viewer import api as conversations_api
+from contextviewer.viewer import read_api  # noqa: F401  (its GETs join conversations_api.router)
 from contextviewer.ingest import api as ingest_api
 from contextviewer.jobs import api as jobs_api
 from contextviewer.lab import api as lab_api

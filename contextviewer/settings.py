@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     # Apps in data-flow order (docs/architecture.md): each imports only the ones listed before it.
+    "contextviewer.display",
     "contextviewer.accounts",
     "contextviewer.jobs",
     "contextviewer.conversations",
@@ -73,6 +74,7 @@ INSTALLED_APPS = [
     "contextviewer.ingest",
     "contextviewer.builds",
     "contextviewer.lab",
+    "contextviewer.viewer",
     "contextviewer.review",
     "ops",
 ]

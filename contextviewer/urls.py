@@ -22,5 +22,5 @@ urlpatterns = [
     path("", include("contextviewer.providers.urls")),
     path("", include("contextviewer.accounts.urls")),
     path("", include("contextviewer.review.urls")),
-    path("", include("contextviewer.conversations.urls")),
+    path("", include("contextviewer.viewer.urls")),
 ]

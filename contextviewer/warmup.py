@@ -6,10 +6,10 @@ vs-claude-code-log` times a first page after it, as a person meets it on a runni
 from __future__ import annotations
 
 TEMPLATES = (
-    "conversations/index.html",
-    "conversations/conversation.html",
-    "conversations/turn.html",
-    "conversations/segment.html",
+    "viewer/index.html",
+    "viewer/conversation.html",
+    "viewer/turn.html",
+    "viewer/segment.html",
 )
 
 
@@ -21,6 +21,6 @@ def warm() -> None:
     reverse("index")  # builds the reverse lookup tables
     for name in TEMPLATES:
         get_template(name)
-    from contextviewer.conversations import rendering  # lazy: wsgi.py imports this module before Django is set up
+    from contextviewer.display import rendering  # lazy: wsgi.py imports this module before Django is set up
 
     rendering.markdown_html("**warm** `up`\n\n1. a\n2. b")

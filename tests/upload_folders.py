@@ -11,7 +11,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from contextviewer.importers import synthetic
+from contextviewer.importers.claude_code import synthetic
 
 PICOCLAW_SUMMARY = "The user asked for the release notes; the agent listed three fixes and one open question."
 PICOCLAW_LINES = [

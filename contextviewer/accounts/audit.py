@@ -55,3 +55,9 @@ def record(request_or_user, project: Project | None, action: str, target: str = 
         details={k: v if isinstance(v, (str, int, float, bool, type(None), list, dict)) else str(v) for k, v in details.items()},
         ip=ip,
     )
+
+
+def audit_read(request, project, what: str, target: str = "", **details) -> None:
+    """A read through an API token leaves an audit event (a session's reads, like its pages, do not)."""
+    if via(request) == "token":
+        record(request, project, f"read.{what}", target, via="token", **details)

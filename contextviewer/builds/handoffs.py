@@ -24,7 +24,7 @@ from contextviewer.providers.models import ProviderConfig
 
 from contextviewer.jobs import queue as jobs
 from contextviewer.conversations import segments
-from contextviewer.conversations.panels import Panel
+from contextviewer.display.panels import Panel
 from contextviewer.conversations.models import Conversation, Fold, FoldOrigin, Message, ModelCall
 from contextviewer.jobs.models import Job
 
@@ -248,9 +248,9 @@ def panel_context(conv: Conversation, *, can_handoff: bool) -> dict:
 
 def handoff_card(request, conv: Conversation, *, can_edit: bool) -> Panel:
     """The Handoff card of the conversation page (declared in BuildsConfig.conversation_panels)."""
-    return Panel("conversations/_handoff.html", panel_context(conv, can_handoff=can_edit))
+    return Panel("builds/_handoff.html", panel_context(conv, can_handoff=can_edit))
 
 
 def fold_preview_card(request, conv: Conversation, *, can_edit: bool) -> Panel:
     """The "Fold at X %" card; its threshold starts where the conversation's own harness folds."""
-    return Panel("conversations/_fold_preview.html", {"conv": conv, "at": default_fold_percent(conv)})
+    return Panel("builds/_fold_preview.html", {"conv": conv, "at": default_fold_percent(conv)})

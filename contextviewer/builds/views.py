@@ -109,7 +109,7 @@ def build_page(request: HttpRequest, pk: int) -> HttpResponse:
         last_turn=conv.messages.order_by("-position").values_list("turn", flat=True).first(),
         continue_in=builds.continue_in_agent(conv),
     )
-    return render(request, "conversations/build.html", context, status=400 if context.get("error") else 200)
+    return render(request, "builds/build.html", context, status=400 if context.get("error") else 200)
 
 
 @login_required
@@ -145,7 +145,7 @@ def build_preview(request: HttpRequest, pk: int) -> HttpResponse:
     conv = get_conversation_for_user(request, pk)
     turns, folds = _selection(request.GET)
     context = _preview_context(conv, turns, folds)
-    return render(request, "conversations/_build.html#preview", context)
+    return render(request, "builds/_build.html#preview", context)
 
 
 @login_required
@@ -160,7 +160,7 @@ def build_create(request: HttpRequest, pk: int) -> HttpResponse:
     except (core_build.BuildError, idempotency.IdempotencyKeyTooLong) as exc:
         context = _preview_context(conv, "", "")
         context.update(error=str(exc), turns_text=turns, folds_text=folds, after_text=after, folds=builds.build_folds(conv))
-        return render(request, "conversations/build.html", context, status=400)
+        return render(request, "builds/build.html", context, status=400)
     return redirect("job_detail", job_id=job.pk)
 
 
@@ -196,13 +196,13 @@ def handoff_start(request: HttpRequest, pk: int) -> HttpResponse:
         job, _ = handoff.start_handoff(conv, user=request.user, provider=provider)
     except ProviderError as exc:
         if request.htmx:
-            return render(request, "conversations/_handoff.html#handoff-status", _handoff_context(request, conv, error=str(exc)))
+            return render(request, "builds/_handoff.html#handoff-status", _handoff_context(request, conv, error=str(exc)))
         from django.contrib import messages
 
         messages.error(request, str(exc))
         return redirect("conversation", pk=conv.pk)
     if request.htmx:
-        return render(request, "conversations/_handoff.html#handoff-status", _handoff_context(request, conv, job=job, **_progress(job)))
+        return render(request, "builds/_handoff.html#handoff-status", _handoff_context(request, conv, job=job, **_progress(job)))
     return redirect("handoff_status", pk=conv.pk, job_id=job.pk)
 
 
@@ -226,8 +226,8 @@ def handoff_status(request: HttpRequest, pk: int, job_id: int) -> HttpResponse:
         return response
     context = _handoff_context(request, conv, job=job, **_progress(job))
     if not request.htmx:  # without JavaScript: a page that refreshes itself until the job ends
-        return render(request, "conversations/handoff_job.html", context)
-    return render(request, "conversations/_handoff.html#handoff-status", context)
+        return render(request, "builds/handoff_job.html", context)
+    return render(request, "builds/_handoff.html#handoff-status", context)
 
 
 def conv_url(conv: Conversation) -> str:
@@ -255,5 +255,5 @@ def fold_preview(request: HttpRequest, pk: int) -> HttpResponse:
     else:
         context["preview"] = handoff.fold_preview(conv, at)
         context["at"] = at
-    template = "conversations/_fold_preview.html#fold-preview-result" if request.htmx else "conversations/fold_preview.html"
+    template = "builds/_fold_preview.html#fold-preview-result" if request.htmx else "builds/fold_preview.html"
     return render(request, template, context, status=status)

@@ -1,5 +1,5 @@
 """The Claude Code session file (pure, no Django): the Claude Code format's own export target's
-writer (declared on importers/claude_code.py).
+writer (declared on importers/claude_code/parser.py).
 
 ``claude_code_lines`` writes one JSONL line per message, as Claude Code writes its own session:
 chained by uuid/parentUuid (the source's own tree), a fold marker starting a new chain, and where the

@@ -1,5 +1,5 @@
 """The Codex rollout (pure, no Django): the Codex format's own export target's writer (declared on
-importers/codex.py).
+importers/codex/parser.py).
 
 ``codex_rollout_lines`` writes a rollout `codex resume` reads: the source's own rollout items as
 they were where it has them, the others written from their blocks, every call answered;

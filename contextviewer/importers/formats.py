@@ -180,7 +180,7 @@ class Entry:
     of ``module``, imported the first time the format claims a path or is asked for by name, and
     built from the entry (``entry.format(parse=..., ...)``) so the two always agree."""
 
-    module: str  # the module whose FORMAT it is: "contextviewer.importers.claude_code"
+    module: str  # the module whose FORMAT it is: "contextviewer.importers.claude_code.parser"
     name: str
     label: str
     storage: str
@@ -202,21 +202,21 @@ class Entry:
 # format's own module). Order breaks ties between equal claims. Sniffing imports only these; a
 # format's module is imported when it claims a path (or is asked for by name).
 REGISTRY = [
-    "contextviewer.importers.sniffers.claude_code",
-    "contextviewer.importers.sniffers.picoclaw",
-    "contextviewer.importers.sniffers.opencode",
-    "contextviewer.importers.sniffers.crush",
-    "contextviewer.importers.sniffers.opencode_go",
-    "contextviewer.importers.sniffers.messages",
-    "contextviewer.importers.sniffers.openhands",
-    "contextviewer.importers.sniffers.swe_agent",
-    "contextviewer.importers.sniffers.mini_swe_agent",
-    "contextviewer.importers.sniffers.cline",
-    "contextviewer.importers.sniffers.langgraph",
-    "contextviewer.importers.sniffers.gemini",
-    "contextviewer.importers.sniffers.efferent",
-    "contextviewer.importers.sniffers.aider",
-    "contextviewer.importers.sniffers.codex",
+    "contextviewer.importers.claude_code.entry",
+    "contextviewer.importers.picoclaw.entry",
+    "contextviewer.importers.opencode.entry",
+    "contextviewer.importers.crush.entry",
+    "contextviewer.importers.opencode_go.entry",
+    "contextviewer.importers.messages.entry",
+    "contextviewer.importers.openhands.entry",
+    "contextviewer.importers.swe_agent.entry",
+    "contextviewer.importers.mini_swe_agent.entry",
+    "contextviewer.importers.cline.entry",
+    "contextviewer.importers.langgraph.entry",
+    "contextviewer.importers.gemini.entry",
+    "contextviewer.importers.efferent.entry",
+    "contextviewer.importers.aider.entry",
+    "contextviewer.importers.codex.entry",
 ]
 
 _ENTRIES: list[Entry] | None = None

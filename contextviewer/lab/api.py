@@ -10,7 +10,7 @@ from ninja import Router, Schema
 from ninja.responses import Status
 
 from contextviewer.accounts.permissions import get_conversation_for_user
-from contextviewer.conversations.read_api import audit_read
+from contextviewer.accounts.audit import audit_read
 from contextviewer.jobs.api import ErrorOut
 from contextviewer.lab import replays, table
 from contextviewer.lab.models import PolicyReplay

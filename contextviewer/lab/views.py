@@ -172,7 +172,7 @@ def lab(request: HttpRequest, pk: int) -> HttpResponse:
         "summaries_measured": lab_session.summaries_measured,
         "recorded_cost": policylab.recorded_cost(lab_session),
     }
-    return render(request, "conversations/policylab.html", context)
+    return render(request, "lab/policylab.html", context)
 
 
 @login_required
@@ -186,7 +186,7 @@ def project_table(request: HttpRequest) -> HttpResponse:
     error = f"No project {slug!r} of yours; showing {project.name}." if slug and project and project.slug != slug else ""
     job = policy_table.latest_job(project) if project is not None else None
     if request.htmx and request.GET.get("poll"):  # the job's progress, polled while it runs
-        response = render(request, "conversations/policy_table.html#table-job", {"project": project, **_job_context(job)})
+        response = render(request, "lab/policy_table.html#table-job", {"project": project, **_job_context(job)})
         if job is None or job.is_finished:
             response["HX-Refresh"] = "true"  # done: the whole page again, with the new figures
         return response
@@ -199,7 +199,7 @@ def project_table(request: HttpRequest) -> HttpResponse:
         "note": policylab.OPEN_LOOP_NOTE,
         **_job_context(job),
     }
-    return render(request, "conversations/policy_table.html", context)
+    return render(request, "lab/policy_table.html", context)
 
 
 def _job_context(job) -> dict:

@@ -4,7 +4,7 @@ from django.apps import AppConfig
 class ReviewConfig(AppConfig):
     name = "contextviewer.review"
     label = "review"
-    fold_panels = ("contextviewer.review.queues.summaries_card",)  # under a fold's summary (conversations/panels.py)
+    fold_panels = ("contextviewer.review.queues.summaries_card",)  # under a fold's summary (viewer/panels.py)
     masked_copies = (  # see ingest/remask.py
         ("fact probes", "FactProbe", (), ("facts", "background", "continuation")),
         ("judge runs", "JudgeRun", ("prompt", "answer"), ("details",)),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from contextviewer.conversations import rendering
+from contextviewer.display import rendering
 from contextviewer.conversations.models import Conversation, Fold, FoldOrigin
 from contextviewer.review.models import FactProbe
 

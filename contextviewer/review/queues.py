@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from contextviewer.accounts import audit
 from contextviewer.accounts.models import Membership, Project
-from contextviewer.conversations.panels import Panel
+from contextviewer.display.panels import Panel
 from contextviewer.conversations.models import Fold
 from contextviewer.providers.models import ProviderConfig
 from contextviewer.review import alternatives

@@ -9,7 +9,7 @@ from ninja import Router
 from ninja.responses import Status
 
 from contextviewer.accounts.permissions import get_fold_for_user
-from contextviewer.conversations.read_api import audit_read
+from contextviewer.accounts.audit import audit_read
 from contextviewer.jobs.api import ErrorOut
 from contextviewer.review import probes as fact_probes, queues as review_queues
 from contextviewer.review.api import ProbeOut, _probe_out

@@ -1,13 +1,13 @@
 """A fold's archived segment on the review pages, read as the conversation page reads it: each turn
 a conversations TurnView (turn_content.py: Markdown text, tool calls with their results and tool
 views, ANSI output, "Load the rest" for long blocks), rendered by the conversation page's own
-partial (conversations/conversation.html#turn-body). Never raw block JSON."""
+partial (viewer/conversation.html#turn-body). Never raw block JSON."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from contextviewer.conversations import turn_content
+from contextviewer.viewer import turn_content
 from contextviewer.conversations.models import Fold
 from contextviewer.review import probes as fact_probes
 

@@ -3,7 +3,7 @@
 What it does, all on this machine and nothing of your own data:
 1. a scratch data folder (SQLite, cache, secret key) in a temporary directory;
 2. in a child process on that folder: migrate, a reader account, a synthetic Claude Code session
-   of --messages messages (contextviewer.importers.synthetic) imported as usual;
+   of --messages messages (contextviewer.importers.claude_code.synthetic) imported as usual;
 3. the default web server (webserver.gunicorn_command, as `manage.py serve` starts it) on a free
    port of 127.0.0.1;
 4. --clients threads, each a reader with its own keep-alive connection, asking one page after
@@ -39,11 +39,11 @@ from pathlib import Path
 from typing import TextIO
 from urllib.parse import urlencode
 
-from contextviewer.importers import synthetic
+from contextviewer.importers.claude_code import synthetic
 from ops import webserver
 
 PAGES = ("conversation", "turn", "segment", "index", "search")
-# Words of the synthetic corpus (importers/synthetic.py): a common one, rarer ones, a phrase.
+# Words of the synthetic corpus (importers/claude_code/synthetic.py): a common one, rarer ones, a phrase.
 SEARCHES = ("parser", "migration", "offset BOM", "réglages", "verbose flag")
 REQUEST_TIMEOUT = 60.0
 READY_TIMEOUT = 120.0
@@ -447,7 +447,7 @@ from contextviewer.accounts.services import get_or_create_project
 from contextviewer.ingest import files as ingest
 from contextviewer.conversations import segments
 from contextviewer.conversations.models import Conversation, Message
-from contextviewer.importers import synthetic
+from contextviewer.importers.claude_code import synthetic
 
 messages, sessions = int(sys.argv[1]), Path(sys.argv[2])
 call_command("migrate", verbosity=0)

@@ -1,11 +1,11 @@
 """`python manage.py bench pages`: how the conversation page scales with the conversation's length.
 
-Generates synthetic Claude Code sessions (importers/synthetic.py) and imports them into a throw-away test database, then measures
+Generates synthetic Claude Code sessions (importers/claude_code/synthetic.py) and imports them into a throw-away test database, then measures
 through Django's test client (middleware, view, queries, template; no network):
 - the conversation page's first response: server time (median of 10), HTML bytes, SQL queries;
 - expanding one turn (the htmx fragment): server time (median of 10).
 Targets: 50,000 messages in at most 200 ms and 300 KB, queries independent of length, a turn < 50 ms.
-Then a synthetic Claude Code session of 55 MB with 16 folds (importers/synthetic.py), imported for
+Then a synthetic Claude Code session of 55 MB with 16 folds (importers/claude_code/synthetic.py), imported for
 real: its first page at most 100 KB however many folds (--folds-mb 0 skips it).
 """
 
@@ -18,7 +18,7 @@ from typing import TextIO
 
 from contextviewer.accounts.models import Membership, Project, Role
 from contextviewer.conversations.models import Conversation
-from contextviewer.importers import synthetic
+from contextviewer.importers.claude_code import synthetic
 from contextviewer.ingest import files as ingest
 
 REPEAT = 10

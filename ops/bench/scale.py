@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from contextviewer.importers import synthetic
+from contextviewer.importers.claude_code import synthetic
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/contextviewer_bench_scale"

@@ -8,7 +8,7 @@ from io import StringIO
 
 from django.core.management import call_command
 
-from contextviewer.importers import synthetic
+from contextviewer.importers.claude_code import synthetic
 
 
 def test_bench_import_file_measures_that_file_only(tmp_path):

@@ -8,10 +8,11 @@ import pytest
 from django.urls import reverse
 
 from contextviewer.ingest import files as ingest
-from contextviewer.conversations import conversation_page, curve_view, segments
+from contextviewer.viewer import conversation_page, curve_view
+from contextviewer.conversations import segments
 from contextviewer.core import curve as core_curve
 from contextviewer.conversations.models import Conversation, Message
-from contextviewer.importers import synthetic
+from contextviewer.importers.claude_code import synthetic
 from tests.factories import TextSource, build_conversation
 
 pytestmark = pytest.mark.django_db

@@ -14,7 +14,7 @@ import pytest
 from django.urls import reverse
 
 from contextviewer.conversations.models import Conversation, ConversationKind, Fold
-from contextviewer.importers import synthetic
+from contextviewer.importers.claude_code import synthetic
 from contextviewer.ingest import files as ingest
 from contextviewer.ingest.imports import conversation_summary
 
@@ -80,7 +80,7 @@ def test_a_2_1_compaction_file_costs_its_summarizer_call_only(project, client, u
     assert summary["folds"][0]["cost"]["output_tokens"] == last["output_tokens"]
     client.login(username="alice", password="pw-alice-123")
     html = client.get(reverse("conversation", args=[conv.pk])).content.decode()
-    from contextviewer.conversations.templatetags.cv import tok
+    from contextviewer.display.templatetags.cv import tok
 
     assert f"summary call {tok(_context(last))} in, {tok(last['output_tokens'])} out" in html
 
@@ -132,7 +132,7 @@ def test_tokens_after_is_the_first_call_after_the_fold_and_an_append_fills_it(pr
     assert fold.tokens_after == want
     assert conversation_summary(conv)["folds"][0]["tokens_after"] == want
     html = client.get(reverse("conversation", args=[conv.pk])).content.decode()
-    from contextviewer.conversations.templatetags.cv import tok
+    from contextviewer.display.templatetags.cv import tok
 
     assert f"{tok(fold.tokens_before)} → {tok(want)} tokens" in html and "no call after it yet" not in html
 

@@ -8,7 +8,7 @@ import pytest
 
 from contextviewer.conversations import segments as loader
 from contextviewer.conversations.models import NO_SEGMENT_KINDS, Conversation, Fold, FoldKind, Message
-from contextviewer.importers import claude_code
+from contextviewer.importers.claude_code import parser as claude_code
 from tests.factories import make_project
 
 pytestmark = pytest.mark.django_db

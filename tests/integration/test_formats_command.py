@@ -40,7 +40,8 @@ def test_the_importing_doc_lists_every_registered_format():
 def test_a_folder_is_answered_file_by_file_as_import_reads_it(tmp_path, project):
     """`formats FOLDER` says what `import FOLDER` does (issue 20, item 4): which format reads each
     session's files, sub-agents and compaction runs included, and which files are skipped and why."""
-    from contextviewer.importers import codex_synthetic, synthetic
+    from contextviewer.importers.codex import synthetic as codex_synthetic
+    from contextviewer.importers.claude_code import synthetic
     from contextviewer.ingest import files as ingest
 
     folder = tmp_path / "logs"

@@ -11,7 +11,8 @@ import re
 import pytest
 from django.test import override_settings
 
-from contextviewer.conversations import calibration, conversation_page
+from contextviewer.conversations import calibration
+from contextviewer.viewer import conversation_page
 from contextviewer.ingest import files as ingest
 from contextviewer.jobs import queue as jobs
 from contextviewer.conversations.models import Conversation

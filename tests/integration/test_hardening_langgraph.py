@@ -15,7 +15,7 @@ import msgpack
 import pytest
 
 from contextviewer.conversations.models import Conversation
-from contextviewer.importers.langgraph import MAX_EXT_DEPTH
+from contextviewer.importers.langgraph.parser import MAX_EXT_DEPTH
 from contextviewer.ingest import files as ingest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 PARSE = """
 import json, sys
 from contextviewer.core.records import BadLine, MessageRecord, SessionInfo
-from contextviewer.importers import langgraph
+from contextviewer.importers.langgraph import parser as langgraph
 from contextviewer.importers.formats import ParseInput
 records = list(langgraph.parse(ParseInput(path=sys.argv[1])))
 print(json.dumps({

@@ -22,7 +22,7 @@ from django.core.management import call_command
 from django.db import OperationalError
 
 from contextviewer.conversations.models import Conversation, Fold, Message, Source
-from contextviewer.importers import synthetic
+from contextviewer.importers.claude_code import synthetic
 from contextviewer.importers.lines import GzipStream, StreamError, human_size
 from contextviewer.ingest import imports as services
 from contextviewer.ingest.writer import Writer

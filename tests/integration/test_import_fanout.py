@@ -19,7 +19,7 @@ import pytest
 from django.urls import reverse
 
 from contextviewer.conversations.models import Conversation, ConversationKind, Source
-from contextviewer.importers import synthetic
+from contextviewer.importers.claude_code import synthetic
 from contextviewer.ingest import imports as services
 from contextviewer.jobs import queue as jobs
 from contextviewer.jobs.models import Job, JobStatus

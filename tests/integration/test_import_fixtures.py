@@ -11,7 +11,7 @@ import pytest
 from contextviewer.ingest import files as ingest
 from contextviewer.conversations.models import Conversation, Fold, Message, ModelCall, Source
 from contextviewer.core.segments import FoldSpan, segments
-from contextviewer.importers.claude_code import KNOWN_METADATA_TYPES
+from contextviewer.importers.claude_code.parser import KNOWN_METADATA_TYPES
 from tests.conftest import shared_fixtures_dir
 
 pytestmark = [pytest.mark.django_db, pytest.mark.fixtures]

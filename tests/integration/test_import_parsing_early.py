@@ -49,7 +49,7 @@ def test_the_import_command_counts_in_its_parsing_process_the_same_tokens(tmp_pa
     loaded = json.loads(done.stderr.split("LOADED ", 1)[1].splitlines()[0])
     assert "tiktoken" not in loaded  # counted in the parsing process
     parsers = {e.module for e in formats.entries()}
-    assert sorted(parsers & set(loaded)) == ["contextviewer.importers.claude_code"]
+    assert sorted(parsers & set(loaded)) == ["contextviewer.importers.claude_code.parser"]
 
     ingest.import_path(get_or_create_project("Here"), path)  # in this process, as a worker does
     cli = _counts(get_or_create_project("Cli"))

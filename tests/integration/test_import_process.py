@@ -15,7 +15,8 @@ import pytest
 from contextviewer.ingest import files as ingest, prepare, rows as ingest_rows
 from contextviewer.conversations import search
 from contextviewer.conversations.models import Conversation, Message, Source
-from contextviewer.importers import claude_code, synthetic
+from contextviewer.importers.claude_code import parser as claude_code
+from contextviewer.importers.claude_code import synthetic
 from tests.conftest import shared_fixtures_dir
 from tests.sessions import SessionBuilder, session_lines, write_lines
 
@@ -239,7 +240,7 @@ def test_a_writer_that_stops_early_leaves_no_parsing_process_behind(project, tmp
 
 def test_tokens_counted_by_the_writers_process_equal_those_counted_by_the_parsing_process(tmp_path):
     # The parsing process hands some batches over uncounted when the writer's process waits.
-    from contextviewer.importers import claude_code
+    from contextviewer.importers.claude_code import parser as claude_code
 
     main = synthetic.write_session(tmp_path / "session", messages=300, seed=3)
     with open(main, "rb") as stream:

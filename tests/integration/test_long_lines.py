@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from contextviewer.ingest import files as ingest
-from contextviewer.conversations import turn_content
+from contextviewer.viewer import turn_content
 from contextviewer.conversations.models import Conversation, Message
 from contextviewer.importers.lines import human_size
 from tests.sessions import SessionBuilder
@@ -159,7 +159,8 @@ PARSE_UNDER_A_MEMORY_CAP = textwrap.dedent(
     """
     import json, resource, sys
     from contextviewer.core.records import BadLine, MessageRecord
-    from contextviewer.importers import claude_code, codex
+    from contextviewer.importers.claude_code import parser as claude_code
+    from contextviewer.importers.codex import parser as codex
 
     def peak():
         # This process's own high-water mark (VmHWM): ru_maxrss would carry over the parent's peak

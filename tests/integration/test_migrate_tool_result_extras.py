@@ -11,7 +11,7 @@ from django.apps import apps
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from contextviewer.conversations import turn_content
+from contextviewer.viewer import turn_content
 from contextviewer.conversations.models import Conversation, Message
 from contextviewer.ingest import files as ingest
 from contextviewer.lab import replays

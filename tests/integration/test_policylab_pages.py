@@ -15,7 +15,7 @@ from contextviewer.ingest import files as ingest
 from contextviewer.conversations import page_cache
 from contextviewer.lab import replays as policylab
 from contextviewer.conversations.models import Conversation
-from contextviewer.conversations.templatetags.cv import tok
+from contextviewer.display.templatetags.cv import tok
 from contextviewer.core.policylab import CallWindow, Event, Item, Replay
 from contextviewer.core.policylab.model import FULL
 from tests.factories import make_project, make_user

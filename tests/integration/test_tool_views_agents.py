@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from contextviewer.conversations import rendering, turn_content
+from contextviewer.display import rendering
+from contextviewer.viewer import turn_content
 from contextviewer.conversations.models import Conversation, Message
 from contextviewer.ingest import files as ingest
 from tests.conftest import shared_fixtures_dir

@@ -7,7 +7,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from contextviewer.conversations import conversation_page, figures
+from contextviewer.viewer import conversation_page
+from contextviewer.conversations import figures
 from contextviewer.core.severity import severity
 from tests.factories import PNG_1PX, TextSource, build_conversation, make_project, make_user
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from django.template import Context, Template
 
-from contextviewer.conversations import rendering
+from contextviewer.display import rendering
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHECK = r"""
 import sys
 import contextviewer.wsgi
-from contextviewer.conversations import rendering
+from contextviewer.display import rendering
 from django.urls import get_resolver
 assert "contextviewer.api" in sys.modules, "the URL configuration (and its API) is not loaded"
 assert get_resolver()._populated, "the reverse lookup tables are not built"

@@ -11,7 +11,7 @@ import pytest
 from contextviewer.ingest import watch
 from contextviewer.conversations.models import Conversation, Source
 from contextviewer.jobs.models import Job, JobStatus
-from contextviewer.importers import synthetic
+from contextviewer.importers.claude_code import synthetic
 from tests.sessions import SESSION, SessionBuilder
 from tests.watcher import WatchProcess
 from tests.worker import wait_for
@@ -177,7 +177,8 @@ def test_folders_come_from_the_command_line_or_the_environment(tmp_path, monkeyp
 def test_what_a_changed_file_stands_for(tmp_path, monkeypatch):
     """The file a format claims; a SQLite database for its -wal file; the nearest folder a format
     reads as a unit for a file inside it; nothing for what no format reads."""
-    from contextviewer.importers import claude_code, formats
+    from contextviewer.importers import formats
+    from contextviewer.importers.claude_code import parser as claude_code
 
     def folder_sniff(path, head):
         return 0.9 if path.is_dir() and (path / "base_state.json").is_file() else 0.0

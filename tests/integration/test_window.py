@@ -17,7 +17,7 @@ from contextviewer.accounts.models import Membership, Role
 from contextviewer.builds import services as builds, handoffs as handoff
 from contextviewer.ingest import files as ingest
 from contextviewer.jobs import queue as jobs
-from contextviewer.conversations import conversation_page, curve_view
+from contextviewer.viewer import conversation_page, curve_view
 from contextviewer.conversations import segments as loader
 from contextviewer.conversations.models import Conversation, Fold, Message, ModelCall
 from contextviewer.core import build as core_build

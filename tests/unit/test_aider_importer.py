@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from contextviewer.core.records import BadLine, MessageRecord, SessionInfo, UsageRecord
-from contextviewer.importers import aider, formats
+from contextviewer.importers import formats
+from contextviewer.importers.aider import parser as aider
 from tests.conftest import shared_fixtures_dir
 
 HISTORY = """\

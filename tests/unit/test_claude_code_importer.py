@@ -26,10 +26,10 @@ from contextviewer.core.records import (
     SessionInfo,
     UsageRecord,
 )
-from contextviewer.importers.claude_code import KNOWN_METADATA_TYPES, parse
-from contextviewer.importers.claude_code_layout import discover
+from contextviewer.importers.claude_code.parser import KNOWN_METADATA_TYPES, parse
+from contextviewer.importers.claude_code.layout import discover
 from contextviewer.importers.lines import open_stream
-from contextviewer.importers.synthetic import write_session
+from contextviewer.importers.claude_code.synthetic import write_session
 from tests.conftest import claude_code_fixture_files, shared_fixtures_dir
 from tests.importers import of
 

@@ -10,7 +10,7 @@ import pytest
 from contextviewer.core import export, facts
 from contextviewer.core.records import MessageRecord
 from contextviewer.core.turns import assign_turns, is_queued, starts_turn
-from contextviewer.importers.claude_code import parse
+from contextviewer.importers.claude_code.parser import parse
 from tests.conftest import shared_fixtures_dir
 from tests.importers import of
 from tests.sessions import SessionBuilder

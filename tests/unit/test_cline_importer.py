@@ -9,7 +9,8 @@ import shutil
 import pytest
 
 from contextviewer.core.records import BadLine, FoldRecord, MessageRecord, SessionInfo, UsageRecord
-from contextviewer.importers import cline, formats
+from contextviewer.importers import formats
+from contextviewer.importers.cline import parser as cline
 from tests.cline_folders import make_task
 from tests.importers import of, parse_path
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from contextviewer.core.records import BadLine, FoldRecord, MessageRecord, SessionInfo, UsageRecord
-from contextviewer.importers import codex, formats
+from contextviewer.importers import formats
+from contextviewer.importers.codex import parser as codex
 from tests.importers import fixture_files, of
 
 SID = "019c0000-aaaa-7bbb-8ccc-000000000001"
@@ -524,7 +525,7 @@ def test_two_compactions_in_a_row_the_second_has_no_window_before_it(tmp_path):
 
 
 def test_the_synthetic_rollout_of_the_benchmark_reads_like_a_real_one(tmp_path):
-    from contextviewer.importers import codex_synthetic
+    from contextviewer.importers.codex import synthetic as codex_synthetic
 
     path = codex_synthetic.write_rollout(tmp_path, target_bytes=400_000, seed=3)
     assert path.parent == tmp_path / "sessions" / "2026" / "02" / "23" and formats.claim(path).name == "codex"
@@ -541,7 +542,7 @@ def test_the_synthetic_rollout_of_the_benchmark_reads_like_a_real_one(tmp_path):
 def test_a_0_6x_remote_compaction_is_recognised_and_its_undo_snapshot_is_not_context(tmp_path):
     """Codex 0.6x named the encrypted summary item ``compaction_summary`` and wrote a
     ``ghost_snapshot`` (an undo snapshot) into the replacement history (issue 20, item 3)."""
-    from contextviewer.importers import codex_synthetic
+    from contextviewer.importers.codex import synthetic as codex_synthetic
 
     path = codex_synthetic.write_rollout(tmp_path, target_bytes=60_000, seed=3, compaction_item="compaction_summary")
     lines = [json.loads(line) for line in path.read_text().splitlines()]

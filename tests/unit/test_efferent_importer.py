@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from contextviewer.core.records import AgentLink, BadLine, FoldRecord, MessageRecord, SessionInfo, UsageRecord
-from contextviewer.importers import efferent, formats
+from contextviewer.importers import formats
+from contextviewer.importers.efferent import parser as efferent
 from contextviewer.importers.formats import ParseInput
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z in epoch ms, as efferent writes created_at

@@ -15,7 +15,7 @@ from contextviewer.core import facts, salience
 from contextviewer.core import segments as core_segments
 from contextviewer.core import turns as core_turns
 from contextviewer.core.records import FoldRecord, MessageRecord, SessionInfo
-from contextviewer.importers import claude_code
+from contextviewer.importers.claude_code import parser as claude_code
 from tests.conftest import shared_fixtures_dir
 
 # --- the real folds ---------------------------------------------------------------------------

@@ -56,8 +56,8 @@ def test_discovering_a_file_imports_only_the_module_of_the_format_that_claims_it
     assert MODULES[agent] in found["modules"]
     others = sorted(m for name, m in MODULES.items() if name != agent and m in found["modules"])
     assert others == [], f"discovering a {agent} file imported {others}"
-    if agent not in ("crush", "opencode-go"):  # their reader, shared: the sniff is in sniffers/charm_store.py
-        assert "contextviewer.importers.charm_db" not in found["modules"]
+    if agent not in ("crush", "opencode-go"):  # their reader, shared: the sniff is in charm/store.py
+        assert "contextviewer.importers.charm.db" not in found["modules"]
 
 
 def test_a_file_no_format_reads_is_refused_without_importing_any_format(tmp_path):

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from contextviewer.core.records import AgentLink, BadLine, FoldRecord, MessageRecord, SessionInfo, UsageRecord
-from contextviewer.importers import formats, gemini
+from contextviewer.importers import formats
+from contextviewer.importers.gemini import parser as gemini
 from contextviewer.importers.formats import ParseInput
 from tests.importers import fixture_files, gemini_counts, of
 

@@ -9,8 +9,8 @@ import msgpack
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from contextviewer.importers import langgraph
-from contextviewer.importers.langgraph import MAX_EXT_DEPTH, BlobError
+from contextviewer.importers.langgraph import parser as langgraph
+from contextviewer.importers.langgraph.parser import MAX_EXT_DEPTH, BlobError
 
 LEAVES = st.one_of(st.integers(-5, 5), st.text(max_size=5), st.none(), st.booleans()).map(msgpack.packb)
 

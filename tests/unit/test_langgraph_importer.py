@@ -14,7 +14,8 @@ import msgpack
 import pytest
 
 from contextviewer.core.records import AgentLink, BadLine, FoldRecord, MessageRecord, SessionInfo, UsageRecord
-from contextviewer.importers import formats, langgraph
+from contextviewer.importers import formats
+from contextviewer.importers.langgraph import parser as langgraph
 from contextviewer.importers.formats import ParseInput
 
 

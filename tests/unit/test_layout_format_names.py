@@ -49,7 +49,7 @@ ALLOWED: dict[str, tuple[dict[str, int], str]] = {
     ),
     "ops/management/commands/bench.py": (
         {"codex": 1},
-        "`bench import` also times a synthetic Codex rollout (importers/codex_synthetic.py): the scratch "
+        "`bench import` also times a synthetic Codex rollout (importers/codex/synthetic.py): the scratch "
         "folder it writes it to",
     ),
 }

@@ -12,8 +12,8 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "contextviewer"
 READERS = ("conversations", "lab")
-# A raw record's field, and the clip markers of the harnesses (importers/claude_code.py,
-# importers/efferent.py): format knowledge, never spelled above the importers.
+# A raw record's field, and the clip markers of the harnesses (importers/claude_code/parser.py,
+# importers/efferent/parser.py): format knowledge, never spelled above the importers.
 FORMAT_STRINGS = ("toolUseResult", "lines truncated]", "<persisted-output>", "compaction: ~")
 
 

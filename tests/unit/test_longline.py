@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextviewer.core.records import BadLine, MessageRecord, SessionInfo
-from contextviewer.importers import claude_code
+from contextviewer.importers.claude_code import parser as claude_code
 from contextviewer.importers.lines import Line, LongLine, iter_lines
 from contextviewer.importers.longline import MARKER_PREFIX, OBJECT_MARKER_KEY, Reducer
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from contextviewer.core.records import BadLine, MessageRecord, SessionInfo, UsageRecord
-from contextviewer.importers import formats, messages
+from contextviewer.importers import formats
+from contextviewer.importers.messages import parser as messages
 from contextviewer.importers.formats import ParseInput
 from tests.importers import fixture_files, of
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from contextviewer.core.records import BadLine, MessageRecord, SessionInfo, UsageRecord
-from contextviewer.importers import formats, mini_swe_agent
+from contextviewer.importers import formats
+from contextviewer.importers.mini_swe_agent import parser as mini_swe_agent
 from contextviewer.importers.formats import head_of
 from tests.importers import fixture_files, of, parse_path
 

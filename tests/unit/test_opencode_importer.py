@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from contextviewer.core.records import AgentLink, BadLine, FoldRecord, MessageRecord, SessionInfo, UsageRecord
-from contextviewer.importers import formats, opencode
+from contextviewer.importers import formats
+from contextviewer.importers.opencode import parser as opencode
 
 T0 = 1_760_000_000_000
 

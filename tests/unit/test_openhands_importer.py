@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextviewer.core.records import BadLine, FoldRecord, MessageRecord, SessionInfo, UsageRecord
-from contextviewer.importers import formats, openhands
+from contextviewer.importers import formats
+from contextviewer.importers.openhands import parser as openhands
 from contextviewer.importers.formats import ParseInput, head_of
 from tests.importers import fixture_files, of, parse_path
 

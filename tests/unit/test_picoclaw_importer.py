@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from contextviewer.core.records import BadLine, FoldRecord, MessageRecord, SessionInfo, UsageRecord
-from contextviewer.importers import formats, picoclaw
+from contextviewer.importers import formats
+from contextviewer.importers.picoclaw import parser as picoclaw
 from contextviewer.importers.formats import ParseInput
 
 KEY = "agent:main:telegram:direct:123"

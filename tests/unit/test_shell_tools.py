@@ -11,11 +11,11 @@ import json
 
 import pytest
 
-from contextviewer.conversations import tool_display as tools
-from contextviewer.conversations.tool_display import tool_view
-from contextviewer.conversations.tool_shell import shell_line, shell_result
+from contextviewer.viewer import tool_display as tools
+from contextviewer.viewer.tool_display import tool_view
+from contextviewer.viewer.tool_shell import shell_line, shell_result
 from contextviewer.core.records import MessageRecord
-from contextviewer.importers import codex
+from contextviewer.importers.codex import parser as codex
 from tests.importers import of
 
 # -- the command line -----------------------------------------------------------------------------

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextviewer.core.records import BadLine, MessageRecord, SessionInfo, UsageRecord
-from contextviewer.importers import formats, swe_agent
+from contextviewer.importers import formats
+from contextviewer.importers.swe_agent import parser as swe_agent
 from contextviewer.importers.formats import ParseInput, head_of
 from tests.importers import fixture_files, of, parse_path
 

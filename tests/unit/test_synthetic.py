@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from contextviewer.core.records import AgentLink, BadLine, FoldRecord, MessageRecord, UsageRecord
-from contextviewer.importers.claude_code import parse
-from contextviewer.importers.claude_code_layout import discover
-from contextviewer.importers.synthetic import write_session
+from contextviewer.importers.claude_code.parser import parse
+from contextviewer.importers.claude_code.layout import discover
+from contextviewer.importers.claude_code.synthetic import write_session
 
 
 def rows(path: Path) -> list[dict]:

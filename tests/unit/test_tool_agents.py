@@ -1,12 +1,12 @@
-"""Other agents' tool names, argument shapes and result shapes (conversations/tool_agents.py), and
+"""Other agents' tool names, argument shapes and result shapes (viewer/tool_agents.py), and
 the clip of terminal output that never cuts an escape sequence in two (rendering.clip)."""
 
 from __future__ import annotations
 
 import pytest
 
-from contextviewer.conversations import rendering
-from contextviewer.conversations.tool_agents import (
+from contextviewer.display import rendering
+from contextviewer.viewer.tool_agents import (
     decode_escapes,
     file_text,
     normalize,
@@ -14,7 +14,7 @@ from contextviewer.conversations.tool_agents import (
     path_lines,
     shell_output,
 )
-from contextviewer.conversations.tool_display import tool_view
+from contextviewer.viewer.tool_display import tool_view
 
 
 @pytest.mark.parametrize(

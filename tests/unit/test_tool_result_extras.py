@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from contextviewer.core.records import MessageRecord
-from contextviewer.importers import claude_code, efferent, formats
+from contextviewer.importers import formats
+from contextviewer.importers.claude_code import parser as claude_code
+from contextviewer.importers.efferent import parser as efferent
 from contextviewer.importers.common import STREAM_CAP
 from tests.conftest import claude_code_fixture_files
 from tests.importers import of
@@ -150,7 +152,7 @@ def test_fill_extras_agrees_with_the_importer_on_every_fixture(path: Path):
 
 
 def test_stdout_that_is_the_result_text_itself_is_stored_once_and_still_shown_apart():
-    from contextviewer.conversations.tool_shell import bash_result
+    from contextviewer.viewer.tool_shell import bash_result
 
     out = "3 passed in 0.12s"
     line = {**BASH_LINE, "uuid": "u9", "message": {**BASH_LINE["message"], "content": [

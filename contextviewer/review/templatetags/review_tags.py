@@ -1,6 +1,6 @@
 from django import template
 
-from contextviewer.conversations import rendering
+from contextviewer.display import rendering
 from contextviewer.review import blind as blind_text
 from contextviewer.review.models import Choice
 
@@ -61,7 +61,7 @@ def choice_label(value) -> str:
 
 @register.filter
 def summary_html(text, blind=False):
-    """A summary as the conversation page renders it (Markdown, sanitized: conversations/rendering.py);
+    """A summary as the conversation page renders it (Markdown, sanitized: display/rendering.py);
     in blind review without the harness's boilerplate and with the same heading form on every side."""
     text = str(text or "")
     return rendering.markdown_html(blind_text.disguise(text) if blind else text)

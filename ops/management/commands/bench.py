@@ -19,7 +19,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from contextviewer.importers import codex_synthetic, synthetic
+from contextviewer.importers.codex import synthetic as codex_synthetic
+from contextviewer.importers.claude_code import synthetic
 from ops.bench import ccl as bench_ccl, load as bench_load, pages as bench_pages, scale as bench_scale, startup as bench_startup
 
 

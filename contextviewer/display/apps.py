@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class DisplayConfig(AppConfig):
+    name = "contextviewer.display"
+    label = "display"

@@ -1,0 +1,786 @@
+"""Claude Code session transcripts (JSONL) -> normalized records.
+
+Pure and streaming: ``parse`` reads a byte stream line by line and yields records from
+``contextviewer.core.records`` as it goes; state kept across lines is small (uuids seen, one entry
+per model call, Task calls, compaction summaries). It never raises: every problem becomes a
+``BadLine`` with a line number (0 for the file as a whole). See ../shared/docs/formats.md §1.
+
+Order of the output:
+
+1. while reading: ``MessageRecord``, ``BadLine`` and ``ImportProgress`` (every N bytes);
+2. after the last line: ``UsageRecord`` (one per model call), ``FoldRecord``, ``AgentLink``;
+3. last: one ``SessionInfo`` (with the resume point ``bytes_consumed``/``lines``).
+
+Decisions worth knowing:
+
+- Lines of the types in ``KNOWN_METADATA_TYPES`` are bookkeeping: they produce no message (they
+  feed titles, sub-agent links and session info). Every other JSON object becomes a message;
+  types other than user/assistant/system get role "other" with the raw type kept.
+- A ``queue-operation`` enqueue (a prompt typed while the agent worked, or a background task's
+  notification) is the one bookkeeping line that becomes a message: role user, flag ``queued``,
+  at its own position, so it stays in the turn where it was typed. Dequeue, remove and popAll
+  stay bookkeeping. A queued prompt the harness later delivers comes again as a plain user line
+  (it opens the turn the agent answers it in); fact probes count the text once (facts.py keys).
+- Duplicate ``uuid`` rows (re-appended history) are dropped, first occurrence wins, and counted in
+  ``SessionInfo.duplicate_uuids``. Only message lines take part.
+- ``SessionInfo.lines`` counts complete (newline-terminated) lines. A last line without a newline
+  that parses is consumed (``bytes_consumed`` includes it) but not counted, so resuming with
+  ``start_offset=bytes_consumed, start_line=lines`` reads its later newline as an empty line with
+  its own number and numbers the following lines right. A last line that does not parse is not
+  consumed at all.
+- Inline sidechains (1.0.x: ``isSidechain`` lines without ``agentId`` in a main file) are grouped
+  into runs; each run gets the agent id ``sidechain-<root uuid[:8]>`` and an ``AgentLink`` to the
+  Task call whose prompt equals the run's first user text.
+- A tool result's line may carry ``toolUseResult``: what the harness had beside what the model
+  got. Read here, once, into the result block's ``extra`` (``result_extra``): a command's stdout
+  and stderr apart (capped), interrupted, the return code note, a background task; and where the
+  harness cut the result (a truncated or persisted marker), ``clip`` with the marker and the
+  longer original the line keeps. The viewer and the policy lab read ``extra``, never the line.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterator
+from datetime import datetime
+from typing import IO, Any
+
+from contextviewer.core import export_claude
+from contextviewer.core.export import Target
+from contextviewer.core.harness import Harness
+from contextviewer.core.records import (
+    AgentLink,
+    FoldRecord,
+    MessageRecord,
+    Record,
+    SessionInfo,
+    UsageRecord,
+)
+from contextviewer.importers.common import (
+    add_extras,
+    collect_images,
+    compact_json as _compact,
+    content_blocks,
+    left_out_data,
+    int_or_none as _int_or_none,
+    parse_timestamp,
+    pos_int as _int,
+    raw_json,
+    stored_extras,
+    stream_text,
+    TimeSpan,
+    str_or_none as _str,
+    text_of as _text_of,
+)
+from contextviewer.importers.claude_code import layout as claude_code_layout
+from contextviewer.importers.driver import JsonParser
+from contextviewer.importers.formats import ParseInput
+from contextviewer.importers.lines import (
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    DEFAULT_MAX_LINE_BYTES,
+)
+from contextviewer.importers.claude_code.entry import (  # noqa: F401 - the light part, re-exported
+    ENTRY,
+    KNOWN_METADATA_TYPES,
+    MESSAGE_TYPES,
+    _SNIFF_KEYS,
+    sniff,
+)
+
+FOLD_SUBTYPES = {"compact_boundary": "compact", "microcompact_boundary": "microcompact"}
+TASK_TOOL_NAMES = frozenset({"Task", "Agent"})
+SYNTHETIC_MODEL = "<synthetic>"
+
+DEFAULT_PROGRESS_EVERY_BYTES = 8 * 1024 * 1024
+
+
+def parse(
+    stream: IO[bytes],
+    *,
+    start_offset: int = 0,
+    start_line: int = 0,
+    agent_id: str | None = None,
+    agent_type: str | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    progress_every_bytes: int = DEFAULT_PROGRESS_EVERY_BYTES,
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+) -> Iterator[Record]:
+    """Records of one Claude Code transcript stream (see the module docstring for the order).
+
+    ``stream`` is a binary stream positioned at ``start_offset`` (already decompressed; gzip data
+    met at offset 0 is decompressed here too, capped at ``max_decompressed_bytes``).
+    ``start_line`` is the number of lines before ``start_offset``. ``agent_id``/``agent_type``
+    describe a sub-agent file (they label every message and the ``SessionInfo``).
+    """
+    parser = _Parser(
+        agent_id=agent_id,
+        agent_type=agent_type,
+        max_line_bytes=max_line_bytes,
+        progress_every_bytes=progress_every_bytes,
+        max_decompressed_bytes=max_decompressed_bytes,
+        chunk_size=chunk_size,
+    )
+    yield from parser.parse(stream, start_offset, start_line)
+
+
+# -- the parser ---------------------------------------------------------------------------------
+
+
+class _Call:
+    __slots__ = ("record", "all_null")
+
+    def __init__(self, record: UsageRecord, all_null: bool):
+        self.record = record
+        self.all_null = all_null
+
+
+class _Parser(JsonParser, TimeSpan):
+    def __init__(
+        self,
+        *,
+        agent_id: str | None,
+        agent_type: str | None,
+        max_line_bytes: int,
+        progress_every_bytes: int,
+        max_decompressed_bytes: int,
+        chunk_size: int,
+    ):
+        super().__init__(
+            max_line_bytes=max_line_bytes,
+            progress_every_bytes=progress_every_bytes,
+            max_decompressed_bytes=max_decompressed_bytes,
+            chunk_size=chunk_size,
+        )
+        self.agent_id = agent_id
+        self.agent_type = agent_type
+        # session info
+        self.session_id: str | None = None
+        self.cwd: str | None = None
+        self.git_branch: str | None = None
+        self.cli_version: str | None = None
+        self.models: dict[str, None] = {}
+        self.titles: dict[str, str] = {}
+        self.file_agent_id: str | None = None
+        self.seen_message = False
+        # per-line state
+        self.parents: dict[str, str | None] = {}  # uuid -> parentUuid of every message line kept
+        self.duplicates = 0
+        self.calls: dict[tuple[str, str | None], _Call] = {}
+        self.folds: list[FoldRecord] = []
+        self.summaries: list[tuple[int, str | None, str | None, str]] = []
+        self.links: dict[str, list] = {}  # agent_id -> [tool_use_id, line_no]
+        self.tasks: dict[str, dict] = {}  # Task tool_use id -> input
+        self.task_calls: list[tuple[str | None, str, dict]] = []  # non-sidechain (id, prompt, input)
+        self.side_run_of: dict[str, list] = {}  # inline sidechain uuid -> run
+        self.side_runs: list[list] = []  # [run_id, root line_no, first user text or None]
+        self.side_run_ids: set[str] = set()
+
+    # ---- one record ----
+
+    def _envelope(self, obj: dict) -> datetime | None:
+        if self.session_id is None:
+            self.session_id = _str(obj.get("sessionId"))
+        if self.cwd is None:
+            self.cwd = _str(obj.get("cwd"))
+        value = obj.get("gitBranch")
+        if value.__class__ is str and value:
+            self.git_branch = value
+        value = obj.get("version")
+        if value.__class__ is str and value[:1].isdigit():
+            self.cli_version = value
+        return self.saw(parse_timestamp(obj.get("timestamp")))
+
+    def _metadata(self, kind: str, obj: dict, line_no: int) -> None:
+        if kind == "progress":
+            data = obj.get("data")
+            if data.__class__ is dict and data.get("type") == "agent_progress":
+                self._link(_str(data.get("agentId")), _str(obj.get("parentToolUseID")), line_no)
+        elif kind == "custom-title":
+            value = _str(obj.get("customTitle"))
+            if value:
+                self.titles["custom"] = value
+        elif kind == "ai-title":
+            value = _str(obj.get("aiTitle"))
+            if value:
+                self.titles["ai"] = value
+        elif kind == "summary":
+            value = _str(obj.get("summary"))
+            if value:
+                self.titles["summary"] = value
+
+    def _queued(self, obj: dict, line_no: int, offset: int, raw: str, ts: datetime | None) -> MessageRecord | None:
+        """An enqueue: what was typed while the agent worked (or a background task's notification
+        the harness queued), a user message flagged queued at the line's own position, so it stays
+        in the turn where it was typed (core/turns.py: a queued message opens no turn)."""
+        text = obj.get("content")
+        if text.__class__ is not str or not text.strip():
+            return None
+        return MessageRecord(
+            line_no=line_no,
+            offset=offset,
+            role="user",
+            record_type="queue-operation",
+            raw=raw,
+            blocks=content_blocks(text),
+            timestamp=ts,
+            session_id=_str(obj.get("sessionId")),
+            agent_id=self.agent_id,
+            flags={"queued": True},
+        )
+
+    def _link(self, agent_id: str | None, tool_use_id: str | None, line_no: int) -> None:
+        if agent_id is None:
+            return
+        link = self.links.get(agent_id)
+        if link is None:
+            self.links[agent_id] = [tool_use_id, line_no]
+        elif link[0] is None and tool_use_id is not None:
+            link[0] = tool_use_id
+
+    def _sidechain_run(self, uuid: str | None, parent: str | None, line_no: int) -> list:
+        run = self.side_run_of.get(parent) if parent is not None else None
+        if run is None:
+            run_id = f"sidechain-{uuid[:8]}" if uuid else f"sidechain-line{line_no}"
+            if run_id in self.side_run_ids:
+                n = 2
+                while f"{run_id}-{n}" in self.side_run_ids:
+                    n += 1
+                run_id = f"{run_id}-{n}"
+            self.side_run_ids.add(run_id)
+            run = [run_id, line_no, None]
+            self.side_runs.append(run)
+        if uuid is not None:
+            self.side_run_of[uuid] = run
+        return run
+
+    def process(self, obj: dict, line_no: int, offset: int, raw: str) -> MessageRecord | None:
+        kind = obj.get("type")
+        ts = self._envelope(obj)
+        if kind.__class__ is str and kind in KNOWN_METADATA_TYPES:
+            if kind == "queue-operation" and obj.get("operation") == "enqueue":
+                return self._queued(obj, line_no, offset, raw, ts)
+            self._metadata(kind, obj, line_no)
+            return None
+
+        uuid = _str(obj.get("uuid"))
+        parent = _str(obj.get("parentUuid"))
+        if uuid is not None:
+            if uuid in self.parents:
+                self.duplicates += 1
+                if kind == "assistant":
+                    self._usage_again(obj)
+                return None
+            self.parents[uuid] = parent
+
+        message = obj.get("message")
+        if message.__class__ is not dict:
+            message = None
+        model = api_id = None
+        subtype = None
+        if kind == "user":
+            blocks = content_blocks(message.get("content")) if message else []
+            role = "tool" if blocks and all(b.kind == "tool_result" for b in blocks) else "user"
+            record_type = kind
+        elif kind == "assistant":
+            role = record_type = "assistant"
+            blocks = content_blocks(message.get("content")) if message else []
+            if message:
+                model = _str(message.get("model"))
+                api_id = _str(message.get("id"))
+        elif kind == "system":
+            role = record_type = "system"
+            subtype = _str(obj.get("subtype"))
+            blocks = content_blocks(obj.get("content"))
+        else:
+            role = "other"
+            if kind is None:
+                record_type = "(none)"
+            elif kind.__class__ is str:
+                record_type = kind or "(none)"
+            else:
+                record_type = _compact(kind)[:80] or "(none)"
+            blocks = content_blocks(message.get("content")) if message else []
+
+        is_sidechain = obj.get("isSidechain") is True
+        line_agent = _str(obj.get("agentId"))
+        if not self.seen_message:
+            self.seen_message = True
+            self.file_agent_id = line_agent
+        agent = line_agent or self.agent_id
+        run = None
+        if agent is None and is_sidechain:
+            run = self._sidechain_run(uuid, parent, line_no)
+            agent = run[0]
+            if run[2] is None and role == "user":
+                text = _text_of(blocks)
+                if text:
+                    run[2] = text
+
+        is_compact_summary = obj.get("isCompactSummary") is True
+        agent_kind = None
+        if run is not None:
+            # A compaction summary heads the file's own loaded segment, never a sidechain run.
+            agent, agent_kind = (None, None) if is_compact_summary else (agent, "inline")
+        elif agent is not None and agent.startswith("acompact"):
+            agent_kind = "compaction"
+
+        request_id = _str(obj.get("requestId"))
+        flags: dict[str, Any] = {}
+        if obj.get("isApiErrorMessage") is True or (subtype == "api_error"):
+            flags["api_error"] = True
+        if model == SYNTHETIC_MODEL:
+            flags["synthetic"] = True
+        elif model is not None and kind == "assistant":
+            self.models[model] = None
+        if obj.get("isVisibleInTranscriptOnly") is True:
+            flags["visible_in_transcript_only"] = True
+        if "toolUseResult" in obj:
+            flags["tool_use_result"] = True
+        if blocks:
+            # What the page and the policy lab read beside a result's text (its extra).
+            add_extras(blocks, functools.partial(result_extra, obj.get("toolUseResult")))
+
+        record = MessageRecord(
+            line_no=line_no,
+            offset=offset,
+            role=role,
+            record_type=record_type,
+            raw=raw,
+            blocks=blocks,
+            uuid=uuid,
+            parent_uuid=parent,
+            logical_parent_uuid=_str(obj.get("logicalParentUuid")),
+            subtype=subtype,
+            timestamp=ts,
+            session_id=_str(obj.get("sessionId")),
+            is_sidechain=is_sidechain,
+            agent_id=agent,
+            is_meta=obj.get("isMeta") is True,
+            is_compact_summary=is_compact_summary,
+            model=model,
+            agent_kind=agent_kind,
+            api_message_id=api_id,
+            request_id=request_id,
+            flags=flags,
+        )
+
+        # Task calls (for sub-agent links) and 2.x links from the tool result.
+        for block in blocks:
+            if block.kind == "tool_call" and block.tool_name in TASK_TOOL_NAMES:
+                tool_input = block.tool_input if block.tool_input.__class__ is dict else {}
+                if block.tool_id is not None:
+                    self.tasks.setdefault(block.tool_id, tool_input)
+                if run is None and not is_sidechain:
+                    prompt = tool_input.get("prompt")
+                    self.task_calls.append(
+                        (block.tool_id, prompt.strip() if prompt.__class__ is str else "", tool_input)
+                    )
+        if kind == "user":
+            result = obj.get("toolUseResult")
+            if result.__class__ is dict:
+                linked = _str(result.get("agentId"))
+                if linked is not None:
+                    tool_use_id = next((b.tool_id for b in blocks if b.kind == "tool_result" and b.tool_id), None)
+                    self._link(linked, tool_use_id, line_no)
+            if record.is_compact_summary:
+                self.summaries.append((line_no, uuid, parent, _text_of(blocks)))
+        elif kind == "assistant":
+            if message is not None and api_id is not None and model != SYNTHETIC_MODEL:
+                self._usage(message, api_id, request_id, uuid, line_no, model, agent, ts)
+        elif kind == "system" and subtype in FOLD_SUBTYPES:
+            self._fold(obj, subtype, uuid, line_no, agent, ts)
+        return record
+
+    def _usage_again(self, obj: dict) -> None:
+        """A line whose uuid was read already may still be the later record of its call: Claude
+        Code writes a response first as a streaming placeholder (a few output tokens, no
+        stop_reason) and may write it again under the same uuid with the real output."""
+        message = obj.get("message")
+        if message.__class__ is not dict:
+            return
+        api_id = _str(message.get("id"))
+        key = (api_id, _str(obj.get("requestId")))
+        if api_id is not None and key in self.calls and message.get("usage").__class__ is dict:
+            self._update_call(self.calls[key], message["usage"], message.get("stop_reason") is not None)
+
+    @staticmethod
+    def _update_call(call: _Call, usage: dict, final: bool) -> None:
+        """A later record of a call: the final one (with a stop_reason) says the call's figures;
+        before it, the output only grows (streaming records count it up)."""
+        rec = call.record
+        output = _int(usage.get("output_tokens"))
+        if final:
+            rec.output = output
+            rec.input_uncached = _int(usage.get("input_tokens")) or rec.input_uncached
+            rec.cache_write = _int(usage.get("cache_creation_input_tokens")) or rec.cache_write
+            rec.cache_read = _int(usage.get("cache_read_input_tokens")) or rec.cache_read
+            call.all_null = False
+        elif call.all_null and output > rec.output:
+            rec.output = output
+
+    def _usage(self, message, api_id, request_id, uuid, line_no, model, agent, ts) -> None:
+        usage = message.get("usage")
+        if usage.__class__ is not dict:
+            return
+        final = message.get("stop_reason") is not None
+        key = (api_id, request_id)
+        call = self.calls.get(key)
+        output = _int(usage.get("output_tokens"))
+        if call is not None:
+            self._update_call(call, usage, final)
+            return
+        rec = UsageRecord(
+            api_message_id=api_id,
+            request_id=request_id,
+            message_uuid=uuid,
+            line_no=line_no,
+            model=model,
+            input_uncached=_int(usage.get("input_tokens")),
+            cache_write=_int(usage.get("cache_creation_input_tokens")),
+            cache_read=_int(usage.get("cache_read_input_tokens")),
+            output=output,
+            agent_id=agent,
+            timestamp=ts,
+        )
+        split = usage.get("cache_creation")
+        if split.__class__ is dict:
+            rec.cache_write_5m = _int_or_none(split.get("ephemeral_5m_input_tokens"))
+            rec.cache_write_1h = _int_or_none(split.get("ephemeral_1h_input_tokens"))
+        self.calls[key] = _Call(rec, not final)
+
+    def _fold(self, obj, subtype, uuid, line_no, agent, ts) -> None:
+        kind = FOLD_SUBTYPES[subtype]
+        meta = obj.get("compactMetadata" if kind == "compact" else "microcompactMetadata")
+        if meta.__class__ is not dict:
+            meta = {}
+        trigger = _str(meta.get("trigger")) or _str(obj.get("trigger"))
+        preserved: list[str] = []
+        if kind == "compact":
+            preserved = self._preserved(meta)
+        self.folds.append(
+            FoldRecord(
+                line_no=line_no,
+                boundary_uuid=uuid,
+                kind=kind,
+                trigger=trigger,
+                tokens_before=_int_or_none(meta.get("preTokens")),
+                tokens_after=_int_or_none(meta.get("postTokens")),
+                logical_parent_uuid=_str(obj.get("logicalParentUuid")),
+                preserved_uuids=preserved,
+                timestamp=ts,
+                agent_id=agent,
+                metadata=meta,
+            )
+        )
+
+    def _preserved(self, meta: dict) -> list[str]:
+        """Uuids kept verbatim across a partial compaction (in both the archived and loaded views)."""
+        kept = meta.get("preservedMessages")
+        if kept.__class__ is dict and kept.get("uuids").__class__ is list:
+            return list(dict.fromkeys(u for u in kept["uuids"] if u.__class__ is str and u))
+        segment = meta.get("preservedSegment")
+        if segment.__class__ is not dict:
+            return []
+        head = _str(segment.get("headUuid"))
+        tail = _str(segment.get("tailUuid"))
+        anchor = _str(segment.get("anchorUuid"))
+        if head and tail:
+            # The segment precedes the boundary, so its chain is known: walk tail -> head.
+            chain = [tail]
+            node = tail
+            limit = len(self.parents)
+            while node != head and len(chain) <= limit:
+                node = self.parents.get(node)
+                if node is None:
+                    break
+                chain.append(node)
+            if node == head:
+                return chain[::-1]
+        return list(dict.fromkeys(u for u in (head, anchor, tail) if u))
+
+    # ---- the end ----
+
+    def finish(self) -> Iterator[Record]:
+        for call in self.calls.values():
+            call.record.output_is_lower_bound = call.all_null
+            yield call.record
+        self._attach_summaries()
+        yield from self.folds
+        yield from self._agent_links()
+        self.finished = True
+        yield self.session_info()
+
+    def _attach_summaries(self) -> None:
+        compacts = [f for f in self.folds if f.kind == "compact"]
+        if not compacts or not self.summaries:
+            return
+        claimed: set[int] = set()
+        for fold in compacts:
+            if fold.boundary_uuid is None:
+                continue
+            for i, (line_no, uuid, parent, text) in enumerate(self.summaries):
+                if i not in claimed and parent == fold.boundary_uuid and line_no > fold.line_no:
+                    fold.summary_uuid, fold.summary_text = uuid, text
+                    claimed.add(i)
+                    break
+        for n, fold in enumerate(compacts):
+            if fold.summary_uuid is not None or fold.summary_text:
+                continue
+            stop = compacts[n + 1].line_no if n + 1 < len(compacts) else None
+            for i, (line_no, uuid, _parent, text) in enumerate(self.summaries):
+                if i in claimed or line_no <= fold.line_no:
+                    continue
+                if stop is not None and line_no > stop:
+                    break
+                fold.summary_uuid, fold.summary_text = uuid, text
+                claimed.add(i)
+                break
+
+    def _agent_links(self) -> list[AgentLink]:
+        links = []
+        for agent_id, (tool_use_id, line_no) in self.links.items():
+            task = self.tasks.get(tool_use_id) if tool_use_id else None
+            task = task or {}
+            links.append(
+                AgentLink(
+                    agent_id=agent_id,
+                    tool_use_id=tool_use_id,
+                    line_no=line_no,
+                    agent_type=_str(task.get("subagent_type")),
+                    description=_str(task.get("description")),
+                )
+            )
+        used: set[int] = set()
+        for run_id, line_no, prompt in self.side_runs:
+            match = None
+            if prompt:
+                wanted = prompt.strip()
+                for i, (tool_id, task_prompt, tool_input) in enumerate(self.task_calls):
+                    if i not in used and task_prompt == wanted:
+                        used.add(i)
+                        match = (tool_id, tool_input)
+                        break
+            tool_input = match[1] if match else {}
+            links.append(
+                AgentLink(
+                    agent_id=run_id,
+                    tool_use_id=match[0] if match else None,
+                    line_no=line_no,
+                    agent_type=_str(tool_input.get("subagent_type")),
+                    description=_str(tool_input.get("description")),
+                )
+            )
+        links.sort(key=lambda link: link.line_no)
+        return links
+
+    def session_info(self) -> SessionInfo:
+        titles = self.titles
+        return SessionInfo(
+            external_id=self.session_id,
+            title=titles.get("custom") or titles.get("ai") or titles.get("summary"),
+            cwd=self.cwd,
+            git_branch=self.git_branch,
+            cli_version=self.cli_version,
+            models=list(self.models),
+            started_at=self.started_at,
+            ended_at=self.ended_at,
+            agent_id=self.agent_id or self.file_agent_id,
+            agent_type=self.agent_type,
+            lines=self.consumed_lines,
+            bytes_consumed=self.consumed_offset,
+            duplicate_uuids=self.duplicates,
+        )
+
+
+# -- the format ---------------------------------------------------------------------------------
+
+
+def _parse(source: ParseInput) -> Iterator[Record]:
+    return parse(
+        source.stream,
+        start_offset=source.start_offset,
+        start_line=source.start_line,
+        agent_id=source.agent_id,
+        agent_type=source.agent_type,
+        max_line_bytes=source.max_line_bytes,
+        max_decompressed_bytes=source.max_decompressed_bytes,
+    )
+
+
+# -- a tool result's extra: its run and its clip --------------------------------------------------
+
+# Claude Code cuts a Bash output at 30,000 characters and ends what the model gets with this
+# marker; a result over 50,000 characters is saved to a file and the model gets a 2 KB preview
+# inside <persisted-output> (docs/policy-lab.md §3.5, §1.1). The line's toolUseResult keeps the
+# output the harness had, where it is longer than what the model got.
+TRUNCATED_RE = re.compile(r"\.\.\. \[(\d+) lines truncated\] \.\.\.\s*$")
+PERSISTED_RE = re.compile(r"<persisted-output>")
+
+
+def clip_marker(text: str) -> str | None:
+    """The marker of a tool result Claude Code cut before the model saw it, or None."""
+    if "truncated]" in text and (m := TRUNCATED_RE.search(text)):
+        return m.group(0).strip()
+    if "<persisted-output>" in text:
+        return next((ln for ln in text.splitlines() if ln.startswith("Output too large")), "<persisted-output>")
+    return None
+
+
+def original_output(result: Any) -> str | None:
+    """The whole output a line's toolUseResult keeps: a string as is, a command's stdout (and
+    stderr after it), a search's content, a read file's content."""
+    if result.__class__ is str:
+        return result or None
+    if result.__class__ is not dict:
+        return None
+    stdout, stderr = result.get("stdout"), result.get("stderr")
+    if stdout.__class__ is str:
+        if stderr.__class__ is str and stderr:
+            return f"{stdout}\n{stderr}" if stdout else stderr
+        return stdout
+    if result.get("content").__class__ is str:
+        return result["content"]
+    file = result.get("file")
+    if file.__class__ is dict and file.get("content").__class__ is str:
+        return file["content"]
+    return None
+
+
+def _run(result: Any) -> dict:
+    """How a command ran, from a line's toolUseResult, in the shape every format's result extra
+    has (core/records.py Block.extra): stdout and stderr apart, interrupted, the harness's note on
+    the return code, the background task it became."""
+    run: dict[str, Any] = {}
+    if result.__class__ is not dict:
+        return run
+    stdout, stderr = result.get("stdout"), result.get("stderr")
+    if stdout.__class__ is str and stderr.__class__ is str:
+        run["stdout"], run["stderr"] = stream_text(stdout), stream_text(stderr)
+    if result.get("interrupted") is True:
+        run["interrupted"] = True
+    note = result.get("returnCodeInterpretation")
+    if note.__class__ is str and note:
+        run["note"] = note
+    task = result.get("backgroundTaskId")
+    if task.__class__ is str:
+        run["background_task"] = task
+    return run
+
+
+def result_extra(result: Any, text: str) -> dict | None:
+    """A tool result's extra (Block.extra): its run (``_run``) and, where the harness cut what the
+    model got (``clip_marker``), ``clip``: the marker and the original where the line holds a
+    longer one. ``result`` is the line's toolUseResult (None without one), ``text`` the result's."""
+    extra = _run(result)
+    if extra.get("stdout") is not None and extra["stdout"].strip() == text.strip():
+        del extra["stdout"]  # the result's own text: stored once (the page reads it as stdout)
+    marker = clip_marker(text)
+    if marker is not None:
+        clip: dict[str, Any] = {"marker": marker}
+        original = original_output(result)
+        if original is not None and len(original) > len(text):
+            clip["original"] = original
+        extra["clip"] = clip
+    return extra or None
+
+
+def fill_extras(raw: str, blocks: list) -> list | None:
+    """The stored blocks of a line imported before its tool results carried their extra, with it
+    read from the stored line (a data migration); None when nothing changes."""
+    if blocks.__class__ is not list or not any(b.__class__ is dict and b.get("kind") == "tool_result" for b in blocks):
+        return None
+    obj = raw_json(raw)
+    result = obj.get("toolUseResult") if obj.__class__ is dict else None
+    return stored_extras(blocks, functools.partial(result_extra, result))
+
+
+def _content(obj: Any) -> Any:
+    message = obj.get("message") if isinstance(obj, dict) else None
+    return message.get("content") if isinstance(message, dict) else None
+
+
+def _image_source(node: dict) -> list | None:
+    """An Anthropic-shaped ``{"type": "image", "source": {...}}`` part's source."""
+    if node.get("type") == "image" and isinstance(node.get("source"), dict):
+        return [node["source"]]
+    return None
+
+
+def images(raw: str) -> list[dict]:
+    """The base64 image sources of a line: its message content first (toolUseResult may repeat them)."""
+    obj = raw_json(raw)
+    if obj is None:
+        return []
+    found: list[dict] = []
+    content = _content(obj)
+    collect_images(content if content is not None else obj, found, _image_source)
+    return found
+
+
+def enrich(d: dict) -> dict:
+    """Put back what the stored blocks leave in the raw line: thinking signatures, image data,
+    a tool result's own content (its images). Blocks align with the raw content items."""
+    raw = d.get("raw")
+    blocks = d.get("blocks") or []
+    if not raw or not any(b.get("kind") in ("thinking", "image") or b.get("images") for b in blocks):
+        return d
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        return d
+    content = _content(obj)
+    if not isinstance(content, list):
+        return d
+    items = [c for c in content if c is not None]
+    if len(items) != len(blocks):
+        return d
+    out = []
+    for b, item in zip(blocks, items):
+        if isinstance(item, dict):
+            if b.get("kind") == "thinking" and isinstance(item.get("signature"), str) and item["signature"]:
+                b = {**b, "signature": item["signature"]}
+            elif b.get("kind") == "image" and isinstance(item.get("source"), dict):
+                if not left_out_data(item):  # data left out of an over-cap line is not an image
+                    b = {**b, "data": item["source"].get("data"), "media_type": item["source"].get("media_type")}
+            elif b.get("kind") == "tool_result" and b.get("images") and isinstance(item.get("content"), list):
+                parts = [{"type": "text", "text": left_out_data(p)} if left_out_data(p) else p for p in item["content"]]
+                b = {**b, "content": parts}
+        out.append(b)
+    return {**d, "blocks": out}
+
+
+# The harness's rules (core/harness.py; policy-lab 3.1): effective window = window - min(max output,
+# 20,000) (MAX_OUTPUT_TOKENS_FOR_SUMMARY); auto-compact at the effective window - 13,000
+# (AUTOCOMPACT_BUFFER_TOKENS: 167,000 on 200k); runs Anthropic models in a 200k window unless the
+# user opted into 1M; chars/4. It leaves its system prompt and tools out of the log: captured
+# requests lie under <schemas>/claude-code/captured/ (core/captured.py).
+OUTPUT_RESERVE = 20_000
+AUTOCOMPACT_BUFFER = 13_000
+DEFAULT_WINDOW = 200_000
+HARNESS = Harness(
+    fold_label="Claude Code auto-compact",
+    fold_margin=AUTOCOMPACT_BUFFER,
+    reserve_cap=OUTPUT_RESERVE,
+    default_window=DEFAULT_WINDOW,
+    default_window_provider="anthropic",
+    own_policy="claude_code",
+    captured_prompt="claude-code",
+    usual_for=("anthropic",),
+)
+
+FORMAT = ENTRY.format(
+    parse=_parse,
+    group=claude_code_layout.group,
+    companions=claude_code_layout.companions,
+    images=images,
+    enrich=enrich,
+    fill_extras=fill_extras,
+    harness=HARNESS,
+    # Its own session file, which `claude --resume` reads (core/export_claude.py writes it).
+    export=Target("claude-code", "Claude Code JSONL", "application/x-ndjson", export_claude.claude_code_session, agent_session=True,
+                  resume_help=export_claude.RESUME_HELP, continue_commands=export_claude.claude_code_commands),
+)

@@ -1,0 +1,86 @@
+"""Gemini CLI: the light entry of ``importers/gemini/parser.py`` (its name, label, where its logs are, the
+file endings it reads, and its sniff); see ``importers/formats.py``."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from contextviewer.importers.common import first_lines
+from contextviewer.importers.formats import DOCUMENT, Entry
+from contextviewer.importers.jsondoc import head_value
+
+
+MESSAGE_TYPES = frozenset({"user", "gemini", "model", "info", "error", "warning"})
+
+
+_SESSION_NAME = re.compile(r"^session-.+\.jsonl?(\.gz)?$")
+_CHECKPOINT_NAME = re.compile(r"^checkpoint(-.+)?\.json(\.gz)?$")
+
+
+def _is_message(obj: Any) -> bool:
+    return obj.__class__ is dict and obj.get("type") in MESSAGE_TYPES and ("content" in obj or "parts" in obj or "toolCalls" in obj)
+
+
+def _is_content(obj: Any) -> bool:
+    return obj.__class__ is dict and obj.get("role") in ("user", "model") and obj.get("parts").__class__ is list
+
+
+def sniff(path: Path, head: bytes) -> float:
+    """Gemini CLI: a ConversationRecord (sessionId + projectHash + messages of types user/gemini/...),
+    its JSONL form (metadata line, message lines, $set/$rewindTo), or a checkpoint's Content[]."""
+    if path.is_dir() or not head:
+        return 0.0
+    named = bool(_SESSION_NAME.match(path.name)) and "chats" in path.parts[-3:-1]
+    checkpoint_named = bool(_CHECKPOINT_NAME.match(path.name))
+    value, more = head_value(head)
+    if value is None:
+        return 0.0
+    if more:  # JSON lines
+        objects = first_lines(head)
+        if not objects:
+            return 0.0
+        meta = objects[0].__class__ is dict and "sessionId" in objects[0] and "projectHash" in objects[0]
+        controls = sum(1 for o in objects if "$set" in o or "$rewindTo" in o)
+        messages = sum(1 for o in objects if _is_message(o) and "id" in o)
+        gemini = sum(1 for o in objects if o.get("type") == "gemini")
+        if meta and (messages or controls or len(objects) == 1):
+            return 0.95 if named else 0.85
+        if messages and (gemini or controls) and messages + controls >= len(objects) - 1:
+            return 0.9 if named else 0.75
+        return 0.0
+    if value.__class__ is dict:
+        messages = value.get("messages")
+        if messages.__class__ is list:
+            items = [m for m in messages if m.__class__ is dict]
+            ours = sum(1 for m in items if _is_message(m))
+            envelope = "sessionId" in value and ("projectHash" in value or "startTime" in value)
+            if envelope and (ours or not items) and ours >= len(items) // 2:
+                return 0.95 if named else 0.85
+            if ours and ours == len(items) and any(m.get("type") == "gemini" for m in items):
+                return 0.8
+            return 0.0
+        history = value.get("history")
+        if history.__class__ is list and history:
+            items = [h for h in history if h.__class__ is dict]
+            if items and all(_is_content(h) or ("parts" in h and "role" in h) for h in items):
+                return 0.9 if checkpoint_named else 0.75
+        return 0.0
+    if value.__class__ is list and value:
+        items = [v for v in value if v.__class__ is dict]
+        if items and len(items) == len(value) and all(_is_content(h) for h in items):
+            return 0.9 if checkpoint_named else 0.6
+    return 0.0
+
+
+ENTRY = Entry(
+    module="contextviewer.importers.gemini.parser",
+    name="gemini",
+    label="Gemini CLI",
+    storage=DOCUMENT,
+    sniff=sniff,
+    extensions=(".json", ".jsonl"),
+    where="~/.gemini/tmp/<project_hash>/chats/session-*.json(l); sub-agents in chats/<session>/<id>.jsonl",
+    locations=("~/.gemini/tmp",),
+)

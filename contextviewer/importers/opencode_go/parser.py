@@ -1,0 +1,30 @@
+"""The Go-era opencode (opencode-ai/opencode, before Crush; not the TypeScript opencode of
+``opencode.py``): its session store ``<project>/.opencode/opencode.db`` as a format. The reading
+is in ``charm_db.py`` (the schema Crush kept); the tables (``sessions``/``messages`` with
+``parts``, not ``session``/``message``/``part``) tell it from the TypeScript opencode's database
+of the same name."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from contextviewer.core.records import Record
+from contextviewer.importers.charm import db as charm_db
+from contextviewer.importers.formats import ParseInput
+from contextviewer.importers.opencode_go.entry import (  # noqa: F401 - the light part, re-exported
+    ENTRY,
+    NAME,
+)
+
+
+def parse(source: ParseInput) -> Iterator[Record]:
+    return charm_db.parse(source.path, NAME)
+
+
+FORMAT = ENTRY.format(
+    parse=parse,
+    group=charm_db.grouper(NAME),
+    multi_session=True,
+    rewrites=True,  # a message row's parts grow as the model streams, then its finish part comes
+    images=charm_db.images,
+)

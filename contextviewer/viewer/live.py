@@ -1,0 +1,84 @@
+"""Live conversations: the page of a conversation whose file is still growing follows it.
+
+The watcher (watch.py) marks the conversations of a growing file live (``Conversation.live_until``).
+Their page carries a poll element (``_live_poll.html``, every 2 s while live) that asks this view
+for what came after what the page has: new turn headers (swapped in where the poll element is,
+with the next poll element after them), the grown last turn's figures and messages, and the gauge
+and curve (out-of-band swaps of the page's own partials). live.js adds what only the browser knows
+to each poll: the last turn the page shows, whether the page shows the segment up to its end, and
+the last message position of the last turn when that turn is open.
+
+Nothing changed: 204 (htmx keeps polling). No longer live: the poll element is swapped for a
+dormant one (every 20 s, live_poll.DORMANT_EVERY), which gets 204 until the file grows again; then
+the page is sent what came and follows the session again at the live pace.
+"""
+
+from __future__ import annotations
+
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from contextviewer.viewer import conversation_page, turn_content
+from contextviewer.viewer.live_poll import PollState, last_position
+from contextviewer.accounts.permissions import get_conversation_for_user
+from contextviewer.viewer.views import _int
+
+
+
+@login_required
+@require_GET
+def conversation_live(request: HttpRequest, pk: int) -> HttpResponse:
+    """What a live conversation's open page does not have yet (same access as the page)."""
+    conv = get_conversation_for_user(request, pk)
+    live = conv.is_live
+    pos = _int(request.GET.get("pos"), -1)
+    hi = last_position(conv)
+    dormant = request.GET.get("dormant") == "1"
+    if hi == pos:
+        if live or dormant:
+            return HttpResponse(status=204)
+        # No longer live: the badge goes, the poll slows down (it wakes when the file grows again).
+        return render(request, "viewer/live.html", {"conv": conv, "live": False, "poll": _dormant(request, pos)})
+
+    turn = _int(request.GET.get("turn"))
+    append = request.GET.get("append") == "1"
+    open_pos = _int(request.GET.get("open_pos"))
+    page = conversation_page.conversation_page(conv)
+    loaded = next((s for s in reversed(page.segments) if s.kind == "loaded"), None)
+    turns_page = grown = grown_body = None
+    if loaded is not None and turn is not None:
+        if append:
+            found = conversation_page.turn_page(conv, loaded.index, loaded.start, loaded.end, from_turn=turn + 1)
+            if found.turns:
+                # The rest (past one page) comes with the next poll, after these.
+                found.earlier_from = found.later_from = None
+                turns_page = found
+        same = conversation_page.turn_page(conv, loaded.index, loaded.start, loaded.end, from_turn=turn, to_turn=turn).turns
+        grown = same[0] if same else None
+        if grown is not None and open_pos is not None:
+            body = turn_content.turn_view(conv, turn, from_position=open_pos + 1)
+            grown_body = body if body.messages else None
+    shown = turns_page.turns[-1].turn if turns_page else turn
+    poll = PollState(conv.pk, hi, shown, append, len(page.folds))
+    context = {
+        "conv": conv,
+        "page": page,
+        "live": live,
+        "turns_page": turns_page,
+        "grown": grown,
+        "grown_body": grown_body,
+        "poll": poll if live else PollState(conv.pk, hi, shown, append, len(page.folds), dormant=True),
+        "fold_notice": len(page.folds) != _int(request.GET.get("folds"), len(page.folds)),
+    }
+    return render(request, "viewer/live.html", context)
+
+
+def _dormant(request: HttpRequest, pos: int) -> PollState:
+    """The slow poll of a page whose conversation is not live now, with what the page has."""
+    return PollState(
+        _int(request.resolver_match.kwargs.get("pk")) or 0, pos, _int(request.GET.get("turn")),
+        request.GET.get("append") == "1", _int(request.GET.get("folds")) or 0, dormant=True,
+    )
