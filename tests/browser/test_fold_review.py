@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 from tests.browser.screenshots import shot_path
 from tests.browser.test_viewer_flows import Watch, login
 from tests.factories import make_project, make_user
-from tests.integration.test_probe_continuation import CWD, LOST, _lost_and_read_again
+from tests.integration.review.test_probe_continuation import CWD, LOST, _lost_and_read_again
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

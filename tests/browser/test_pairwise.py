@@ -15,7 +15,7 @@ from contextviewer.review.models import PairwiseComparison, ReviewQueue
 from tests.browser.screenshots import SCREENSHOTS
 from tests.browser.test_viewer_flows import Watch, login
 from tests.factories import make_project, make_user
-from tests.integration.test_builds_after_fold import compaction
+from tests.integration.builds.test_builds_after_fold import compaction
 from tests.sessions import SessionBuilder, session_lines, write_lines
 from tests.worker import wait_for
 

@@ -14,7 +14,7 @@ from contextviewer.review import alternatives, queues
 from tests.browser.screenshots import SCREENSHOTS
 from tests.browser.test_viewer_flows import Watch, login
 from tests.factories import make_project, make_user
-from tests.integration.test_review_pages_render import _import
+from tests.integration.review.test_review_pages_render import _import
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -15,7 +15,7 @@ from contextviewer.ingest import files as ingest
 from tests.browser.screenshots import SCREENSHOTS
 from tests.browser.test_viewer_flows import Watch, login, wait_for_htmx
 from tests.factories import make_project, make_user
-from tests.integration.test_tool_views_agents import gemini_chat, openhands_events
+from tests.integration.viewer.test_tool_views_agents import gemini_chat, openhands_events
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from contextviewer.importers import formats
-from tests.integration.test_every_format import SAMPLES
+from tests.integration.ingest.test_every_format import SAMPLES
 
 ROOT = Path(__file__).resolve().parents[2]
 # In a fresh interpreter (nothing imported before): what discovering the path loaded.

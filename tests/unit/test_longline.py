@@ -1,5 +1,5 @@
 """Lines over the in-memory cap: reduced, never dropped (small caps here; the 40 MB and 150 MB lines
-are in tests/integration/test_long_lines.py).
+are in tests/integration/ingest/test_long_lines.py).
 
 What a person notices: the message of a huge line is there, its long strings end with a marker that
 says how much was not kept, the lines after it import as usual, and a line that is not JSON at all

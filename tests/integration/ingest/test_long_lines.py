@@ -195,7 +195,7 @@ def test_big_lines_parse_within_a_memory_cap(big_files):
     env = {**os.environ, "CONTEXTVIEWER_MAX_LINE_BYTES": str(CAP)}
     done = subprocess.run(
         [sys.executable, "-c", PARSE_UNDER_A_MEMORY_CAP, json.dumps(paths)],
-        capture_output=True, text=True, env=env, cwd=Path(__file__).resolve().parents[2], timeout=900,
+        capture_output=True, text=True, env=env, cwd=Path(__file__).resolve().parents[3], timeout=900,
     )
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)

@@ -140,7 +140,7 @@ def test_a_subagent_file_written_later_joins_its_session(watcher, folder, projec
 def test_a_chat_file_rewritten_in_place_updates_the_stored_message(watcher, folder, project):
     """Gemini CLI writes its chat file whole again as the session goes: the message that changed
     (its text grew, its tool call got a result) is updated where it is stored."""
-    from tests.integration.test_import_rewrites import GEMINI_BEFORE, NEW_WORD, _gemini_after, _gemini_doc
+    from tests.integration.ingest.test_import_rewrites import GEMINI_BEFORE, NEW_WORD, _gemini_after, _gemini_doc
 
     chats = folder / "chats"
     chats.mkdir()

@@ -18,7 +18,7 @@ from contextviewer.conversations.models import Conversation
 from contextviewer.importers.langgraph.parser import MAX_EXT_DEPTH
 from contextviewer.ingest import files as ingest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 PARSE = """
 import json, sys

@@ -12,7 +12,7 @@ from django.core.management import call_command
 from contextviewer.importers import formats
 from tests.sessions import session_lines, write_lines
 
-IMPORTING_DOC = Path(__file__).resolve().parents[2] / "docs" / "importing.md"
+IMPORTING_DOC = Path(__file__).resolve().parents[3] / "docs" / "importing.md"
 
 def test_it_lists_every_format_with_where_its_agent_writes_logs():
     out = io.StringIO()

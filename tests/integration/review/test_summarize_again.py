@@ -17,7 +17,7 @@ from contextviewer.jobs.models import Job, JobStatus
 from contextviewer.providers import services as provider_services
 from contextviewer.review import alternatives, probes
 from tests.fake_providers import FakeProvider
-from tests.integration.test_builds_after_fold import SUMMARY, compaction
+from tests.integration.builds.test_builds_after_fold import SUMMARY, compaction
 from tests.sessions import SessionBuilder, session_lines, write_lines
 from tests.worker import wait_for
 

@@ -9,7 +9,7 @@ from django.template import Context, Template
 
 from contextviewer.display import rendering
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from django.urls import reverse
 from contextviewer.accounts import services as account_services
 from tests.factories import PNG_1PX, build_conversation
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 NO_STORE = "private, no-store"
 CHECKED = [
     "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE", "SECURE_HSTS_SECONDS", "SECURE_HSTS_INCLUDE_SUBDOMAINS",

@@ -27,7 +27,7 @@ from django.urls import reverse
 
 from contextviewer.conversations.models import Conversation
 from contextviewer.ingest import files as ingest
-from tests.integration.test_every_format import index_row
+from tests.integration.ingest.test_every_format import index_row
 
 pytestmark = [pytest.mark.django_db, pytest.mark.fixtures]
 

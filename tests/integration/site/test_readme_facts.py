@@ -12,7 +12,7 @@ import pytest
 from django.test import override_settings
 from django.urls import reverse
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 README_PATH = ROOT / "README.md"
 README = README_PATH.read_text(encoding="utf-8")
 DOCS = {p: p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").glob("*.md"))}

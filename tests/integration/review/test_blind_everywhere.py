@@ -11,7 +11,7 @@ from django.test import Client
 
 from contextviewer.accounts.models import Membership, Role
 from contextviewer.review import alternatives, probes, queues
-from tests.integration.test_pairwise_blind import _two_summaries
+from tests.integration.review.test_pairwise_blind import _two_summaries
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from contextviewer.conversations import segments
 from contextviewer.jobs.models import JobStatus
 from contextviewer.review import alternatives, probes, queues
 from contextviewer.review.models import PairwiseComparison, ReviewItem, ReviewQueue
-from tests.integration.test_summarize_again import _import
+from tests.integration.review.test_summarize_again import _import
 
 pytestmark = pytest.mark.django_db
 

@@ -115,7 +115,7 @@ def test_conversation_page_shows_gauge_curve_segments_and_turns(logged_in, proje
     html = response.content.decode()
     assert 'class="gauge"' in html and 'class="curve"' in html
     assert html.count('class="fold-mark"') == len(built.folds)
-    # the latest archived segment whole, older ones one line each (tests/integration/test_first_page.py)
+    # the latest archived segment whole, older ones one line each (tests/integration/viewer/test_first_page.py)
     assert html.count('<details class="segment archived"') == 1
     assert html.count('<details class="segment archived') == len(built.folds)
     assert 'class="segment loaded"' in html

@@ -12,7 +12,7 @@ from django.test import Client
 from contextviewer.builds import services as builds
 from contextviewer.conversations.models import Conversation, Fold
 from contextviewer.ingest import files as ingest
-from tests.integration.test_builds_after_fold import SUMMARY, compaction
+from tests.integration.builds.test_builds_after_fold import SUMMARY, compaction
 from tests.sessions import SessionBuilder, session_lines, write_lines
 
 pytestmark = pytest.mark.django_db

@@ -13,7 +13,7 @@ from contextviewer.conversations import segments
 from contextviewer.conversations.models import Conversation
 from contextviewer.jobs.models import JobStatus
 from contextviewer.review import alternatives
-from tests.integration.test_builds_after_fold import compaction
+from tests.integration.builds.test_builds_after_fold import compaction
 from tests.sessions import SessionBuilder, session_lines, write_lines
 
 pytestmark = pytest.mark.django_db

@@ -21,7 +21,7 @@ from contextviewer.conversations import page_cache
 from contextviewer.conversations.models import Conversation, Fold, FoldKind, FoldOrigin, Message
 from contextviewer.ingest import files as ingest
 from tests.factories import build_conversation
-from tests.integration.test_gauge import _gauge_text as gauge_text
+from tests.integration.viewer.test_gauge import _gauge_text as gauge_text
 from tests.sessions import SessionBuilder, session_lines, write_lines
 
 pytestmark = pytest.mark.django_db

@@ -30,7 +30,7 @@ from contextviewer.core.records import BadLine, ImportProgress
 from contextviewer.importers import formats
 from contextviewer.importers.formats import ParseInput
 from contextviewer.importers.lines import open_stream
-from tests.integration.test_every_format import SAMPLES
+from tests.integration.ingest.test_every_format import SAMPLES
 
 MAX_LINE_BYTES = 1 << 20  # small, so the long strings drawn go over it
 EXAMPLES = 25  # per format; CONTEXTVIEWER_FUZZ_EXAMPLES=N runs N (and N/4 imports) for a deeper local run
