@@ -49,6 +49,7 @@ from contextviewer.core.harness import DEFAULT_RULES, Harness
 from contextviewer.core.records import Record
 from contextviewer.core.model_specs import ModelSpec
 from contextviewer.importers.common import JSON_DEPTH
+from contextviewer.importers.tool_vocabulary import NO_TOOLS, ToolVocabulary
 from contextviewer.importers.lines import (
     DEFAULT_MAX_DECOMPRESSED_BYTES,
     DEFAULT_MAX_LINE_BYTES,
@@ -161,6 +162,8 @@ class Format:
     # there): offered only for this format's conversations, under the format's name
     # (``?format=<name>``); builds/services.py lists it before the plain targets. None: no such file.
     export: Target | None = None
+    # Which of the agent's tools is a shell, an edit, a read, a search, a sub-agent (tool_vocabulary.py)
+    tools: ToolVocabulary = NO_TOOLS
 
     def companion_files(self, path: Path) -> list[Path]:
         if self.companions is not None:
@@ -188,11 +191,12 @@ class Entry:
     where: str = ""
     extensions: tuple[str, ...] = ()
     locations: tuple[str, ...] = ()
+    tools: ToolVocabulary = NO_TOOLS  # the format's tools.py: which tool is a shell, an edit, a read...
 
     def format(self, **parts: Any) -> Format:
         """The full Format: this entry's fields and ``parts`` (parse, group, harness, ...)."""
         return Format(name=self.name, label=self.label, storage=self.storage, sniff=self.sniff, where=self.where,
-                      extensions=self.extensions, locations=self.locations, **parts)
+                      extensions=self.extensions, locations=self.locations, tools=self.tools, **parts)
 
     def load(self) -> Format:
         return _load(self)
@@ -273,6 +277,14 @@ def label(name: str | None) -> str:
 
 def labels() -> str:
     return ", ".join(f.label for f in _candidates())
+
+
+def tool_vocabulary() -> ToolVocabulary:
+    """Every format's tool vocabulary together (the viewer reads a stored call's name in it)."""
+    merged = NO_TOOLS
+    for fmt in _candidates():
+        merged = merged | fmt.tools
+    return merged
 
 
 def upload_extensions() -> list[str]:

@@ -1,11 +1,9 @@
 """Other agents' tools, as the Claude Code tools whose views they get (tool_display.py builds them).
 
-OpenHands (execute_bash, terminal, str_replace_editor / file_editor, browse, think; the v0
-actions run, edit, read, write, browse, think; the v1 action kinds), Gemini CLI
-(run_shell_command, write_file, replace, read_file, list_directory, glob, search_file_content,
-write_todos), SWE-agent and mini-swe-agent (bash; open, edit, insert, create, find_file, submit,
-also as a plain action line), opencode and Crush (bash, edit, multiedit, write, read / view, glob,
-grep, ls, todos). Plain data in, plain data out: `normalize(name, input)` says which view a call
+Which of an agent's tools is a shell, an edit, a read, a search, a sub-agent... is the agent's own
+vocabulary, declared by its format (importers/<format>/tools.py) and read here through the registry;
+this module knows the shapes of their arguments and results (OpenHands' editor commands, SWE-agent's
+action lines, Gemini CLI's shell report...). Plain data in, plain data out: `normalize(name, input)` says which view a call
 gets and with which arguments; the `*_output` helpers read a result's text by its shape.
 """
 
@@ -16,27 +14,18 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from contextviewer.importers import formats
+
 # Canonical calls (the Claude Code tool each maps onto) and their arguments:
 # Bash {command, description, workdir} · Edit {file_path, old_string, new_string, note} ·
 # MultiEdit {file_path, edits} · Write {file_path, content} · Read {file_path, offset} ·
 # Search {pattern, path} · TodoWrite {todos} · Task {prompt, description, subagent_type} ·
 # Browse {url, code} · Think {thought} · Code {code} · Patch {patch} · Submit {} (its result is a diff)
-SHELL = {"bash", "execute_bash", "terminal", "run", "run_shell_command", "cmdrunaction", "executebashaction", "terminalaction"}
-EDITORS = {"str_replace_editor", "file_editor", "edit", "replace", "str_replace", "fileeditaction",
-           "strreplaceeditoraction", "fileeditoraction", "edit_file"}  # fmt: skip
-WRITES = {"write", "write_file", "create_file", "filewriteaction"}
-READS = {"read", "view", "read_file", "filereadaction"}
-MULTI = {"multiedit"}
-SEARCHES = {"glob", "grep", "ls", "list", "list_directory", "search_file_content", "find_file", "search_dir",
-            "search_file", "find"}  # fmt: skip
-TODOS = {"todos", "todowrite", "write_todos", "task_tracker"}
-TASKS = {"task", "agent"}
-BROWSE = {"browse", "web_read", "browseurlaction", "browsernavigateaction", "browser_navigate", "fetch", "webfetch",
-          "browse_interactive", "browser", "browseinteractiveaction"}  # fmt: skip
-THINK = {"think", "agentthinkaction", "thinkaction"}
-CODE = {"execute_ipython_cell", "run_ipython", "ipythonruncellaction"}
-SWE_COMMANDS = {"open", "goto", "scroll_up", "scroll_down", "create", "edit", "insert", "submit", "find_file",
-                "search_dir", "search_file"}  # fmt: skip
+# Which name is which kind: every format's tool vocabulary (importers/<format>/tools.py), together.
+_TOOLS = formats.tool_vocabulary()
+SHELL, EDITORS, WRITES, READS, MULTI = _TOOLS.shell, _TOOLS.edit, _TOOLS.write, _TOOLS.read, _TOOLS.multi_edit
+SEARCHES, TODOS, TASKS, BROWSE, THINK, CODE = _TOOLS.search, _TOOLS.todo, _TOOLS.task, _TOOLS.browse, _TOOLS.think, _TOOLS.code
+SWE_COMMANDS = _TOOLS.commands
 TODO_STATUS = {"todo": "pending", "done": "completed", "complete": "completed", "in-progress": "in_progress",
                "cancelled": "cancelled", "canceled": "cancelled"}  # fmt: skip
 

@@ -25,6 +25,7 @@ from typing import Any
 from django.utils.safestring import SafeString
 
 from contextviewer.display import rendering
+from contextviewer.importers import formats
 from contextviewer.viewer import tool_agents
 from contextviewer.viewer.tool_shell import BashResult, agent_shell_result, bash_result, shell_line, shell_result
 
@@ -39,15 +40,17 @@ TASK_TOOLS = {"Task", "Agent"}
 TODO_STATES = {"pending", "in_progress", "completed", "cancelled"}
 # Tools that run a command line: shown like Bash. (A shell call whose command is an apply_patch
 # heredoc is shown as the patch's diff instead.)
-SHELL_TOOLS = {"shell", "shell_command", "local_shell", "exec_command", "container.exec"}
-PATCH_TOOLS = SHELL_TOOLS | {"apply_patch"}
+# (Codex's: its format's tool vocabulary, importers/<format>/tools.py, read through the registry.)
+SHELL_TOOLS = formats.tool_vocabulary().exec
+PATCH_TOOLS = SHELL_TOOLS | formats.tool_vocabulary().patch
 # Claude Code's and Codex's tools, read by _view only (another agent's tool of the same name in
 # another case, `bash`, `edit`, goes through tool_agents.normalize).
 OWN_TOOLS = (
     EDIT_TOOLS - {"str_replace_editor"}
     | TASK_TOOLS
     | SHELL_TOOLS
-    | {"Write", "Read", "Bash", "TodoWrite", "Glob", "Grep", "apply_patch"}
+    | PATCH_TOOLS
+    | {"Write", "Read", "Bash", "TodoWrite", "Glob", "Grep"}
 )
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from contextviewer.display import rendering
+from contextviewer.importers import formats
+from contextviewer.viewer import tool_agents, tool_display
 from contextviewer.viewer.tool_agents import (
     decode_escapes,
     file_text,
@@ -151,3 +153,29 @@ def test_an_unknown_tool_gets_its_arguments_one_by_one_only_when_some_text_spans
     assert tool_view("save_memory", {"fact": "one line"}) is None  # the raw JSON reads as well
     long = tool_view("save_memory", {"fact": "x\n" * 5000})
     assert len(long.args[0].text) == 6000 and long.args[0].more == 4000
+
+
+# --- the vocabularies come from the formats (importers/<format>/tools.py) through the registry ----
+
+
+@pytest.mark.parametrize("entry", formats.entries(), ids=lambda e: e.name)
+def test_each_formats_declared_tools_get_the_view_of_their_kind(entry):
+    """What a format declares is what the viewer uses: every shell, read, search and sub-agent tool a
+    format names is shown as Bash, Read, Search and Task."""
+    for name in entry.tools.shell:
+        assert tool_agents.normalize(name, {"command": "ls -la"})[0] == "Bash", name
+    for name in entry.tools.read:
+        assert tool_agents.normalize(name, {"path": "src/a.py"})[0] == "Read", name
+    for name in entry.tools.search - entry.tools.commands - {"find_file"}:
+        assert tool_agents.normalize(name, {"pattern": "*.py", "path": "src"})[0] == "Search", name
+    for name in entry.tools.task:
+        assert tool_agents.normalize(name, {"prompt": "look", "description": "d"})[0] == "Task", name
+
+
+def test_the_viewer_reads_every_formats_vocabulary_and_no_name_of_its_own():
+    merged = formats.tool_vocabulary()
+    for entry in formats.entries():
+        assert entry.tools.shell <= merged.shell and entry.tools.edit <= merged.edit
+    assert tool_agents.SHELL == merged.shell and tool_agents.SEARCHES == merged.search
+    assert tool_display.SHELL_TOOLS == merged.exec and "apply_patch" in tool_display.PATCH_TOOLS
+    assert tool_agents.normalize("an_unknown_tool", {"command": "ls"}) is None

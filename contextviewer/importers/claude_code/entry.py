@@ -9,6 +9,7 @@ from pathlib import Path
 from contextviewer.importers.claude_code import layout as claude_code_layout
 from contextviewer.importers.common import first_items, head_text, json_lines
 from contextviewer.importers.formats import Entry, LINES
+from contextviewer.importers.claude_code.tools import TOOLS
 
 
 # Bookkeeping record types of formats.md §1.1 (rows "summary", "file-history-snapshot",
@@ -68,6 +69,7 @@ def sniff(path: Path, head: bytes) -> float:
 
 
 ENTRY = Entry(
+    tools=TOOLS,
     module="contextviewer.importers.claude_code.parser",
     name="claude-code",
     label="Claude Code",

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from contextviewer.importers.common import head_text, json_lines
 from contextviewer.importers.formats import Entry, LINES
+from contextviewer.importers.codex.tools import TOOLS
 
 
 ENVELOPE_TYPES = frozenset(
@@ -48,6 +49,7 @@ def sniff(path: Path, head: bytes) -> float:
 
 
 ENTRY = Entry(
+    tools=TOOLS,
     module="contextviewer.importers.codex.parser",
     name="codex",
     label="Codex CLI",

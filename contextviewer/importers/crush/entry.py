@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from contextviewer.importers.charm import store as charm_store
 from contextviewer.importers.formats import DATABASE, Entry
+from contextviewer.importers.crush.tools import TOOLS
 
 
 NAME = charm_store.CRUSH
 
 
 ENTRY = Entry(
+    tools=TOOLS,
     module="contextviewer.importers.crush.parser",
     name=NAME,
     label="Crush",

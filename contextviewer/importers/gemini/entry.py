@@ -9,6 +9,7 @@ from typing import Any
 
 from contextviewer.importers.common import first_lines
 from contextviewer.importers.formats import DOCUMENT, Entry
+from contextviewer.importers.gemini.tools import TOOLS
 from contextviewer.importers.jsondoc import head_value
 
 
@@ -75,6 +76,7 @@ def sniff(path: Path, head: bytes) -> float:
 
 
 ENTRY = Entry(
+    tools=TOOLS,
     module="contextviewer.importers.gemini.parser",
     name="gemini",
     label="Gemini CLI",

@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from contextviewer.importers.formats import DATABASE, Entry
+from contextviewer.importers.langgraph.tools import TOOLS
 from contextviewer.importers.sqlite_db import SQLITE_MAGIC, columns as _columns, connect_read_only
 
 
@@ -39,6 +40,7 @@ def sniff(path: Path, head: bytes) -> float:
 
 
 ENTRY = Entry(
+    tools=TOOLS,
     module="contextviewer.importers.langgraph.parser",
     name="langgraph",
     label="LangGraph / deepagents",

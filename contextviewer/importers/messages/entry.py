@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from contextviewer.importers.formats import DOCUMENT, Entry
+from contextviewer.importers.messages.tools import TOOLS
 from contextviewer.importers.jsondoc import head_value
 
 
@@ -108,6 +109,7 @@ def sniff(path: Path, head: bytes) -> float:
 
 
 ENTRY = Entry(
+    tools=TOOLS,
     module="contextviewer.importers.messages.parser",
     name="messages",
     label="Message arrays",

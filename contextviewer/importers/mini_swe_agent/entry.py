@@ -8,6 +8,7 @@ from pathlib import Path
 
 from contextviewer.importers.common import head_text
 from contextviewer.importers.formats import DOCUMENT, Entry
+from contextviewer.importers.mini_swe_agent.tools import TOOLS
 
 
 NAME = "mini-swe-agent"
@@ -43,6 +44,7 @@ def sniff(path: Path, head: bytes) -> float:
 
 
 ENTRY = Entry(
+    tools=TOOLS,
     module="contextviewer.importers.mini_swe_agent.parser",
     name=NAME,
     label="mini-swe-agent",

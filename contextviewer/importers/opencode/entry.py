@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from contextviewer.importers.formats import Entry, FOLDER
+from contextviewer.importers.opencode.tools import TOOLS
 from contextviewer.importers.sqlite_db import SQLITE_MAGIC, columns as _columns, connect_read_only, tables
 
 
@@ -43,6 +44,7 @@ def sniff(path: Path, head: bytes) -> float:
 
 
 ENTRY = Entry(
+    tools=TOOLS,
     module="contextviewer.importers.opencode.parser",
     name="opencode",
     label="opencode",

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from contextviewer.importers.charm import store as charm_store
 from contextviewer.importers.formats import DATABASE, Entry
+from contextviewer.importers.opencode_go.tools import TOOLS
 
 
 NAME = charm_store.OPENCODE_GO
 
 
 ENTRY = Entry(
+    tools=TOOLS,
     module="contextviewer.importers.opencode_go.parser",
     name=NAME,
     label="opencode (Go)",

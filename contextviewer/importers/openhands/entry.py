@@ -10,6 +10,7 @@ from typing import Any
 
 from contextviewer.importers.common import first_items, head_text
 from contextviewer.importers.formats import DOCUMENT, Entry
+from contextviewer.importers.openhands.tools import TOOLS
 
 
 NAME = "openhands"
@@ -77,6 +78,7 @@ def sniff(path: Path, head: bytes) -> float:
 
 
 ENTRY = Entry(
+    tools=TOOLS,
     module="contextviewer.importers.openhands.parser",
     name=NAME,
     label="OpenHands",

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from contextviewer.importers.common import head_text
 from contextviewer.importers.formats import DOCUMENT, Entry
+from contextviewer.importers.swe_agent.tools import TOOLS
 
 
 NAME = "swe-agent"
@@ -35,6 +36,7 @@ def sniff(path: Path, head: bytes) -> float:
 
 
 ENTRY = Entry(
+    tools=TOOLS,
     module="contextviewer.importers.swe_agent.parser",
     name=NAME,
     label="SWE-agent",

@@ -1,0 +1,14 @@
+"""Crush's tools (tool_vocabulary.py)."""
+
+from contextviewer.importers.tool_vocabulary import ToolVocabulary, names
+
+TOOLS = ToolVocabulary(
+    shell=names("bash"),
+    edit=names("edit"),
+    multi_edit=names("multiedit"),
+    write=names("write"),
+    read=names("view"),
+    search=names("glob", "grep", "ls"),
+    todo=names("todos"),
+    browse=names("fetch"),
+)
