@@ -1,11 +1,12 @@
 """The registry of formats: which agent wrote a file, where its sessions are, how to read them.
 
-Pure (no Django). A format is one module in ``importers/`` that defines ``FORMAT = Format(...)``, a light module in
-``importers/sniffers/`` that defines its ``ENTRY = Entry(...)`` (name, label, storage, where, file
-endings, locations and ``sniff``: what discovery and the upload page need, without the parser), and
-one line in ``REGISTRY`` below; nothing outside ``importers/`` names a format. Sniffing a path
-imports the light modules only; a format's own module is imported when it claims a path or is
-asked for by name (``get``, ``harness``), and ``registry()`` imports them all. A format says:
+Pure (no Django). A format is one package, ``importers/<format>/``: ``entry.py`` defines its light
+``ENTRY = Entry(...)`` (name, label, storage, where, file endings, locations, ``sniff`` and its tool
+vocabulary: what discovery, the upload page and the tool views need, without the parser),
+``parser.py`` its ``FORMAT = ENTRY.format(...)``, ``tools.py`` its tool vocabulary; and one line in
+``REGISTRY`` below names its entry. Nothing outside ``importers/`` names a format. Sniffing a path
+imports the light entries only; a format's parser is imported when it claims a path or is asked
+for by name (``get``, ``harness``), and ``registry()`` imports them all. A format says:
 
 - ``sniff(path, head)``: how sure it is (0 to 1) that a file or folder is its own, from the name,
   the folder layout and ``head`` (the first ``SNIFF_BYTES`` of a file, decompressed; ``b""`` for a
@@ -178,7 +179,7 @@ class Format:
 class Entry:
     """What the registry knows of a format without importing its parser: its name, label, storage,
     where its logs are, the file endings it reads, and its ``sniff``. A format's entry is the
-    ``ENTRY`` of its light module in ``importers/sniffers/`` (the sniff and the few constants it
+    ``ENTRY`` of its light module ``importers/<format>/entry.py`` (the sniff and the few constants it
     needs, nothing heavy); its full ``Format`` (parse, group, harness, export...) is the ``FORMAT``
     of ``module``, imported the first time the format claims a path or is asked for by name, and
     built from the entry (``entry.format(parse=..., ...)``) so the two always agree."""
@@ -202,7 +203,7 @@ class Entry:
         return _load(self)
 
 
-# The registry: one line per format, its light module (importers/sniffers/, whose ENTRY names the
+# The registry: one line per format, its light module (importers/<format>/entry.py, whose ENTRY names the
 # format's own module). Order breaks ties between equal claims. Sniffing imports only these; a
 # format's module is imported when it claims a path (or is asked for by name).
 REGISTRY = [

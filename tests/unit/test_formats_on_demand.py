@@ -1,4 +1,4 @@
-"""Formats loaded on demand: sniffing a path imports the light entries (importers/sniffers/) and
+"""Formats loaded on demand: sniffing a path imports the light entries (importers/<format>/entry.py) and
 only the module of the format that claims it; the light entries say what the full formats say."""
 
 from __future__ import annotations
