@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-
+from dataclasses import dataclass, field
 
 from contextviewer.core import facts, handoff
 from contextviewer.core.handoff import Entry
@@ -165,6 +165,17 @@ _STEM_RE = re.compile(r"[\w.@+-]+$")
 _COMMAND_START = re.compile(r"^(?:\.{0,2}/)?[a-z][\w.+-]*(?:/[\w.+-]+)* +[^ ]")
 # State lists that give way in tiers (carried, from the view, the view's latest, named by the request).
 TIERED = ("mentioned", "searches", "symbols", "read", "commands", "errors", "edited")
+# The order the lists (a TIERED list: its tiers) give way in over the budget, least useful first.
+DROP_ORDER = (
+    "other", "earlier", "done",
+    *(name + "@carried" for name in TIERED),
+    *(name + "@view" for name in TIERED),
+    "error_steps", "tasks",
+    *(name + "@recent" for name in TIERED),
+    "constraints",
+    *(name + "@goal" for name in TIERED),
+    *(name + "@named" for name in TIERED),
+)
 
 
 def _foreign_items(text: str) -> dict[str, list[str]]:
@@ -190,19 +201,52 @@ def _stems(text: str) -> set[str]:
     return out
 
 
+@dataclass
+class _View:
+    """The loaded view as the summarizer reads it: the earlier summary (ours by section, or a foreign
+    one whole), the requests, what the assistant said, the tool calls and the latest request."""
+
+    entries: list[Entry]
+    previous: dict[str, str]  # the sections of an earlier builtin summary
+    foreign: list[str]  # an earlier summary that is not ours, whole
+    users: list[Entry]
+    assistants: list[Entry]
+    tools: list[Entry]
+    request: str  # the latest request, cut at a sentence end ("" without one)
+
+    @classmethod
+    def of(cls, entries: list[Entry]) -> _View:
+        previous, foreign = _previous(entries)
+        # Lines the harness injects as user messages (<task-notification>, <command-name>, ...) are not requests.
+        users = [e for e in entries if e.role == "user" and not e.text.lstrip().startswith("<")]
+        return cls(
+            entries, previous, foreign, users,
+            assistants=[e for e in entries if e.role == "assistant"],
+            tools=[e for e in entries if e.role == "tool"],
+            request=handoff.first_sentences(users[-1].text, 300) if users else "",
+        )
+
+
 def summarize(entries: list[Entry], budget: int = handoff.DEFAULT_BUDGET) -> str:
     """The four sections of the loaded view in at most `budget` tokens (count_text), however many
     folds came before: an earlier summary's items are merged (not pasted), what the view superseded
     (a deleted file, a finished task, an error a later run fixed) is dropped, and vendored, build and
     temporary paths are left out. Over the budget, the least useful items give way first."""
     budget = max(handoff.MIN_BUDGET, int(budget))
-    previous, foreign = _previous(entries)
-    # Lines the harness injects as user messages (<task-notification>, <command-name>, ...) are not requests.
-    users = [e for e in entries if e.role == "user" and not e.text.lstrip().startswith("<")]
-    assistants = [e for e in entries if e.role == "assistant"]
-    tools = [e for e in entries if e.role == "tool"]
+    view = _View.of(entries)
+    goal_lines = _goal(view)
+    carried = _carried(view)
+    work = _work(view, carried)
+    state, last = _state(view, carried, work)
+    steps, step_lists = _next_steps(view, carried, work, state["errors"])
+    full = {**state, **step_lists, "constraints": _constraints(view)}
+    tiers = _tiers(full, work.fresh, view, goal_lines)
+    return handoff.fit_to_budget(lambda g: _render(g, full, goal_lines, last, steps), tiers, DROP_ORDER, budget, count_text)
 
-    # Goal: the original goal stays (from the previous summary), and the latest request is named.
+
+def _goal(view: _View) -> list[str]:
+    """Goal: the original goal stays (from the previous summary), and the latest request is named."""
+    previous, foreign, users = view.previous, view.foreign, view.users
     goal_lines: list[str] = []
     if previous.get("Goal"):
         goal_lines = [ln for ln in previous["Goal"].split("\n") if not ln.startswith("Latest request:")]
@@ -210,127 +254,195 @@ def summarize(entries: list[Entry], budget: int = handoff.DEFAULT_BUDGET) -> str
         goal_lines = ["From the earlier summary: " + _one_line(_intent(foreign[0]), 600)]
     elif users:
         goal_lines = [_one_line(users[0].text, 600)]
-    request = handoff.first_sentences(users[-1].text, 300) if users else ""
     if users and (previous.get("Goal") or foreign or len(users) > 1):
-        if request not in goal_lines and _one_line(users[-1].text, 600) not in goal_lines:
-            goal_lines.append(f"Latest request: {request}")
-    if not goal_lines:
-        goal_lines = ["Not stated in the transcript (no user request in the loaded view)."]
+        if view.request not in goal_lines and _one_line(users[-1].text, 600) not in goal_lines:
+            goal_lines.append(f"Latest request: {view.request}")
+    return goal_lines or ["Not stated in the transcript (no user request in the loaded view)."]
 
-    # State: what the earlier summary listed, merged with the view's (earlier first, each once).
-    carried = _carried_state(previous.get("State and what is done", ""))
-    for text in ([foreign[0]] if foreign else []) + (["\n".join(carried["quoted"])] if carried["quoted"] else []):
+
+def _carried(view: _View) -> dict[str, list[str]]:
+    """What the earlier summary's State listed, by kind (_carried_state), with the paths and commands
+    of a foreign summary and of the lines an older builtin summary quoted."""
+    carried = _carried_state(view.previous.get("State and what is done", ""))
+    for text in ([view.foreign[0]] if view.foreign else []) + (["\n".join(carried["quoted"])] if carried["quoted"] else []):
         items = _foreign_items(text)
         carried["mentioned"] += items["mentioned"]
         carried["commands"] += items["commands"]
-    edited, read = list(carried["edited"]), list(carried["read"])
-    commands, searches = list(carried["commands"]), list(carried["searches"])
+    return carried
+
+
+@dataclass
+class _Work:
+    """What the view's tool calls did, after what the earlier summary listed (earlier first)."""
+
+    edited: list[str]
+    read: list[str]
+    commands: list[str]
+    searches: list[str]
     # Errors by what they ran on: a later successful run of the same tool on the same target resolves one.
-    open_errors: dict[str, tuple[str, str]] = {}  # line -> (tool, target)
+    open_errors: dict[str, tuple[str, str]]  # line -> (tool, target)
+    tasks: list[tuple[str, bool]] | None = None  # the latest task list: (text, done)
+    fresh: set[str] = field(default_factory=set)  # items the view itself gave (the rest were carried from the earlier summary)
+    deleted: set[str] = field(default_factory=set)
+
+
+def _work(view: _View, carried: dict[str, list[str]]) -> _Work:
+    """The view's tool calls, in order, over what the earlier summary listed: the files changed and
+    read (a deleted one forgotten), commands, searches, the latest task list and the open errors."""
+    open_errors: dict[str, tuple[str, str]] = {}
     for line in carried["errors"]:
         m = _ERROR_TARGET_RE.match(line)
         open_errors[line] = (m.group("tool"), m.group("target") or "") if m else ("", "")
-    tasks: list[tuple[str, bool]] | None = None
-    fresh: set[str] = set()  # items the view itself gave (the rest were carried from the earlier summary)
-    deleted: set[str] = set()
-    for t in tools:
+    work = _Work(list(carried["edited"]), list(carried["read"]), list(carried["commands"]), list(carried["searches"]), open_errors)
+    for t in view.tools:
         data = _input(t)
         listed = handoff.task_list(t.tool_name, data)
         if listed is not None:
-            tasks = listed
-        for gone in handoff.deleted_paths(t.tool_name, data) if not t.is_error else ():
-            deleted.add(gone)
-            edited = [p for p in edited if p != gone and not p.endswith("/" + gone.lstrip("./"))]
-            read = [p for p in read if p != gone and not p.endswith("/" + gone.lstrip("./"))]
-        for key in PATH_KEYS:
-            value = data.get(key)
-            if not isinstance(value, str) or not value.strip():
-                continue
-            value = value.strip()
-            # file_path and notebook_path name files; a search `path` is often a directory.
-            if key != "path" or facts.is_file_like(value):
-                (edited if t.tool_name in EDIT_TOOLS else read).append(value)
-                deleted.discard(value)
-                fresh.add(value)
-        if isinstance(data.get("command"), str) and data["command"].strip():
-            commands.append(_command(data["command"]))
-            fresh.add(commands[-1])
-        if isinstance(data.get("pattern"), str) and t.tool_name not in {"Bash"}:
-            where = data.get("path") if isinstance(data.get("path"), str) else ""
-            searches.append(_one_line(f"{t.tool_name} {data['pattern']!r}" + (f" in {where}" if where else ""), 200))
-            fresh.add(searches[-1])
-        target = handoff.run_target(data)
-        tool_name = re.sub(r"[^\w.:-]", "_", t.tool_name or "tool")
-        if t.is_error and t.text.strip():
-            shown = _one_line(target, 100) if target and "`" not in target else ""
-            line = _one_line(f"{tool_name}: {t.text.strip()}", 160) + (f" (on `{shown}`)" if shown else "")
-            open_errors = {k: v for k, v in open_errors.items() if v != (tool_name, shown)}  # the latest one says it
-            open_errors[line] = (tool_name, shown)
-            fresh.add(line)
-        elif target and not t.is_error:
-            open_errors = {k: v for k, v in open_errors.items() if not handoff.resolves(v[0], v[1], tool_name, target)}
-    said = [e for e in entries if e.role in ("user", "assistant")]
-    seen_paths = _paths_seen(said, tools)
-    fresh.update(seen_paths)
+            work.tasks = listed
+        _forget_deleted(work, t, data)
+        _note_call(work, t, data)
+        _note_outcome(work, t, data)
+    return work
+
+
+def _forget_deleted(work: _Work, t: Entry, data: dict) -> None:
+    """The files a call deleted leave the files changed and read (until a later call names them)."""
+    for gone in handoff.deleted_paths(t.tool_name, data) if not t.is_error else ():
+        work.deleted.add(gone)
+        work.edited = [p for p in work.edited if p != gone and not p.endswith("/" + gone.lstrip("./"))]
+        work.read = [p for p in work.read if p != gone and not p.endswith("/" + gone.lstrip("./"))]
+
+
+def _note_call(work: _Work, t: Entry, data: dict) -> None:
+    """The files a call changed or read, the command it ran and the search it made."""
+    for key in PATH_KEYS:
+        value = data.get(key)
+        if not isinstance(value, str) or not value.strip():
+            continue
+        value = value.strip()
+        # file_path and notebook_path name files; a search `path` is often a directory.
+        if key != "path" or facts.is_file_like(value):
+            (work.edited if t.tool_name in EDIT_TOOLS else work.read).append(value)
+            work.deleted.discard(value)
+            work.fresh.add(value)
+    if isinstance(data.get("command"), str) and data["command"].strip():
+        work.commands.append(_command(data["command"]))
+        work.fresh.add(work.commands[-1])
+    if isinstance(data.get("pattern"), str) and t.tool_name not in {"Bash"}:
+        where = data.get("path") if isinstance(data.get("path"), str) else ""
+        work.searches.append(_one_line(f"{t.tool_name} {data['pattern']!r}" + (f" in {where}" if where else ""), 200))
+        work.fresh.add(work.searches[-1])
+
+
+def _note_outcome(work: _Work, t: Entry, data: dict) -> None:
+    """A failed call opens an error (the latest on a tool and target says it); a successful run of
+    the same tool on the same target resolves the errors it answers."""
+    target = handoff.run_target(data)
+    tool_name = re.sub(r"[^\w.:-]", "_", t.tool_name or "tool")
+    if t.is_error and t.text.strip():
+        shown = _one_line(target, 100) if target and "`" not in target else ""
+        line = _one_line(f"{tool_name}: {t.text.strip()}", 160) + (f" (on `{shown}`)" if shown else "")
+        work.open_errors = {k: v for k, v in work.open_errors.items() if v != (tool_name, shown)}  # the latest one says it
+        work.open_errors[line] = (tool_name, shown)
+        work.fresh.add(line)
+    elif target and not t.is_error:
+        work.open_errors = {k: v for k, v in work.open_errors.items() if not handoff.resolves(v[0], v[1], tool_name, target)}
+
+
+def _state(view: _View, carried: dict[str, list[str]], work: _Work) -> tuple[dict[str, list[str]], str]:
+    """State and what is done, as the lists that give way over the budget: files changed, read and
+    mentioned, commands, searches, symbols, open errors, earlier states and the earlier summary's
+    other lines (each once, the latest within its cap; noise paths and deleted files left out); and
+    the last state (what the assistant said last)."""
+    said = [e for e in view.entries if e.role in ("user", "assistant")]
+    seen_paths = _paths_seen(said, view.tools)
+    work.fresh.update(seen_paths)
     mentioned = list(carried["mentioned"]) + seen_paths
     symbols = list(carried["symbols"])
-    for e in assistants:
+    for e in view.assistants:
         new = [s for s in SYMBOL_RE.findall(e.text) if 3 <= len(s) <= 80 and not PATH_RE.fullmatch(s)]
         symbols += new
-        fresh.update(new)
+        work.fresh.update(new)
 
     def keep(path: str) -> bool:
-        return not handoff.is_noise_path(path) and path not in deleted
+        return not handoff.is_noise_path(path) and path not in work.deleted
 
-    edited_u = [p for p in _unique(edited, MAX_PATHS, keep_last=True) if keep(p)]
-    read_u = [p for p in _unique(read, MAX_PATHS, keep_last=True) if p not in edited_u and keep(p)]
-    listed_paths = set(edited_u) | set(read_u)
-    other = [p for p in _unique(mentioned, MAX_PATHS, keep_last=True) if p not in listed_paths and keep(p)]
-    commands_u = [c for c in _unique(commands, MAX_COMMANDS, keep_last=True) if not handoff.names_noise_path(c)]
-    errors_u = [e for e in _unique(list(open_errors), MAX_ERRORS, keep_last=True) if not handoff.names_noise_path(e)]
+    edited = [p for p in _unique(work.edited, MAX_PATHS, keep_last=True) if keep(p)]
+    read = [p for p in _unique(work.read, MAX_PATHS, keep_last=True) if p not in edited and keep(p)]
+    listed_paths = set(edited) | set(read)
     earlier_states = list(carried["states"])
-    if assistants and carried["last"]:
+    if view.assistants and carried["last"]:
         earlier_states.append(carried["last"])
-    last = handoff.scrub_noise_paths(_one_line(assistants[-1].text, 600)) if assistants else carried["last"]
+    last = handoff.scrub_noise_paths(_one_line(view.assistants[-1].text, 600)) if view.assistants else carried["last"]
+    return {
+        "edited": edited,
+        "read": read,
+        "mentioned": [p for p in _unique(mentioned, MAX_PATHS, keep_last=True) if p not in listed_paths and keep(p)],
+        "commands": [c for c in _unique(work.commands, MAX_COMMANDS, keep_last=True) if not handoff.names_noise_path(c)],
+        "searches": [x for x in _unique(work.searches, 24, keep_last=True) if not handoff.names_noise_path(x)],
+        "symbols": _unique(symbols, MAX_SYMBOLS, keep_last=True),
+        "errors": [e for e in _unique(list(work.open_errors), MAX_ERRORS, keep_last=True) if not handoff.names_noise_path(e)],
+        "earlier": _unique(earlier_states, 2, keep_last=True),
+        "other": [ln for ln in _unique(carried["other"], MAX_CARRIED_LINES) if not handoff.names_noise_path(ln)],
+    }, last
 
-    # Next steps: the latest request, open tasks and unresolved errors; nothing else.
-    steps: list[str] = []
-    last_role = next((e.role for e in reversed(entries) if e.role in ("user", "assistant")), None)
-    if users:
-        steps.append((_ANSWER if last_role == "user" else _LATEST) + request)
-    elif previous.get("Next steps"):
-        carried_request = [ln[2:].strip() for ln in previous["Next steps"].split("\n") if ln.startswith(("- " + _ANSWER, "- " + _LATEST))]
-        if assistants:  # answered in the view since
-            carried_request = [_LATEST + x.removeprefix(_ANSWER) if x.startswith(_ANSWER) else x for x in carried_request]
-        steps += carried_request
-    if tasks is not None:
-        open_tasks = [text for text, done in tasks if not done]
-        done_tasks = [text for text, done in tasks if done]
+
+def _next_steps(view: _View, carried: dict[str, list[str]], work: _Work, errors: list[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """Next steps: the latest request, open tasks and unresolved errors; nothing else. With them the
+    tasks done (State lists them), from the latest task list, else from the earlier summary."""
+    if work.tasks is not None:
+        open_tasks = [text for text, done in work.tasks if not done]
+        done_tasks = [text for text, done in work.tasks if done]
     else:
-        open_tasks = [ln[2 + len(_OPEN_TASK) :].strip() for ln in (previous.get("Next steps") or "").split("\n") if ln.startswith("- " + _OPEN_TASK)]
+        next_steps = (view.previous.get("Next steps") or "").split("\n")
+        open_tasks = [ln[2 + len(_OPEN_TASK) :].strip() for ln in next_steps if ln.startswith("- " + _OPEN_TASK)]
         done_tasks = list(carried["done"])
-    done_tasks = _unique([_one_line(x, 160) for x in done_tasks], 20, keep_last=True)
-    task_steps = [_OPEN_TASK + _one_line(x, 200) for x in _unique(open_tasks, 20)]
     error_steps = []
-    for err in errors_u:
+    for err in errors:
         m = _ERROR_TARGET_RE.match(err)
         error_steps.append(f"Resolve the error of {m.group('tool')} on `{m.group('target')}`" if m and m.group("target") else f"Resolve the error: {err}")
+    return _request_steps(view), {
+        "done": _unique([_one_line(x, 160) for x in done_tasks], 20, keep_last=True),
+        "tasks": [_OPEN_TASK + _one_line(x, 200) for x in _unique(open_tasks, 20)],
+        "error_steps": error_steps,
+    }
 
-    # Constraints: what the user stated, verbatim where short.
+
+def _request_steps(view: _View) -> list[str]:
+    """The latest request as a step: to answer (the view ends on it) or to see where it stands;
+    without a request in the view, the earlier summary's (answered since if the assistant spoke)."""
+    steps: list[str] = []
+    last_role = next((e.role for e in reversed(view.entries) if e.role in ("user", "assistant")), None)
+    if view.users:
+        steps.append((_ANSWER if last_role == "user" else _LATEST) + view.request)
+    elif view.previous.get("Next steps"):
+        carried_request = [ln[2:].strip() for ln in view.previous["Next steps"].split("\n") if ln.startswith(("- " + _ANSWER, "- " + _LATEST))]
+        if view.assistants:  # answered in the view since
+            carried_request = [_LATEST + x.removeprefix(_ANSWER) if x.startswith(_ANSWER) else x for x in carried_request]
+        steps += carried_request
+    return steps
+
+
+def _constraints(view: _View) -> list[str]:
+    """Constraints and preferences: what the user stated (and the earlier summary kept), verbatim where short."""
     constraints = []
-    if previous.get("Constraints and preferences"):
+    if view.previous.get("Constraints and preferences"):
         constraints += [
             ln.lstrip("- ").strip()
-            for ln in previous["Constraints and preferences"].split("\n")
+            for ln in view.previous["Constraints and preferences"].split("\n")
             if ln.strip() and not ln.startswith("None stated")
         ]
-    for e in users:
+    for e in view.users:
         constraints += [_one_line(s, 300) for s in _sentences(e.text) if CONSTRAINT_RE.search(s)]
-    constraints = [c for c in _unique(constraints, MAX_CONSTRAINTS, keep_last=True) if not c.startswith("None stated")]
+    return [c for c in _unique(constraints, MAX_CONSTRAINTS, keep_last=True) if not c.startswith("None stated")]
 
-    # What the goal names (by basename stem) gives way after the other items, what the latest request
-    # names last: across folds the goal's files stay, so a request that goes back to them finds them.
-    stems = _stems(users[-1].text) if users else set()
+
+def _tiers(full: dict[str, list[str]], fresh: set[str], view: _View, goal_lines: list[str]) -> dict[str, list[str]]:
+    """The lists as they give way. Each TIERED list gives way in tiers: what was carried from the
+    earlier summary first, then what the view gave, then its three latest items, then what the goal
+    names, and what the latest request names last (by basename stem: across folds the goal's files
+    stay, so a request that goes back to them finds them). The other lists give way whole."""
+    stems = _stems(view.users[-1].text) if view.users else set()
     goal_stems = _stems("\n".join(ln for ln in goal_lines if not ln.startswith("Latest request:"))) - stems
 
     def named(item: str) -> bool:
@@ -339,17 +451,6 @@ def summarize(entries: list[Entry], budget: int = handoff.DEFAULT_BUDGET) -> str
     def in_goal(item: str) -> bool:
         return any(stem in item for stem in goal_stems)
 
-    groups: dict[str, list[str]] = {
-        "edited": edited_u, "read": read_u, "mentioned": other, "commands": commands_u,
-        "searches": [x for x in _unique(searches, 24, keep_last=True) if not handoff.names_noise_path(x)],
-        "symbols": _unique(symbols, MAX_SYMBOLS, keep_last=True),
-        "errors": errors_u, "earlier": _unique(earlier_states, 2, keep_last=True),
-        "other": [ln for ln in _unique(carried["other"], MAX_CARRIED_LINES) if not handoff.names_noise_path(ln)],
-        "done": done_tasks, "tasks": task_steps, "error_steps": error_steps, "constraints": constraints,
-    }
-    # Each list gives way in tiers: what was carried from the earlier summary first, then what the view
-    # gave, then its three latest items, then what the goal names, and what the latest request names last.
-    full = dict(groups)
     tiers: dict[str, list[str]] = {}
     for name in TIERED:
         items = full[name]
@@ -365,54 +466,51 @@ def summarize(entries: list[Entry], budget: int = handoff.DEFAULT_BUDGET) -> str
     for name in full:
         if name not in TIERED:
             tiers[name] = full[name]
+    return tiers
 
-    def live(g: dict[str, list[str]], name: str) -> list[str]:
-        if name not in TIERED:
-            return g[name]
-        kept = {x for tier in ("@carried", "@view", "@recent", "@goal", "@named") for x in g[name + tier]}
-        return [x for x in full[name] if x in kept]
 
-    def render(g: dict[str, list[str]]) -> str:
-        state: list[str] = []
-        for label, name in (("Files changed: ", "edited"), ("Files read: ", "read"), ("Paths mentioned: ", "mentioned")):
-            paths = live(g, name)
-            if paths:
-                state.append(label + ", ".join(f"`{p}`" for p in paths))
-        state += [f"Ran `{c}`" for c in live(g, "commands")]
-        if live(g, "searches"):
-            state.append("Searched: " + "; ".join(live(g, "searches")))
-        if live(g, "symbols"):
-            state.append("Symbols: " + ", ".join(f"`{s}`" for s in live(g, "symbols")))
-        if live(g, "done"):
-            state.append("Tasks done: " + "; ".join(live(g, "done")))
-        state += [f"Error seen: {e}" for e in live(g, "errors")]
-        if last:
-            state.append("Last state: " + last)
-        state += [f"Earlier state: {x}" for x in live(g, "earlier")]
-        state += [ln for ln in live(g, "other") if ln not in state]
-        if not state:
-            state.append("Nothing was done in the loaded view yet.")
-        next_steps = steps + live(g, "tasks") + live(g, "error_steps") or ["No open request, task or error in the transcript."]
-        return handoff.format_sections(
-            {
-                "Goal": "\n".join(goal_lines),
-                "State and what is done": _bullets(state),
-                "Next steps": _bullets(next_steps),
-                "Constraints and preferences": _bullets(live(g, "constraints") or ["None stated in the transcript."]),
-            }
-        )
+def _live(g: dict[str, list[str]], full: dict[str, list[str]], name: str) -> list[str]:
+    """What is left of list `name` in `g` (of a TIERED list: of its tiers, in the list's order)."""
+    if name not in TIERED:
+        return g[name]
+    kept = {x for tier in ("@carried", "@view", "@recent", "@goal", "@named") for x in g[name + tier]}
+    return [x for x in full[name] if x in kept]
 
-    drop_order = (
-        "other", "earlier", "done",
-        *(name + "@carried" for name in TIERED),
-        *(name + "@view" for name in TIERED),
-        "error_steps", "tasks",
-        *(name + "@recent" for name in TIERED),
-        "constraints",
-        *(name + "@goal" for name in TIERED),
-        *(name + "@named" for name in TIERED),
+
+def _render(g: dict[str, list[str]], full: dict[str, list[str]], goal_lines: list[str], last: str, steps: list[str]) -> str:
+    """The four sections, with what is left in `g` of the lists in `full`."""
+
+    def live(name: str) -> list[str]:
+        return _live(g, full, name)
+
+    state: list[str] = []
+    for label, name in (("Files changed: ", "edited"), ("Files read: ", "read"), ("Paths mentioned: ", "mentioned")):
+        paths = live(name)
+        if paths:
+            state.append(label + ", ".join(f"`{p}`" for p in paths))
+    state += [f"Ran `{c}`" for c in live("commands")]
+    if live("searches"):
+        state.append("Searched: " + "; ".join(live("searches")))
+    if live("symbols"):
+        state.append("Symbols: " + ", ".join(f"`{s}`" for s in live("symbols")))
+    if live("done"):
+        state.append("Tasks done: " + "; ".join(live("done")))
+    state += [f"Error seen: {e}" for e in live("errors")]
+    if last:
+        state.append("Last state: " + last)
+    state += [f"Earlier state: {x}" for x in live("earlier")]
+    state += [ln for ln in live("other") if ln not in state]
+    if not state:
+        state.append("Nothing was done in the loaded view yet.")
+    next_steps = steps + live("tasks") + live("error_steps") or ["No open request, task or error in the transcript."]
+    return handoff.format_sections(
+        {
+            "Goal": "\n".join(goal_lines),
+            "State and what is done": _bullets(state),
+            "Next steps": _bullets(next_steps),
+            "Constraints and preferences": _bullets(live("constraints") or ["None stated in the transcript."]),
+        }
     )
-    return handoff.fit_to_budget(render, tiers, drop_order, budget, count_text)
 
 
 class BuiltinProvider:
