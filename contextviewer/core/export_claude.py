@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 import uuid as uuidlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 from .export import (
@@ -117,127 +117,161 @@ def claude_code_lines(
     notes = _Notes()
     messages = [{**m, "_at": i} for i, m in enumerate(messages)]
     kept = conversational(messages, notes, keep_fold_markers=True, keep_system=CLAUDE_CODE_SENT_SYSTEM)
-    namespace = uuidlib.UUID(session_id)
-    clock = start or datetime(2026, 1, 1, tzinfo=UTC)
-    renamed: set[str] = set()
-
-    def tool_name(name):
-        mapped = claude_code_tool_name(name)
-        if mapped != (name or ""):
-            renamed.add(f"{name} → {mapped}")
-        return mapped
-
-    lines: list[dict] = []
-    parent: str | None = None
-    api_ids: dict[str, str] = {}
-    line_ids: dict[int, str] = {}  # index in `messages` -> the uuid of its exported line
-    resolve = _parents(messages)
+    writer = _LineWriter(
+        notes, session_id, cwd=cwd, git_branch=git_branch, model=model, version=version, start=start, resolve=_parents(messages)
+    )
     for n, m in enumerate(kept):
-        ts = _timestamp(m.get("timestamp"))
-        clock = ts if ts is not None and ts >= clock else clock + timedelta(milliseconds=1)
-        uid = str(uuidlib.uuid5(namespace, f"line:{n}"))
-        at = m.get("_at")
-        line_parent = parent
-        if at is not None:
-            # The source's own tree (parallel calls answered off the main chain, a branch left
-            # behind), with the lines not exported skipped: the agent rebuilds what it built.
-            p = resolve(at)
-            while p is not None and p not in line_ids:
-                p = resolve(p)
-            line_parent = line_ids.get(p) if p is not None else None
-        envelope = {
-            "parentUuid": line_parent,
-            "isSidechain": False,
-            "userType": "external",
-            "cwd": cwd or "/",
-            "sessionId": session_id,
-            "version": version,
-            **({"gitBranch": git_branch} if git_branch else {}),
-        }
-        role = m.get("role")
-        if role == "system" and m.get("subtype") in CLAUDE_CODE_SENT_SYSTEM:
-            text = "\n".join(b.get("text") or "" for b in m.get("blocks") or () if b.get("kind") == "text")
-            if not text.strip():
-                continue
-            line = {**envelope, "type": "system", "subtype": m["subtype"], "content": text, "level": "info",
-                    "uuid": uid, "timestamp": _iso(clock), "isMeta": bool(m.get("is_meta"))}
-        elif role == "system":
-            line = {
-                **envelope,
-                "parentUuid": None,
-                "logicalParentUuid": parent,
-                "type": "system",
-                "subtype": "compact_boundary",
-                "content": "Conversation compacted",
-                "isMeta": False,
-                "level": "info",
-                "compactMetadata": {"trigger": m.get("trigger") or "manual", "preTokens": int(m.get("pre_tokens") or 0)},
-                "uuid": uid,
-                "timestamp": _iso(clock),
-            }
-        elif role == "assistant":
-            raw = _raw_message(m)
-            blocks = claude_code_content(m, raw, notes, tool_name)
-            if not blocks:
-                continue
-            api_id = m.get("api_message_id") or f"row:{n}"
-            msg_id = api_ids.get(api_id)
-            if msg_id is None:
-                msg_id = api_id if _MSG_ID.match(api_id) else "msg_" + _short_hash(f"{session_id}:{api_id}")
-                api_ids[api_id] = msg_id
-            usage = m.get("usage") if isinstance(m.get("usage"), dict) else {"input_tokens": 0, "output_tokens": 0}
-            if raw is not None and isinstance(raw.get("usage"), dict):
-                usage = raw["usage"]  # the line's own, as the agent wrote it (it reads the last one)
-            own_model = raw.get("model") if raw is not None and isinstance(raw.get("model"), str) else ""
-            line = {
-                **envelope,
-                "type": "assistant",
-                "message": {
-                    # Each line's own model: the agent drops thinking written by another model.
-                    "model": own_model or m.get("model") or model or DEFAULT_MODEL,
-                    "id": msg_id,
-                    "type": "message",
-                    "role": "assistant",
-                    "content": blocks,
-                    "stop_reason": "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn",
-                    "stop_sequence": None,
-                    "usage": usage,
-                },
-                "uuid": uid,
-                "timestamp": _iso(clock),
-            }
-        else:
-            raw = None
-            if m.get("is_compact_summary"):
-                text = "\n".join(b.get("text") or "" for b in m.get("blocks") or () if b.get("kind") == "text")
-                content: str | list = text
-            else:
-                raw = _raw_message(m)
-                content = claude_code_content(m, raw, notes, tool_name)
-                if not content:
-                    continue
-                as_list = raw is not None and isinstance(raw.get("content"), list)
-                if len(content) == 1 and content[0]["type"] == "text" and not as_list:
-                    content = content[0]["text"]  # a typed prompt, as Claude Code writes it
-            line = {**envelope, "type": "user", "message": {"role": "user", "content": content}, "uuid": uid, "timestamp": _iso(clock)}
-            extra = _raw_line_fields(m, content, raw)
-            if extra:
-                line.update(extra)
-            if m.get("is_meta"):
-                line["isMeta"] = True
-            if m.get("is_compact_summary"):
-                line["isCompactSummary"] = True
-                line["isVisibleInTranscriptOnly"] = True
-        lines.append(line)
-        parent = uid
-        if at is not None:
-            line_ids[at] = uid
+        writer.add(n, m)
+    lines = writer.lines
     if title and lines:
         lines.append({"type": "custom-title", "customTitle": " ".join(title.split())[:200], "sessionId": session_id})
     out = notes.render()
-    if renamed:
-        out.append("tool names Claude Code does not know, renamed: " + ", ".join(sorted(renamed)))
+    if writer.renamed:
+        out.append("tool names Claude Code does not know, renamed: " + ", ".join(sorted(writer.renamed)))
     return lines, out
+
+
+class _LineWriter:
+    """The lines of one export as claude_code_lines writes them, and what chains them: the uuid of
+    the last line, the exported line of each source message, the message id given to each API
+    message, the clock (one millisecond on where a message has no later time), the tools renamed."""
+
+    def __init__(self, notes: _Notes, session_id: str, *, cwd: str, git_branch: str, model: str, version: str,
+                 start: datetime | None, resolve: Callable[[int], int | None]):
+        self.notes, self.session_id, self.model, self.resolve = notes, session_id, model, resolve
+        self.namespace = uuidlib.UUID(session_id)
+        self.clock = start or datetime(2026, 1, 1, tzinfo=UTC)
+        # What every line says after its parentUuid, isSidechain and userType.
+        self.fields = {"cwd": cwd or "/", "sessionId": session_id, "version": version, **({"gitBranch": git_branch} if git_branch else {})}
+        self.lines: list[dict] = []
+        self.parent: str | None = None  # the uuid of the last line written
+        self.api_ids: dict[str, str] = {}
+        self.line_ids: dict[int, str] = {}  # index in `messages` -> the uuid of its exported line
+        self.renamed: set[str] = set()
+
+    def tool_name(self, name):
+        mapped = claude_code_tool_name(name)
+        if mapped != (name or ""):
+            self.renamed.add(f"{name} → {mapped}")
+        return mapped
+
+    def add(self, n: int, m: dict) -> None:
+        """The line of the n-th kept message, if it has one (a message with nothing to say has none)."""
+        ts = _timestamp(m.get("timestamp"))
+        self.clock = ts if ts is not None and ts >= self.clock else self.clock + timedelta(milliseconds=1)
+        uid = str(uuidlib.uuid5(self.namespace, f"line:{n}"))
+        at = m.get("_at")
+        head = {"parentUuid": self._parent_of(at), "isSidechain": False, "userType": "external", **self.fields}
+        role = m.get("role")
+        if role == "system" and m.get("subtype") in CLAUDE_CODE_SENT_SYSTEM:
+            line = self._local_command(m, head, uid)
+        elif role == "system":
+            line = self._boundary(m, head, uid)
+        elif role == "assistant":
+            line = self._assistant(n, m, head, uid)
+        else:
+            line = self._user(m, head, uid)
+        if line is None:
+            return
+        self.lines.append(line)
+        self.parent = uid
+        if at is not None:
+            self.line_ids[at] = uid
+
+    def _parent_of(self, at: int | None) -> str | None:
+        """The uuid of the line a message's line hangs from: the line before, or for a message of the
+        list (`at`, its index) the source's own tree (parallel calls answered off the main chain, a
+        branch left behind), with the lines not exported skipped: the agent rebuilds what it built."""
+        if at is None:
+            return self.parent
+        p = self.resolve(at)
+        while p is not None and p not in self.line_ids:
+            p = self.resolve(p)
+        return self.line_ids.get(p) if p is not None else None
+
+    def _local_command(self, m: dict, head: dict, uid: str) -> dict | None:
+        """A slash command run locally, or its output: a system line Claude Code reads as a user message."""
+        text = "\n".join(b.get("text") or "" for b in m.get("blocks") or () if b.get("kind") == "text")
+        if not text.strip():
+            return None
+        return {**head, "type": "system", "subtype": m["subtype"], "content": text, "level": "info",
+                "uuid": uid, "timestamp": _iso(self.clock), "isMeta": bool(m.get("is_meta"))}
+
+    def _boundary(self, m: dict, head: dict, uid: str) -> dict:
+        """A fold marker: it starts a new chain, its logical parent the last line before it."""
+        return {
+            **head,
+            "parentUuid": None,
+            "logicalParentUuid": self.parent,
+            "type": "system",
+            "subtype": "compact_boundary",
+            "content": "Conversation compacted",
+            "isMeta": False,
+            "level": "info",
+            "compactMetadata": {"trigger": m.get("trigger") or "manual", "preTokens": int(m.get("pre_tokens") or 0)},
+            "uuid": uid,
+            "timestamp": _iso(self.clock),
+        }
+
+    def _assistant(self, n: int, m: dict, head: dict, uid: str) -> dict | None:
+        raw = _raw_message(m)
+        blocks = claude_code_content(m, raw, self.notes, self.tool_name)
+        if not blocks:
+            return None
+        msg_id = self._message_id(m.get("api_message_id") or f"row:{n}")
+        usage = m.get("usage") if isinstance(m.get("usage"), dict) else {"input_tokens": 0, "output_tokens": 0}
+        if raw is not None and isinstance(raw.get("usage"), dict):
+            usage = raw["usage"]  # the line's own, as the agent wrote it (it reads the last one)
+        own_model = raw.get("model") if raw is not None and isinstance(raw.get("model"), str) else ""
+        return {
+            **head,
+            "type": "assistant",
+            "message": {
+                # Each line's own model: the agent drops thinking written by another model.
+                "model": own_model or m.get("model") or self.model or DEFAULT_MODEL,
+                "id": msg_id,
+                "type": "message",
+                "role": "assistant",
+                "content": blocks,
+                "stop_reason": "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn",
+                "stop_sequence": None,
+                "usage": usage,
+            },
+            "uuid": uid,
+            "timestamp": _iso(self.clock),
+        }
+
+    def _message_id(self, api_id: str) -> str:
+        """The message id of an API message (its own where it is one), the same for each of its lines."""
+        msg_id = self.api_ids.get(api_id)
+        if msg_id is None:
+            msg_id = api_id if _MSG_ID.match(api_id) else "msg_" + _short_hash(f"{self.session_id}:{api_id}")
+            self.api_ids[api_id] = msg_id
+        return msg_id
+
+    def _user(self, m: dict, head: dict, uid: str) -> dict | None:
+        raw = None
+        if m.get("is_compact_summary"):
+            text = "\n".join(b.get("text") or "" for b in m.get("blocks") or () if b.get("kind") == "text")
+            content: str | list = text
+        else:
+            raw = _raw_message(m)
+            content = claude_code_content(m, raw, self.notes, self.tool_name)
+            if not content:
+                return None
+            as_list = raw is not None and isinstance(raw.get("content"), list)
+            if len(content) == 1 and content[0]["type"] == "text" and not as_list:
+                content = content[0]["text"]  # a typed prompt, as Claude Code writes it
+        line = {**head, "type": "user", "message": {"role": "user", "content": content}, "uuid": uid, "timestamp": _iso(self.clock)}
+        extra = _raw_line_fields(m, content, raw)
+        if extra:
+            line.update(extra)
+        if m.get("is_meta"):
+            line["isMeta"] = True
+        if m.get("is_compact_summary"):
+            line["isCompactSummary"] = True
+            line["isVisibleInTranscriptOnly"] = True
+        return line
 
 
 def _parents(messages: Sequence[dict]):
