@@ -27,6 +27,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
+from contextviewer.core.fact_words import FILE_EXTS, FILE_NAMES, NUMBER_UNITS, STOP_WORDS
 from contextviewer.core.salience import (CONTENT_TOOLS, DIAGNOSTIC_RE, ERROR_HEADER_RE, FRAME_AFTER_RE, PATCH_FILE_RE,
                                          SHELL_PREFIX_RE, TIER_RANK, command_tier, error_head, error_lines,
                                          is_background_path, normalize_command, path_tier)
@@ -116,22 +117,7 @@ PATH_RE = re.compile(
 )
 URL_RE = re.compile(r"\bhttps?://[^\s<>\"'`)\]]+", re.I)
 _NOT_FILE_EXT = {"e", "g", "i", "x", "eg", "ie", "etc", "vs", "mr", "dr", "st", "co", "no"}
-_NUMBER_UNITS = {
-    "ms": "ms", "millisecond": "ms", "milliseconds": "ms",
-    "s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
-    "m": "min", "min": "min", "mins": "min", "minute": "min", "minutes": "min",
-    "h": "h", "hr": "h", "hrs": "h", "hour": "h", "hours": "h",
-    "day": "day", "days": "day",
-    "b": "B", "byte": "B", "bytes": "B", "kb": "KB", "kib": "KB", "mb": "MB", "mib": "MB", "gb": "GB", "gib": "GB", "tb": "TB",
-    "k": "k", "%": "%", "percent": "%",
-    "token": "tokens", "tokens": "tokens", "line": "lines", "lines": "lines", "file": "files", "files": "files",
-    "test": "tests", "tests": "tests", "passed": "passed", "failed": "failed", "errors": "errors", "error": "errors",
-    "row": "rows", "rows": "rows", "item": "items", "items": "items", "char": "chars", "chars": "chars",
-    "characters": "chars", "px": "px", "rps": "rps", "qps": "qps", "x": "x", "times": "x", "usd": "USD", "$": "USD",
-    "commits": "commits", "commit": "commits", "requests": "requests", "users": "users", "records": "records",
-    "words": "words", "pages": "pages", "kbps": "kbps", "mbps": "mbps", "ghz": "GHz", "mhz": "MHz",
-}
-_UNIT_ALT = "|".join(sorted((re.escape(u) for u in _NUMBER_UNITS if u not in {"$"}), key=len, reverse=True))
+_UNIT_ALT = "|".join(sorted((re.escape(u) for u in NUMBER_UNITS if u not in {"$"}), key=len, reverse=True))
 NUMBER_RE = re.compile(r"(?<![\w.])(\$)?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?(" + _UNIT_ALT + r")(?![\w])", re.I)
 IDENT_CALL_RE = re.compile(r"(?<![\w.])([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)\(\)?")
 IDENT_RE = re.compile(
@@ -158,18 +144,6 @@ DECISION_RE = re.compile(
     r"|decided|decision|going with|chose|choose|switched to|switching to|instead of|rather than|opted|settled on"
     r"|the (?:fix|approach|plan|solution) (?:is|was|will be))\b",
     re.I,
-)
-_STOP = set(
-    """a an the and or but if then so to of in on at by for with from into onto as is are was were be been being
-    it its this that these those i we you he she they me us my our your their them there here what which who whom
-    do does did done doing have has had having will would shall should can could may might must not no yes
-    let lets let's ll ve re just also very really now then than too more most some any all each every both
-    about above after again against before below between during over under up down out off through while
-    because until when where why how only own same such nothing other few further once
-    use using used try trying going go instead rather make sure keep always never don't dont do decided
-    i'll we'll it's that's okay ok please
-    implement implementing create update fix replace change changes add remove check run read write look see need
-    first next following pieces piece solution approach order call thing things work now start file files""".split()
 )
 
 
@@ -214,23 +188,8 @@ def block_texts(message: Mapping) -> Iterable[tuple[str, str, Mapping]]:
             yield ("error" if str(block.get("is_error", "")).lower() in {"true", "1"} else "result"), text[:MAX_TEXT], block
 
 
-FILE_EXTS = set(
-    """py pyi pyx js mjs cjs ts tsx jsx md mdx rst txt json jsonl yaml yml toml ini cfg conf env lock ex exs heex eex
-    erl hrl rb go rs java kt kts scala c h cc cpp hpp cs fs sh bash zsh fish ps1 bat html htm css scss sass less sql
-    xml csv tsv log ipynb vue svelte php swift m mm dart lua pl r jl zig proto tf tfvars hcl gradle mk cmake nix
-    dockerfile pdf png jpg jpeg gif svg webp ico mp4 wav zip gz tgz tar whl so dylib dll exe wasm db sqlite sqlite3
-    pem crt key pub service plist patch diff out err bak tmp ml mli hs elm clj cljs edn graphql gql prisma sol""".split()
-)
 
 
-# Files known by name, without an extension.
-FILE_NAMES = set(
-    """makefile gnumakefile dockerfile containerfile readme license licence copying notice authors changelog
-    gemfile rakefile procfile vagrantfile jenkinsfile brewfile pipfile podfile justfile caddyfile codeowners
-    .gitignore .gitattributes .gitmodules .dockerignore .env .envrc .editorconfig .npmrc .nvmrc .yarnrc
-    .bashrc .zshrc .profile .bash_profile .prettierrc .eslintrc .babelrc .pylintrc .flake8 .coveragerc
-    .dialyzerignore .tool-versions .python-version .ruby-version .node-version .htaccess""".split()
-)
 
 
 def is_file_like(path: str) -> bool:
@@ -320,7 +279,7 @@ ERROR_WORDS = {"error", "errors", "failed", "failure", "fatal", "exit", "code", 
 
 def _key_terms(sentence: str) -> list[str]:
     words = re.findall(r"[A-Za-z0-9_./:-]+", sentence.lower())
-    return [w.strip(".:-") for w in words if len(w.strip(".:-")) >= 3 and w.strip(".:-") not in _STOP]
+    return [w.strip(".:-") for w in words if len(w.strip(".:-")) >= 3 and w.strip(".:-") not in STOP_WORDS]
 
 
 def extract(messages: Sequence[Mapping], cwd: str = "") -> list[Fact]:
@@ -329,15 +288,31 @@ def extract(messages: Sequence[Mapping], cwd: str = "") -> list[Fact]:
     A path is one fact however it is written: its key is relative to `cwd` when it lies under it.
     Its tier is the best of its appearances (a path seen in an output and then read is tier B), and
     its position is its first appearance at that tier."""
-    facts: dict[tuple[str, str], Fact] = {}
-    counts: dict[str, int] = {}
-    tools: dict[str, tuple[str, str]] = {}  # tool id -> (tool name, target: file or command head)
-    failed: dict[tuple[str, str], Fact] = {}  # (tool, target) -> its last error, until a call succeeds
+    found = _Found(cwd)
+    for message in messages:
+        for source, text, block in block_texts(message):
+            if source == "input":
+                found.tool_input(text, block, message)  # type: ignore[arg-type]
+            else:
+                found.text(source, text, block, message)
+    return _merge_basenames(list(found.facts.values()))
 
-    def add(kind: str, text: str, key: str, message: Mapping, terms: list[str] | None = None, tier: str = "B") -> Fact | None:
+
+class _Found:
+    """What extract found so far: each fact once (its occurrences counted, at its best tier), at most
+    MAX_FACTS_PER_KIND of a kind; the tool calls seen, and their errors until a later call succeeds."""
+
+    def __init__(self, cwd: str) -> None:
+        self.cwd = cwd
+        self.facts: dict[tuple[str, str], Fact] = {}
+        self.counts: dict[str, int] = {}
+        self.tools: dict[str, tuple[str, str]] = {}  # tool id -> (tool name, target: file or command head)
+        self.failed: dict[tuple[str, str], Fact] = {}  # (tool, target) -> its last error, until a call succeeds
+
+    def add(self, kind: str, text: str, key: str, message: Mapping, terms: list[str] | None = None, tier: str = "B") -> Fact | None:
         if not key:
             return None
-        existing = facts.get((kind, key))
+        existing = self.facts.get((kind, key))
         if existing is not None:
             existing.occurrences += 1
             if TIER_RANK[tier] < TIER_RANK[existing.tier]:
@@ -345,105 +320,114 @@ def extract(messages: Sequence[Mapping], cwd: str = "") -> list[Fact]:
             if kind == "path" and len(text) > len(existing.text):
                 existing.text = text  # a path is shown in the fullest form it was written in
             return existing
-        if counts.get(kind, 0) >= MAX_FACTS_PER_KIND:
+        if self.counts.get(kind, 0) >= MAX_FACTS_PER_KIND:
             return None
-        counts[kind] = counts.get(kind, 0) + 1
-        fact = facts[(kind, key)] = Fact(
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        fact = self.facts[(kind, key)] = Fact(
             kind, text, key, int(message.get("position", 0)), int(message.get("turn", 0)), terms=terms or [], tier=tier
         )
         return fact
 
-    def add_path(raw: str, message: Mapping, tier: str, *, used_as_file: bool = False, frame: bool = False) -> None:
+    def add_path(self, raw: str, message: Mapping, tier: str, *, used_as_file: bool = False, frame: bool = False) -> None:
         p = _clean_path(raw, used_as_file=used_as_file)
         if p:
-            add("path", p, relative_path(p, cwd), message, tier="C" if frame or is_background_path(p) else tier)
+            self.add("path", p, relative_path(p, self.cwd), message, tier="C" if frame or is_background_path(p) else tier)
 
-    def paths_in(text: str, message: Mapping, tier: str) -> None:
+    def paths_in(self, text: str, message: Mapping, tier: str) -> None:
         for m in PATH_RE.finditer(text):
             frame = bool(FRAME_AFTER_RE.match(text, m.end())) or text[max(0, m.start() - 6) : m.start()] == 'File "'
-            add_path(m.group(1), message, tier, frame=frame)
+            self.add_path(m.group(1), message, tier, frame=frame)
 
-    for message in messages:
-        for source, text, block in block_texts(message):
-            if source == "input":
-                tool = str(block.get("tool_name") or "")
-                target = ""
-                for name, value in text.items():  # type: ignore[attr-defined]
-                    if isinstance(value, list) and name in {"command", "cmd"}:
-                        value = " ".join(str(v) for v in value)
-                    if not isinstance(value, str):
-                        continue
-                    if name in {"command", "cmd"}:
-                        cmd = _command_of(normalize_command(value))
-                        tier = command_tier(value)
-                        if cmd:
-                            add("command", cmd[0], cmd[1], message, tier=tier)
-                        target = " ".join(normalize_command(value).split()[:2])
-                        paths_in(URL_RE.sub(" ", value[:MAX_TEXT]), message, "B")  # the files it works on
-                    elif name in {"file_path", "path", "notebook_path", "filename"}:
-                        # file_path and notebook_path are files by the tool's contract; a search
-                        # `path` may be a directory.
-                        add_path(value, message, path_tier("input", tool, name), used_as_file=name in {"file_path", "notebook_path"})
-                        target = target or value
-                    elif name == "url":
-                        add("url", value, _norm_url(value), message, tier="B")
-                    for m in PATCH_FILE_RE.finditer(value):  # apply_patch: the files it changes
-                        add_path(m.group(1), message, "A", used_as_file=True)
-                if block.get("tool_id"):
-                    tools[str(block["tool_id"])] = (tool, target)
+    def tool_input(self, tool_input: Mapping, block: Mapping, message: Mapping) -> None:
+        """A tool call's input: the command it runs, the files it names or patches, its URL; the call
+        is remembered (tool, target) for its result."""
+        tool = str(block.get("tool_name") or "")
+        target = ""
+        for name, value in tool_input.items():
+            if isinstance(value, list) and name in {"command", "cmd"}:
+                value = " ".join(str(v) for v in value)
+            if not isinstance(value, str):
                 continue
-            tool, target = tools.get(str(block.get("tool_id") or ""), ("", ""))
-            if source == "result" and (tool, target) in failed:
-                failed.pop((tool, target)).resolved = True  # the same call on the same target succeeded
-            prose = source in {"user", "assistant"}
-            tier = {"user": "A", "assistant": "B"}.get(source, "C")
-            for m in URL_RE.finditer(text):
-                url = m.group(0).rstrip(".,;:")
-                add("url", url, _norm_url(url), message, tier=tier)
-            without_urls = URL_RE.sub(" ", text)
-            if not prose:
-                without_urls = "\n".join(SHELL_PREFIX_RE.sub("", line) for line in without_urls.splitlines())
-            paths_in(without_urls, message, tier)
-            if source == "harness":
-                continue  # a previous compaction's summary, a reminder: its paths are background, nothing else
-            if source in {"error", "result"}:
-                _errors_of(text, source == "error", tool, message, add, failed, target)
+            if name in {"command", "cmd"}:
+                cmd = _command_of(normalize_command(value))
+                tier = command_tier(value)
+                if cmd:
+                    self.add("command", cmd[0], cmd[1], message, tier=tier)
+                target = " ".join(normalize_command(value).split()[:2])
+                self.paths_in(URL_RE.sub(" ", value[:MAX_TEXT]), message, "B")  # the files it works on
+            elif name in {"file_path", "path", "notebook_path", "filename"}:
+                # file_path and notebook_path are files by the tool's contract; a search
+                # `path` may be a directory.
+                self.add_path(value, message, path_tier("input", tool, name), used_as_file=name in {"file_path", "notebook_path"})
+                target = target or value
+            elif name == "url":
+                self.add("url", value, _norm_url(value), message, tier="B")
+            for m in PATCH_FILE_RE.finditer(value):  # apply_patch: the files it changes
+                self.add_path(m.group(1), message, "A", used_as_file=True)
+        if block.get("tool_id"):
+            self.tools[str(block["tool_id"])] = (tool, target)
+
+    def text(self, source: str, text: str, block: Mapping, message: Mapping) -> None:
+        """A text (source: block_texts'): its URLs and paths; a tool result's error; and of what a
+        user or the assistant said, the request, numbers, identifiers, constraints and decisions."""
+        tool, target = self.tools.get(str(block.get("tool_id") or ""), ("", ""))
+        if source == "result" and (tool, target) in self.failed:
+            self.failed.pop((tool, target)).resolved = True  # the same call on the same target succeeded
+        prose = source in {"user", "assistant"}
+        tier = {"user": "A", "assistant": "B"}.get(source, "C")
+        for m in URL_RE.finditer(text):
+            url = m.group(0).rstrip(".,;:")
+            self.add("url", url, _norm_url(url), message, tier=tier)
+        without_urls = URL_RE.sub(" ", text)
+        if not prose:
+            without_urls = "\n".join(SHELL_PREFIX_RE.sub("", line) for line in without_urls.splitlines())
+        self.paths_in(without_urls, message, tier)
+        if source == "harness":
+            return  # a previous compaction's summary, a reminder: its paths are background, nothing else
+        if source in {"error", "result"}:
+            _errors_of(text, source == "error", tool, message, self.add, self.failed, target)
+            return
+        if source == "user" and len(_norm_space(text)) >= 3:
+            request = _norm_space(text)
+            self.add("request", request[:300] + (" …" if len(request) > 300 else ""), _norm(request)[:300], message,
+                     _key_terms(request)[:40], tier="A")
+        for m in NUMBER_RE.finditer(without_urls):
+            self.add("number", m.group(0), _number_key(m), message, tier=tier)
+        self.identifiers(text, without_urls, message, tier)
+        self.statements(source, text, message)
+
+    def identifiers(self, text: str, without_urls: str, message: Mapping, tier: str) -> None:
+        """Identifiers of prose (user and assistant text): in code spans, called, or shaped like one."""
+        for m in BACKTICK_RE.finditer(text):
+            span = m.group(1).strip()
+            if re.fullmatch(r"[A-Za-z_][\w.]*(?:\(\))?", span) and not PATH_RE.fullmatch(span):
+                name = span.removesuffix("()")
+                # A code span names an identifier when it is shaped like one (not a bare word).
+                if len(name) >= 3 and (IDENT_RE.fullmatch(name) or "." in name or span.endswith("()")):
+                    self.add("identifier", name, name, message, tier=tier)
+        for m in IDENT_CALL_RE.finditer(without_urls):
+            name = m.group(1)
+            if len(name) >= 3 and (("_" in name) or any(c.isupper() for c in name[1:]) or "." in name):
+                self.add("identifier", name, name, message, tier=tier)
+        for m in IDENT_RE.finditer(without_urls):
+            if not m.group(1)[0].isupper() or "_" in m.group(1):  # CamelCase prose is often a brand name
+                self.add("identifier", m.group(1), m.group(1), message, tier=tier)
+
+    def statements(self, source: str, text: str, message: Mapping) -> None:
+        """The constraints a user stated and the decisions the assistant announced, sentence by sentence."""
+        for sentence in SENTENCE_RE.findall(text):
+            s = _norm_space(sentence)
+            if len(s) < 12 or len(s) > 400:
                 continue
-            if source == "user" and len(_norm_space(text)) >= 3:
-                request = _norm_space(text)
-                add("request", request[:300] + (" …" if len(request) > 300 else ""), _norm(request)[:300], message,
-                    _key_terms(request)[:40], tier="A")
-            for m in NUMBER_RE.finditer(without_urls):
-                add("number", m.group(0), _number_key(m), message, tier=tier)
-            # Prose (user and assistant text): identifiers, commands in code spans, sentences.
-            for m in BACKTICK_RE.finditer(text):
-                span = m.group(1).strip()
-                if re.fullmatch(r"[A-Za-z_][\w.]*(?:\(\))?", span) and not PATH_RE.fullmatch(span):
-                    name = span.removesuffix("()")
-                    # A code span names an identifier when it is shaped like one (not a bare word).
-                    if len(name) >= 3 and (IDENT_RE.fullmatch(name) or "." in name or span.endswith("()")):
-                        add("identifier", name, name, message, tier=tier)
-            for m in IDENT_CALL_RE.finditer(without_urls):
-                name = m.group(1)
-                if len(name) >= 3 and (("_" in name) or any(c.isupper() for c in name[1:]) or "." in name):
-                    add("identifier", name, name, message, tier=tier)
-            for m in IDENT_RE.finditer(without_urls):
-                if not m.group(1)[0].isupper() or "_" in m.group(1):  # CamelCase prose is often a brand name
-                    add("identifier", m.group(1), m.group(1), message, tier=tier)
-            for sentence in SENTENCE_RE.findall(text):
-                s = _norm_space(sentence)
-                if len(s) < 12 or len(s) > 400:
-                    continue
-                if source == "user" and (m := CONSTRAINT_RE.search(s)):
-                    terms = _key_terms(s)
-                    if terms:
-                        add("constraint", s, _norm(s), message, terms, tier="A")
-                elif source == "assistant" and (m := DECISION_RE.search(s)):
-                    # What was decided follows the phrase that announces it ("let me try python3").
-                    terms = _key_terms(s[m.start() :])
-                    if terms:
-                        add("decision", s, _norm(s), message, terms, tier="B")
-    return _merge_basenames(list(facts.values()))
+            if source == "user" and (m := CONSTRAINT_RE.search(s)):
+                terms = _key_terms(s)
+                if terms:
+                    self.add("constraint", s, _norm(s), message, terms, tier="A")
+            elif source == "assistant" and (m := DECISION_RE.search(s)):
+                # What was decided follows the phrase that announces it ("let me try python3").
+                terms = _key_terms(s[m.start() :])
+                if terms:
+                    self.add("decision", s, _norm(s), message, terms, tier="B")
 
 
 def _errors_of(text: str, marked: bool, tool: str, message: Mapping, add, failed: dict, target: str) -> None:
@@ -511,7 +495,7 @@ def _norm_url(url: str) -> str:
 
 def _number_key(m: re.Match) -> str:
     dollar, value, unit = m.group(1), m.group(2), m.group(3)
-    unit_key = "USD" if dollar else _NUMBER_UNITS.get(unit.lower(), unit.lower())
+    unit_key = "USD" if dollar else NUMBER_UNITS.get(unit.lower(), unit.lower())
     if unit in {"M", "m"} and not dollar:
         unit_key = "min" if unit == "m" else "M"
     num = value.replace(",", "")
