@@ -395,6 +395,16 @@ class LineReader:
         self.consumed_lines = start_line
         self.bytes_read = start_offset  # offset just after the last byte read from the stream
         self.error: str | None = None
+        # Where the stream and the hold limit stand (set by _start, when reading begins).
+        self._origin: int | None = None  # stream position of offset 0, when the stream is seekable
+        self._seekable = False
+        self._hold_limit = self.max_line_bytes
+        # The pending line: a line begun in an earlier chunk, whose newline is not read yet.
+        self._parts: list[bytes] = []  # its bytes, while it is held
+        self._plen = 0  # its length so far
+        self._scanning = False  # seekable: the pending line is not held, only measured
+        self._skipping = False  # over the cap: discard until the next newline
+        self._sink = None  # over the cap, not seekable, with a long_line factory: the line's bytes go here
         self._gen = self._run()
 
     def __iter__(self) -> Iterator[Line | LongLine | BadLine]:
@@ -469,99 +479,32 @@ class LineReader:
         self.bytes_read += len(data)
         return data
 
-    def _run(self) -> Iterator[Line | BadLine]:
+    def _run(self) -> Iterator[Line | LongLine | BadLine]:
+        """The lines: whole lines in a chunk are split off it in one go (the fast path); a line that
+        runs on past its chunk is pending (``_hold``, ``_grow``) until a newline or the end of the
+        stream ends it (``_end_pending``)."""
+        self._start()
         cap = self.max_line_bytes
         line_no = self.start_line
         pos = self.start_offset  # offset of the start of the pending (partial) line
-        seekable = _seekable(self.stream)
-        origin = None
-        if seekable:
-            try:
-                origin = self.stream.tell() - self.start_offset
-            except (OSError, ValueError):
-                seekable = False
-        # Holding a partial line costs memory; past this size a seekable stream is scanned instead
-        # and the line re-read in one piece once its end (and so its size) is known.
-        hold = self.hold_bytes if self.hold_bytes is not None else max(4 * self.chunk_size, 1 << 22)
-        hold_limit = min(cap, max(1, hold)) if seekable else cap
-        parts: list[bytes] = []
-        plen = 0
-        scanning = False  # seekable: the pending line is not held, only measured
-        skipping = False  # over the cap: discard until the next newline
-        sink = None  # over the cap, not seekable, with a long_line factory: the line's bytes go here
         while True:
             chunk = self._read()
             if not chunk:
                 break
             start = 0
-            if scanning or skipping:
+            if self._parts or self._scanning or self._skipping:  # a line started in an earlier chunk
                 idx = chunk.find(b"\n")
                 if idx < 0:
-                    plen += len(chunk)
-                    if sink is not None:
-                        sink.feed(chunk)
-                    if scanning and plen > cap:
-                        scanning, skipping = False, True
+                    self._grow(chunk)
                     continue
-                size = plen + idx
                 line_no += 1
-                end = pos + size + 1
-                if skipping or size > cap:
-                    if sink is not None:
-                        bad = self._over(line_no, pos, size, True, sink=sink, tail=chunk[:idx])
-                    else:
-                        bad = self._over(line_no, pos, size, True, origin=origin, tail=chunk[:idx])
-                    sink = None
-                    skipping = False
-                    scanning = False
-                    if bad is None:
-                        break  # self.error is set: reported below
-                    self.consumed_offset, self.consumed_lines = end, line_no
-                    yield bad
-                else:
-                    scanning = False
-                    data = self._reread(origin, pos, size)
-                    if data is None:
-                        break  # self.error is set: reported below
-                    self.consumed_offset, self.consumed_lines = end, line_no
-                    yield Line(line_no, pos, data, end, True)
+                end = pos + self._plen + idx + 1
+                item = self._end_pending(line_no, pos, chunk[:idx], True)
+                if item is None:
+                    break  # self.error is set: reported below
+                self.consumed_offset, self.consumed_lines = end, line_no
+                yield item
                 pos = end
-                plen = 0
-                start = idx + 1
-            elif parts:
-                idx = chunk.find(b"\n")
-                if idx < 0:
-                    plen += len(chunk)
-                    if plen > hold_limit:
-                        if plen > cap:
-                            skipping = True
-                            if self.long_line is not None and not seekable:
-                                sink = self.long_line()
-                                for part in parts:
-                                    sink.feed(part)
-                                sink.feed(chunk)
-                        else:
-                            scanning = True
-                        parts = []
-                    else:
-                        parts.append(chunk)
-                    continue
-                size = plen + idx
-                line_no += 1
-                end = pos + size + 1
-                if size > cap:
-                    bad = self._over(line_no, pos, size, True, parts=parts, tail=chunk[:idx])
-                    parts = []
-                    self.consumed_offset, self.consumed_lines = end, line_no
-                    yield bad
-                else:
-                    parts.append(chunk[:idx])
-                    data = b"".join(parts)
-                    parts = []
-                    self.consumed_offset, self.consumed_lines = end, line_no
-                    yield Line(line_no, pos, data, end, True)
-                pos = end
-                plen = 0
                 start = idx + 1
             # Fast path: whole lines inside this chunk.
             last_nl = chunk.rfind(b"\n")
@@ -580,37 +523,77 @@ class LineReader:
                     pos = end
                 start = last_nl + 1
             if start < len(chunk):
-                tail = chunk[start:] if start else chunk
-                plen = len(tail)
-                if plen > hold_limit:
-                    if plen > cap:
-                        skipping = True
-                        if self.long_line is not None and not seekable:
-                            sink = self.long_line()
-                            sink.feed(tail)
-                    else:
-                        scanning = True
-                else:
-                    parts.append(tail)
+                self._hold(chunk[start:] if start else chunk)
         # End of the stream: the pending line has no newline. After a file-level error the pending
         # bytes are cut by the error, not by the file, so they are not handed out as a line.
-        if self.error is None and (parts or scanning or skipping):
-            line_no += 1
-            if skipping or plen > cap:
-                if sink is not None:
-                    bad = self._over(line_no, pos, plen, False, sink=sink)
-                else:
-                    bad = self._over(line_no, pos, plen, False, origin=origin, parts=parts)
-                if bad is not None:
-                    yield bad
-            elif scanning:
-                data = self._reread(origin, pos, plen)
-                if data is not None:
-                    yield Line(line_no, pos, data, pos + plen, False)
-            else:
-                yield Line(line_no, pos, b"".join(parts), pos + plen, False)
+        if self.error is None and (self._parts or self._scanning or self._skipping):
+            item = self._end_pending(line_no + 1, pos, b"", False)
+            if item is not None:
+                yield item
         if self.error is not None:
             yield BadLine(line_no=0, offset=self.bytes_read, reason=self.error)
+
+    def _start(self) -> None:
+        """Where the stream stands (a seekable one can re-read a line from its start) and so how
+        much of a partial line is held."""
+        seekable = _seekable(self.stream)
+        if seekable:
+            try:
+                self._origin = self.stream.tell() - self.start_offset
+            except (OSError, ValueError):
+                seekable = False
+        self._seekable = seekable
+        # Holding a partial line costs memory; past this size a seekable stream is scanned instead
+        # and the line re-read in one piece once its end (and so its size) is known.
+        hold = self.hold_bytes if self.hold_bytes is not None else max(4 * self.chunk_size, 1 << 22)
+        self._hold_limit = min(self.max_line_bytes, max(1, hold)) if seekable else self.max_line_bytes
+
+    def _hold(self, data: bytes) -> None:
+        """``data`` (no newline in it) goes on the pending line, held in parts up to the hold limit.
+        Past it the line is no longer held: a seekable stream measures it (scanning) to re-read it
+        whole; over the cap it is skipped, its bytes streamed into a ``long_line`` sink when the
+        stream cannot be re-read."""
+        self._plen += len(data)
+        if self._plen <= self._hold_limit:
+            self._parts.append(data)
+            return
+        if self._plen > self.max_line_bytes:
+            self._skipping = True
+            if self.long_line is not None and not self._seekable:
+                self._sink = sink = self.long_line()
+                for part in self._parts:
+                    sink.feed(part)
+                sink.feed(data)
+        else:
+            self._scanning = True
+        self._parts = []
+
+    def _grow(self, chunk: bytes) -> None:
+        """A whole chunk without a newline: the pending line runs on through it."""
+        if not (self._scanning or self._skipping):
+            self._hold(chunk)
+            return
+        self._plen += len(chunk)
+        if self._sink is not None:
+            self._sink.feed(chunk)
+        if self._scanning and self._plen > self.max_line_bytes:
+            self._scanning, self._skipping = False, True
+
+    def _end_pending(self, line_no: int, pos: int, head: bytes, newline: bool) -> Line | LongLine | BadLine | None:
+        """The pending line, ended by ``head`` (its bytes before the newline; b"" at the end of the
+        stream): joined from its parts, re-read once measured, or over the cap (a ``LongLine`` or a
+        ``BadLine``). None after a read error (in self.error). The next line starts afresh."""
+        size = self._plen + len(head)
+        if self._skipping or size > self.max_line_bytes:
+            item = self._over(line_no, pos, size, newline, sink=self._sink, origin=self._origin, parts=self._parts, tail=head)
+        elif self._scanning:
+            data = self._reread(self._origin, pos, size)
+            item = None if data is None else Line(line_no, pos, data, pos + size + (1 if newline else 0), newline)
+        else:
+            self._parts.append(head)
+            item = Line(line_no, pos, b"".join(self._parts), pos + size + (1 if newline else 0), newline)
+        self._parts, self._plen, self._scanning, self._skipping, self._sink = [], 0, False, False, None
+        return item
 
     def _reread(self, origin: int | None, offset: int, size: int) -> bytes | None:
         """Read ``size`` bytes at ``offset`` and put the stream back where it was."""
