@@ -204,6 +204,24 @@ def _groups(messages: Sequence[dict], notes: _Notes) -> list[tuple[str, list[dic
     (Claude Code writes a result as soon as its tool has run): while calls of the open assistant
     group are unanswered, what the user side says is held back and a later assistant line joins
     that group, so the calls end up together and their results together right after them."""
+    groups = _alternating(messages, notes)
+    changed = True
+    while changed:  # each repair can make another necessary: repeat until none changes anything
+        changed = _answer_calls(groups, notes)
+        changed = _drop_stray_results(groups, notes) or changed
+        groups, merged = _merge_neighbours(groups)
+        changed = changed or merged
+    _order_results(groups)
+    if groups and groups[0][0] == "assistant":
+        groups.insert(0, ["user", [{"type": "text", "text": "(The exported conversation begins with an assistant message.)"}]])
+        notes.extra.append("A user message was put first: the conversation began with an assistant message.")
+    return [(role, blocks) for role, blocks in groups]
+
+
+def _alternating(messages: Sequence[dict], notes: _Notes) -> list[list]:
+    """[role, blocks] groups of the conversational messages as they come, same-role ones merged; a
+    block on the side the API does not take it from left out; what the user side says while calls of
+    the last assistant group are unanswered held back, and put after that group once they are."""
     groups: list[list] = []
     open_calls: set[str] = set()  # calls of the last assistant group still waiting for a result
     held: list[dict] = []  # user-side blocks that came while calls were open
@@ -231,73 +249,90 @@ def _groups(messages: Sequence[dict], notes: _Notes) -> list[tuple[str, list[dic
             held = []
     if held:
         groups.append(["user", held])
-    changed = True
-    while changed:
-        changed = False
-        for i, (role, blocks) in enumerate(groups):
-            if role == "user":
-                results = [b for b in blocks if b["type"] == "tool_result"]
-                if results and blocks[: len(results)] != results:
-                    groups[i][1] = results + [b for b in blocks if b["type"] != "tool_result"]
-                continue
-            ids = [b["id"] for b in blocks if b["type"] == "tool_use"]
-            if len(ids) != len(set(ids)):
-                seen_ids: set[str] = set()
-                kept = []
-                for b in blocks:
-                    if b["type"] == "tool_use":
-                        if b["id"] in seen_ids:
-                            continue
-                        seen_ids.add(b["id"])
-                    kept.append(b)
-                groups[i][1] = blocks = kept
-                notes.add("tool call repeating an id in the same message left out", len(ids) - len(seen_ids))
-                changed = True
-            calls = {b["id"] for b in blocks if b["type"] == "tool_use"}
-            nxt = groups[i + 1][1] if i + 1 < len(groups) else []
-            answered = {b["tool_use_id"] for b in nxt if b["type"] == "tool_result"}
-            missing = calls - answered
-            if missing:
-                groups[i][1] = [b for b in blocks if not (b["type"] == "tool_use" and b["id"] in missing)]
-                notes.add("tool call whose result was not in the next user message left out", len(missing))
-                changed = True
-        for i, (role, blocks) in enumerate(groups):
-            if role != "user":
-                continue
-            prev = groups[i - 1][1] if i > 0 and groups[i - 1][0] == "assistant" else []
-            calls = {b["id"] for b in prev if b["type"] == "tool_use"}
-            seen: set[str] = set()
-            stray = []
+    return groups
+
+
+def _answer_calls(groups: list[list], notes: _Notes) -> bool:
+    """One pass over the groups, in place: a user group's tool results first; in an assistant group
+    a call repeating an id, and a call the next group does not answer, left out. True when a call
+    was left out."""
+    changed = False
+    for i, (role, blocks) in enumerate(groups):
+        if role == "user":
+            results = [b for b in blocks if b["type"] == "tool_result"]
+            if results and blocks[: len(results)] != results:
+                groups[i][1] = results + [b for b in blocks if b["type"] != "tool_result"]
+            continue
+        ids = [b["id"] for b in blocks if b["type"] == "tool_use"]
+        if len(ids) != len(set(ids)):
+            seen_ids: set[str] = set()
+            kept = []
             for b in blocks:
-                if b["type"] == "tool_result":
-                    if b["tool_use_id"] not in calls or b["tool_use_id"] in seen:
-                        stray.append(b)
-                    seen.add(b["tool_use_id"])
-            if stray:
-                groups[i][1] = [b for b in blocks if not any(b is x for x in stray)]
-                notes.add("tool result not answering the assistant message before it left out", len(stray))
-                changed = True
-        merged: list[list] = []
-        for role, blocks in groups:
-            if not blocks:
-                changed = True
-                continue
-            if merged and merged[-1][0] == role:
-                merged[-1][1] = merged[-1][1] + blocks
-                changed = True
-            else:
-                merged.append([role, blocks])
-        groups = merged
-    # Results in the order of their calls (OpenAI lists tool messages in tool_calls order).
+                if b["type"] == "tool_use":
+                    if b["id"] in seen_ids:
+                        continue
+                    seen_ids.add(b["id"])
+                kept.append(b)
+            groups[i][1] = blocks = kept
+            notes.add("tool call repeating an id in the same message left out", len(ids) - len(seen_ids))
+            changed = True
+        calls = {b["id"] for b in blocks if b["type"] == "tool_use"}
+        nxt = groups[i + 1][1] if i + 1 < len(groups) else []
+        answered = {b["tool_use_id"] for b in nxt if b["type"] == "tool_result"}
+        missing = calls - answered
+        if missing:
+            groups[i][1] = [b for b in blocks if not (b["type"] == "tool_use" and b["id"] in missing)]
+            notes.add("tool call whose result was not in the next user message left out", len(missing))
+            changed = True
+    return changed
+
+
+def _drop_stray_results(groups: list[list], notes: _Notes) -> bool:
+    """In place: a tool result that answers no call of the assistant group just before it (or
+    answers one a second time) left out. True when one was."""
+    changed = False
+    for i, (role, blocks) in enumerate(groups):
+        if role != "user":
+            continue
+        prev = groups[i - 1][1] if i > 0 and groups[i - 1][0] == "assistant" else []
+        calls = {b["id"] for b in prev if b["type"] == "tool_use"}
+        seen: set[str] = set()
+        stray = []
+        for b in blocks:
+            if b["type"] == "tool_result":
+                if b["tool_use_id"] not in calls or b["tool_use_id"] in seen:
+                    stray.append(b)
+                seen.add(b["tool_use_id"])
+        if stray:
+            groups[i][1] = [b for b in blocks if not any(b is x for x in stray)]
+            notes.add("tool result not answering the assistant message before it left out", len(stray))
+            changed = True
+    return changed
+
+
+def _merge_neighbours(groups: list[list]) -> tuple[list[list], bool]:
+    """The groups with the empty ones left out and neighbours of one role merged, and whether any were."""
+    changed = False
+    merged: list[list] = []
+    for role, blocks in groups:
+        if not blocks:
+            changed = True
+            continue
+        if merged and merged[-1][0] == role:
+            merged[-1][1] = merged[-1][1] + blocks
+            changed = True
+        else:
+            merged.append([role, blocks])
+    return merged, changed
+
+
+def _order_results(groups: list[list]) -> None:
+    """Results in the order of their calls (OpenAI lists tool messages in tool_calls order), in place."""
     for i in range(1, len(groups)):
         if groups[i][0] == "user" and groups[i - 1][0] == "assistant":
             order = {b["id"]: n for n, b in enumerate(groups[i - 1][1]) if b["type"] == "tool_use"}
             results = sorted((b for b in groups[i][1] if b["type"] == "tool_result"), key=lambda b: order[b["tool_use_id"]])
             groups[i][1] = results + [b for b in groups[i][1] if b["type"] != "tool_result"]
-    if groups and groups[0][0] == "assistant":
-        groups.insert(0, ["user", [{"type": "text", "text": "(The exported conversation begins with an assistant message.)"}]])
-        notes.extra.append("A user message was put first: the conversation began with an assistant message.")
-    return [(role, blocks) for role, blocks in groups]
 
 
 def anthropic(messages: Sequence[dict], *, model: str = "") -> Export:
