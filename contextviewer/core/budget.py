@@ -259,41 +259,12 @@ def gauge(
     estimate = visible_total(per_category)
     factor = fitted.factor if fitted is not None else None
     overhead = fitted.overhead_at(segment) if fitted is not None else None
-    scaled = dict.fromkeys(CATEGORIES, 0)
-    if measured is not None:
-        if overhead is None or overhead > measured:
-            overhead = max(0, round(measured - (factor or 1.0) * estimate))
-        call_factor = (measured - overhead) / estimate if estimate > 0 else None
-        if call_factor is None:
-            overhead = measured
-        used = measured
-    else:
-        call_factor = factor
-        used = None
-    scale = call_factor or 1.0
-    for key, value in per_category.items():
-        if key not in _UNLOGGED or value:
-            scaled[key] = round(value * scale)
-    captured_fitted = False
-    if overhead is not None:
-        system, tools, rest, captured_fitted = _split_overhead(overhead, prompt, factor or scale)
-    elif prompt is not None:
-        system, tools, rest = round(prompt[0] * scale), round(prompt[1] * scale), 0
-    else:
-        system = tools = rest = 0
-    scaled["system_prompt"] += system
-    scaled["tool_definitions"] += tools
-    scaled["harness_overhead"] = rest
+    overhead, call_factor = _call_fit(measured, estimate, factor, overhead)
+    scaled, captured_fitted = _scaled(per_category, overhead, prompt, call_factor or 1.0, factor)
     if prompt is not None:
         per_category["system_prompt"] += prompt[0]
         per_category["tool_definitions"] += prompt[1]
-    if used is None:
-        used = sum(scaled.values())
-    else:  # rounding: the categories add up to the measurement exactly
-        drift = used - sum(scaled.values())
-        if drift:
-            biggest = max(scaled, key=lambda k: scaled[k])
-            scaled[biggest] = max(0, scaled[biggest] + drift)
+    used = _used(scaled, measured)
     window = max(0, spec.window)
     output_reserve_tokens = output_reserve(spec, rules) if reserve is None else max(0, reserve)
     lines = sorted([*thresholds(spec, rules), *extra_thresholds], key=lambda line: line[1])
@@ -324,3 +295,53 @@ def gauge(
         captured_exact=captured_exact,
         captured_fitted=captured_fitted,
     )
+
+
+def _call_fit(measured: int | None, estimate: int, factor: float | None, overhead: int | None) -> tuple[int | None, float | None]:
+    """(harness overhead, factor the visible categories are scaled by) at one call. Measured: the
+    segment's overhead, unless unknown or over the measurement (then what the measurement leaves
+    over the estimate on the fitted scale), and the factor the rest makes of the estimate (None
+    without an estimate: then the measurement is all overhead). Not measured: the fitted ones."""
+    if measured is None:
+        return overhead, factor
+    if overhead is None or overhead > measured:
+        overhead = max(0, round(measured - (factor or 1.0) * estimate))
+    call_factor = (measured - overhead) / estimate if estimate > 0 else None
+    if call_factor is None:
+        overhead = measured
+    return overhead, call_factor
+
+
+def _scaled(
+    per_category: dict[str, int], overhead: int | None, prompt: tuple[int, int] | None, scale: float, factor: float | None
+) -> tuple[dict[str, int], bool]:
+    """The categories on the provider's scale (CATEGORIES order): the visible ones times `scale`, the
+    overhead split into system prompt, tool definitions (a captured prompt sizes them) and the rest;
+    without an overhead, a captured prompt scaled. With whether the capture was sized down to fit."""
+    scaled = dict.fromkeys(CATEGORIES, 0)
+    for key, value in per_category.items():
+        if key not in _UNLOGGED or value:
+            scaled[key] = round(value * scale)
+    captured_fitted = False
+    if overhead is not None:
+        system, tools, rest, captured_fitted = _split_overhead(overhead, prompt, factor or scale)
+    elif prompt is not None:
+        system, tools, rest = round(prompt[0] * scale), round(prompt[1] * scale), 0
+    else:
+        system = tools = rest = 0
+    scaled["system_prompt"] += system
+    scaled["tool_definitions"] += tools
+    scaled["harness_overhead"] = rest
+    return scaled, captured_fitted
+
+
+def _used(scaled: dict[str, int], measured: int | None) -> int:
+    """The call's context size: measured, with `scaled` made to add up to it exactly (the rounding
+    drift goes to the biggest category), else the sum of `scaled`."""
+    if measured is None:
+        return sum(scaled.values())
+    drift = measured - sum(scaled.values())
+    if drift:
+        biggest = max(scaled, key=lambda k: scaled[k])
+        scaled[biggest] = max(0, scaled[biggest] + drift)
+    return measured
