@@ -113,6 +113,38 @@ def _clip_of(blocks: list[dict]) -> dict | None:
 
 def load_session(conv: Conversation) -> LabSession:
     """The conversation as the lab's Session (one pass over messages, one over calls)."""
+    calls, usage, call_of_api = _calls(conv)
+    # The session's own folds (imported, making a segment): their boundary messages.
+    folds = [f for f in segments.segment_folds(conv) if f.origin == FoldOrigin.IMPORTED]
+    boundary_ids = [f.boundary_id for f in folds if f.boundary_id]
+    boundaries = set(Message.objects.filter(pk__in=boundary_ids).values_list("position", flat=True)) if boundary_ids else set()
+    msgs, by_id, clip_rows = _messages(conv, boundaries, calls, call_of_api)
+    clips = _clips(clip_rows)
+    originals = {str(c.position): c.original for c in clips if c.original}
+    if originals:
+        msgs = [_with_original(m, originals[m.id]) if m.id in originals else m for m in msgs]
+    summary_sizes = tuple(tokens.count_text(f.summary_text) for f in folds if f.summary_text)
+    # Calibrated per session (docs/policy-lab.md §0): scale and harness overhead fitted on the
+    # session's own measured calls, so a policy that does nothing draws the recorded curve.
+    session = calibrate(
+        Session(
+            agent=conv.agent,
+            messages=tuple(msgs),
+            calls=tuple(calls),
+            window=segments.call_window(conv, None),
+            real_summary_tokens=summary_sizes,
+            recorded_folds=_recorded_folds(conv),
+            own_policy=formats.harness(conv.agent).own_policy or "",
+        )
+    )
+    real_summaries = {m.call_index: m.text for m in msgs if m.kind == "summary" and m.call_index is not None and m.text}
+    return LabSession(session, by_id, clips, usage, len(summary_sizes), conv.cwd or "", real_summaries)
+
+
+def _calls(conv: Conversation) -> tuple[list[Call], list[dict], dict[str, int]]:
+    """The recorded model calls in order, each with its model's window and input limit (the harness
+    rules'); per call its measured usage split and model (for its cost); the first call of each
+    API message id."""
     call_rows = list(
         ModelCall.objects.filter(conversation=conv)
         .order_by("position", "id")
@@ -139,13 +171,16 @@ def load_session(conv: Conversation) -> LabSession:
         w5, w1 = model_specs.split_cache_write(cw, cw5, cw1)
         usage.append({"model": model, "input_uncached": unc, "cache_write_5m": w5, "cache_write_1h": w1, "cache_read": cr, "output": out})
         call_of_api.setdefault(api, i)
+    return calls, usage, call_of_api
+
+
+def _messages(
+    conv: Conversation, boundaries: set[int], calls: list[Call], call_of_api: dict[str, int]
+) -> tuple[list[Msg], dict[str, dict], list[tuple[int, int, str, str, dict]]]:
+    """The lab's messages (sidechain lines and records without tokens left out; the session's own
+    summaries and fold boundaries kept, marked), each with the call that carried it; the fact
+    probes' dict of each message but those; and the clipped tool results."""
     call_seqs = [c.seq for c in calls]
-
-    # The session's own folds (imported, making a segment): their boundary messages.
-    folds = [f for f in segments.segment_folds(conv) if f.origin == FoldOrigin.IMPORTED]
-    boundary_ids = [f.boundary_id for f in folds if f.boundary_id]
-    boundaries = set(Message.objects.filter(pk__in=boundary_ids).values_list("position", flat=True)) if boundary_ids else set()
-
     msgs: list[Msg] = []
     by_id: dict[str, dict] = {}
     clip_rows: list[tuple[int, int, str, str, dict]] = []  # position, turn, tool, given, the result's clip
@@ -169,16 +204,7 @@ def load_session(conv: Conversation) -> LabSession:
             continue
         text = _text(blocks)
         kind = _role(role, blocks)
-        call_ids = []
-        tool_name = None
-        for b in blocks:
-            if b.get("kind") == "tool_call" and b.get("tool_id"):
-                call_ids.append(b["tool_id"])
-                tool_names[b["tool_id"]] = b.get("tool_name") or ""
-            elif b.get("kind") == "tool_result":
-                if b.get("tool_id"):
-                    call_ids.append(b["tool_id"])
-                tool_name = tool_name or b.get("tool_name") or tool_names.get(b.get("tool_id") or "")
+        call_ids, tool_name = _tool_ids(blocks, tool_names)
         if kind == "assistant" and api in call_of_api:
             call_index = call_of_api[api]
         else:
@@ -197,14 +223,29 @@ def load_session(conv: Conversation) -> LabSession:
         if kind_mark:
             continue  # a recorded summary is no action's to drop: no facts are read from it
         by_id[mid] = {"position": pos, "turn": turn, "role": role, "blocks": blocks, "is_meta": is_meta}
+    return msgs, by_id, clip_rows
 
-    clips = _clips(clip_rows)
-    originals = {str(c.position): c.original for c in clips if c.original}
-    if originals:
-        msgs = [_with_original(m, originals[m.id]) if m.id in originals else m for m in msgs]
 
-    summary_sizes = tuple(tokens.count_text(f.summary_text) for f in folds if f.summary_text)
-    recorded_folds = tuple(
+def _tool_ids(blocks: list[dict], tool_names: dict[str, str]) -> tuple[list[str], str | None]:
+    """The tool ids of a message's calls and results, and the tool its result answers (named on the
+    result, else on its call: `tool_names`, tool id -> name, remembers the calls seen)."""
+    call_ids = []
+    tool_name = None
+    for b in blocks:
+        if b.get("kind") == "tool_call" and b.get("tool_id"):
+            call_ids.append(b["tool_id"])
+            tool_names[b["tool_id"]] = b.get("tool_name") or ""
+        elif b.get("kind") == "tool_result":
+            if b.get("tool_id"):
+                call_ids.append(b["tool_id"])
+            tool_name = tool_name or b.get("tool_name") or tool_names.get(b.get("tool_id") or "")
+    return call_ids, tool_name
+
+
+def _recorded_folds(conv: Conversation) -> tuple[RecordedFold, ...]:
+    """The session's own folds (imported, counted), where each happened: at its boundary, else its
+    summary, else just after its position."""
+    return tuple(
         RecordedFold(seq=b if b is not None else s if s is not None else p + 1, kind=kind, trigger=trigger or "",
                      tokens_before=before or 0, tokens_after=after or 0)
         for b, s, p, kind, trigger, before, after in Fold.objects.filter(conversation=conv, origin=FoldOrigin.IMPORTED)
@@ -212,21 +253,6 @@ def load_session(conv: Conversation) -> LabSession:
         .order_by("position", "id")
         .values_list("boundary__position", "summary_message__position", "position", "kind", "trigger", "tokens_before", "tokens_after")
     )
-    # Calibrated per session (docs/policy-lab.md §0): scale and harness overhead fitted on the
-    # session's own measured calls, so a policy that does nothing draws the recorded curve.
-    session = calibrate(
-        Session(
-            agent=conv.agent,
-            messages=tuple(msgs),
-            calls=tuple(calls),
-            window=segments.call_window(conv, None),
-            real_summary_tokens=summary_sizes,
-            recorded_folds=recorded_folds,
-            own_policy=formats.harness(conv.agent).own_policy or "",
-        )
-    )
-    real_summaries = {m.call_index: m.text for m in msgs if m.kind == "summary" and m.call_index is not None and m.text}
-    return LabSession(session, by_id, clips, usage, len(summary_sizes), conv.cwd or "", real_summaries)
 
 
 def _with_original(m: Msg, original: str) -> Msg:
