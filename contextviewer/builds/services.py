@@ -185,11 +185,23 @@ def run_build(job: Job, progress) -> dict:
 
 
 def _create_build(job, source, plan, result, session_id, progress) -> Conversation:
+    """The build's conversation and its messages (run_build's transaction), with the progress of the copy."""
     now = timezone.now()
+    conv = _build_conversation(job, source, plan, result, session_id, now)
+    _fill_timestamps(result.messages, now)
+    conv.tool_call_count = _copy_messages(conv, source, result.messages, session_id, now, progress)
+    conv.message_count = len(result.messages)
+    conv.save(update_fields=["tool_call_count", "message_count"])
+    return conv
+
+
+def _build_conversation(job, source, plan, result, session_id, now) -> Conversation:
+    """The build's Conversation row: the source's agent, place and model, the time its messages
+    span, and its lineage (the source, the selection, who built it, when, with which job)."""
     user = job.created_by
     title = f"Build of {source.title or source.external_id}"[:500]
     stamps = [m["timestamp"] for m in result.messages if m.get("timestamp")]
-    conv = Conversation.objects.create(
+    return Conversation.objects.create(
         project=job.project,
         agent=source.agent,
         external_id=session_id,
@@ -212,8 +224,10 @@ def _create_build(job, source, plan, result, session_id, progress) -> Conversati
             "notes": result.notes,
         },
     )
-    # A summary has no time of its own here: it takes the time of what follows it (else precedes).
-    msgs = result.messages
+
+
+def _fill_timestamps(msgs: list[dict], now) -> None:
+    """A summary has no time of its own here: it takes the time of what follows it (else precedes)."""
     later = None
     fill: list = [None] * len(msgs)
     for i in range(len(msgs) - 1, -1, -1):
@@ -224,60 +238,66 @@ def _create_build(job, source, plan, result, session_id, progress) -> Conversati
         if not m.get("timestamp"):
             m["timestamp"] = fill[i] or earlier or now
         earlier = m["timestamp"]
+
+
+def _copy_messages(conv: Conversation, source: Conversation, msgs: list[dict], session_id: str, now, progress) -> int:
+    """The messages written to the build in batches, chained by uuid (derived from the session id
+    and the position); the tool calls among them counted."""
     namespace = uuidlib.UUID(session_id)
     parent = None
     rows = []
-    total = max(len(result.messages), 1)
+    total = max(len(msgs), 1)
     tool_calls = 0
-    for m in result.messages:
+    for m in msgs:
         uid = str(uuidlib.uuid5(namespace, f"message:{m['position']}"))
-        counts = _count(m) if m.get("repaired") or not m.get("tokens") else m["tokens"]
         tool_calls += sum(1 for b in m["blocks"] if b.get("kind") == "tool_call")
-        flags = dict(m.get("flags") or {})
-        if "source_position" in m:
-            flags["copied_from"] = {"conversation": source.pk, "position": m["source_position"]}
-        # A fold's summary has no line of its own in the source: its record says where it came from.
-        raw = m.get("raw") or json.dumps(
-            {"contextviewer": "fold summary", "role": "user", "content": m["blocks"][0]["text"],
-             "from_fold": m.get("from_fold"), "source_conversation": source.pk},
-            ensure_ascii=False,
-        )
-        rows.append(
-            dict(
-                conversation_id=conv.pk,
-                position=m["position"],
-                turn=m["turn"],
-                uuid=uid,
-                parent_uuid=parent,
-                role=m["role"],
-                record_type=(m.get("record_type") or m["role"])[:60],
-                subtype=(m.get("subtype") or "")[:60],
-                blocks=m["blocks"],
-                raw=raw,
-                timestamp=m.get("timestamp") or now,
-                is_sidechain=False,
-                agent_id="",
-                is_meta=bool(m.get("is_meta")),
-                is_compact_summary=bool(m.get("is_compact_summary")),
-                flags=flags,
-                api_message_id=m.get("api_message_id") or "",
-                tokens=counts,
-                token_total=sum(counts.values()),
-                source_id=m.get("source_id"),
-                line_no=m.get("line_no"),
-            )
-        )
+        rows.append(_message_row(conv, source, m, uid, parent, now))
         parent = uid
         if len(rows) >= BATCH:
             _flush(conv, rows)
             progress(0.1 + 0.85 * (m["position"] + 1) / total, f"copied {m['position'] + 1} of {total} messages")
             rows = []
     _flush(conv, rows)
-    progress(0.97, f"copied {len(result.messages)} messages")
-    conv.tool_call_count = tool_calls
-    conv.message_count = len(result.messages)
-    conv.save(update_fields=["tool_call_count", "message_count"])
-    return conv
+    progress(0.97, f"copied {len(msgs)} messages")
+    return tool_calls
+
+
+def _message_row(conv: Conversation, source: Conversation, m: dict, uid: str, parent: str | None, now) -> dict:
+    """The Message fields of one build message: its counts (counted again when repaired or never
+    counted), where it was copied from, and its raw record."""
+    counts = _count(m) if m.get("repaired") or not m.get("tokens") else m["tokens"]
+    flags = dict(m.get("flags") or {})
+    if "source_position" in m:
+        flags["copied_from"] = {"conversation": source.pk, "position": m["source_position"]}
+    # A fold's summary has no line of its own in the source: its record says where it came from.
+    raw = m.get("raw") or json.dumps(
+        {"contextviewer": "fold summary", "role": "user", "content": m["blocks"][0]["text"],
+         "from_fold": m.get("from_fold"), "source_conversation": source.pk},
+        ensure_ascii=False,
+    )
+    return dict(
+        conversation_id=conv.pk,
+        position=m["position"],
+        turn=m["turn"],
+        uuid=uid,
+        parent_uuid=parent,
+        role=m["role"],
+        record_type=(m.get("record_type") or m["role"])[:60],
+        subtype=(m.get("subtype") or "")[:60],
+        blocks=m["blocks"],
+        raw=raw,
+        timestamp=m.get("timestamp") or now,
+        is_sidechain=False,
+        agent_id="",
+        is_meta=bool(m.get("is_meta")),
+        is_compact_summary=bool(m.get("is_compact_summary")),
+        flags=flags,
+        api_message_id=m.get("api_message_id") or "",
+        tokens=counts,
+        token_total=sum(counts.values()),
+        source_id=m.get("source_id"),
+        line_no=m.get("line_no"),
+    )
 
 
 def _flush(conv: Conversation, rows: list[dict]) -> None:
