@@ -352,12 +352,7 @@ def run(out: TextIO | None = None, *, clients: int = 20, seconds: float = 30.0, 
     `during_import_mb`: a session of that size imported back to back during each run."""
     out = out or sys.stdout
     max_requests = max_requests or clients * 500
-    if reuse:
-        workdir, keep = Path(reuse).resolve(), True
-        if not (workdir / "setup.json").exists():
-            raise RuntimeError(f"{workdir} is not a folder kept by `bench load --keep`")
-    else:
-        workdir = Path(tempfile.mkdtemp(prefix="contextviewer-bench-load-"))
+    workdir, keep = _workdir(reuse, keep)
     data_dir = workdir / "data"
     data_dir.mkdir(exist_ok=True)
     env = scratch_env(data_dir)
@@ -367,18 +362,7 @@ def run(out: TextIO | None = None, *, clients: int = 20, seconds: float = 30.0, 
         port = port or free_port()
         if not port_is_free(port):
             raise RuntimeError(f"port {port} is in use: choose another with --port, or leave it out for a free one")
-        t0 = time.perf_counter()
-        if reuse:
-            setup = json.loads((workdir / "setup.json").read_text())
-            from django.conf import settings
-
-            subprocess.run([sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "migrate", "-v0"],
-                           env=env, check=True)
-            how = "kept from an earlier run"
-        else:
-            setup = prepare(workdir, messages, env)
-            (workdir / "setup.json").write_text(json.dumps(setup))
-            how = f"generated and imported in {time.perf_counter() - t0:.0f} s"
+        setup, how = _conversation(workdir, reuse, messages, env)
         out.write(f"conversation: {setup['messages']:,} messages, {len(setup['all_turns'])} turns, "
                   f"{setup['folds']} folds, {setup['segments']} segments ({how}, {data_dir})\n")
         log = workdir / "server.log"
@@ -397,30 +381,10 @@ def run(out: TextIO | None = None, *, clients: int = 20, seconds: float = 30.0, 
         warm_up(target)
         for n in range(max(1, repeat)):
             importer = Importer(session, env, workdir / "imports.log") if session is not None else None
-            if importer is not None:
-                importer.start()
-                time.sleep(1.0)  # the import under way (its process started, the file being read)
-            cpu0, own0 = server_cpu_seconds(proc), time.process_time()
-            try:
-                result = load(target, clients, seconds, max_requests)
-            finally:
-                if importer is not None:
-                    importer.stop()
-            cpu1 = server_cpu_seconds(proc)
-            result.client_cpu = time.process_time() - own0
-            result.server_cpu = cpu1 - cpu0 if cpu0 is not None and cpu1 is not None else None
-            results.append(result)
             label = f"run {n + 1}: " if repeat > 1 else ""
-            report(out, result, label=label)
-            if importer is not None:
-                took = ", ".join(f"{t:.1f}" for t in importer.done) or "none finished"
-                out.write(f"{label}imports finished during the run: {len(importer.done)} (s each: {took})"
-                          + (f", {importer.failed} failed (see {workdir / 'imports.log'})" if importer.failed else "") + "\n")
+            results.append(_measured_run(out, target, proc, importer, clients, seconds, max_requests, label, workdir))
         if len(results) > 1:
-            p50s = sorted(r.quantile(0.5) for r in results)
-            p95s = sorted(r.quantile(0.95) for r in results)
-            out.write(f"best: p50 {p50s[0]:.0f} ms  p95 {p95s[0]:.0f} ms  errors {min(r.errors for r in results)}; "
-                      f"spread: p50 {p50s[0]:.0f} to {p50s[-1]:.0f} ms, p95 {p95s[0]:.0f} to {p95s[-1]:.0f} ms\n")
+            _report_spread(out, results)
     finally:
         if proc is not None:
             stop_server(proc)
@@ -429,6 +393,65 @@ def run(out: TextIO | None = None, *, clients: int = 20, seconds: float = 30.0, 
         else:
             shutil.rmtree(workdir, ignore_errors=True)
     return results
+
+
+def _workdir(reuse: str | None, keep: bool) -> tuple[Path, bool]:
+    """The scratch folder and whether to keep it: a folder an earlier run kept (kept again), else a
+    new temporary one."""
+    if reuse:
+        workdir = Path(reuse).resolve()
+        if not (workdir / "setup.json").exists():
+            raise RuntimeError(f"{workdir} is not a folder kept by `bench load --keep`")
+        return workdir, True
+    return Path(tempfile.mkdtemp(prefix="contextviewer-bench-load-")), keep
+
+
+def _conversation(workdir: Path, reuse: str | None, messages: int, env: dict[str, str]) -> tuple[dict, str]:
+    """The setup of the conversation served (setup.json) and how it came to be: kept from an earlier
+    run (its database migrated to this code), else generated and imported now."""
+    t0 = time.perf_counter()
+    if reuse:
+        setup = json.loads((workdir / "setup.json").read_text())
+        from django.conf import settings
+
+        subprocess.run([sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "migrate", "-v0"],
+                       env=env, check=True)
+        return setup, "kept from an earlier run"
+    setup = prepare(workdir, messages, env)
+    (workdir / "setup.json").write_text(json.dumps(setup))
+    return setup, f"generated and imported in {time.perf_counter() - t0:.0f} s"
+
+
+def _measured_run(out: TextIO, target: Target, proc: subprocess.Popen, importer: Importer | None, clients: int,
+                  seconds: float, max_requests: int, label: str, workdir: Path) -> Result:
+    """One run of the readers (with `importer`'s imports going on during it, if any), with the CPU
+    the server and the readers spent, reported."""
+    if importer is not None:
+        importer.start()
+        time.sleep(1.0)  # the import under way (its process started, the file being read)
+    cpu0, own0 = server_cpu_seconds(proc), time.process_time()
+    try:
+        result = load(target, clients, seconds, max_requests)
+    finally:
+        if importer is not None:
+            importer.stop()
+    cpu1 = server_cpu_seconds(proc)
+    result.client_cpu = time.process_time() - own0
+    result.server_cpu = cpu1 - cpu0 if cpu0 is not None and cpu1 is not None else None
+    report(out, result, label=label)
+    if importer is not None:
+        took = ", ".join(f"{t:.1f}" for t in importer.done) or "none finished"
+        out.write(f"{label}imports finished during the run: {len(importer.done)} (s each: {took})"
+                  + (f", {importer.failed} failed (see {workdir / 'imports.log'})" if importer.failed else "") + "\n")
+    return result
+
+
+def _report_spread(out: TextIO, results: list[Result]) -> None:
+    """Over several runs: the best p50, p95 and errors, and the spread of p50 and p95."""
+    p50s = sorted(r.quantile(0.5) for r in results)
+    p95s = sorted(r.quantile(0.95) for r in results)
+    out.write(f"best: p50 {p50s[0]:.0f} ms  p95 {p95s[0]:.0f} ms  errors {min(r.errors for r in results)}; "
+              f"spread: p50 {p50s[0]:.0f} to {p50s[-1]:.0f} ms, p95 {p95s[0]:.0f} to {p95s[-1]:.0f} ms\n")
 
 
 # Runs in a child process on the scratch data folder.
