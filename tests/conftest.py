@@ -29,3 +29,30 @@ def claude_code_fixture_files() -> list[Path]:
     if root is None:
         return []
     return sorted(p for p in (root / "claude-code").rglob("*.jsonl"))
+
+
+# --- which tests run on PostgreSQL too -----------------------------------------------------------
+# bin/test runs the suite on SQLite and on PostgreSQL, the second without the tests marked
+# backend_independent: those that cannot differ between the two. Marked here:
+# - a unit test that touches no database;
+# - a browser test that starts no worker: what it checks is the page in the browser; the queries
+#   behind those pages run on both backends in tests/integration;
+# - a real-agent test (tests/agents): what it checks is what the agent's own CLI does with a file we
+#   wrote or a threshold the lab computed, from rows the same importer stores on either backend
+#   (the store itself is checked on both in tests/integration).
+# An integration module that only renders or reads files says so itself
+# (`pytestmark = pytest.mark.backend_independent`, with why).
+DB_FIXTURES = {"db", "transactional_db", "django_db_setup", "live_server", "worker", "worker_process", "module_worker"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        parts = Path(str(item.fspath)).parts
+        folder = parts[parts.index("tests") + 1] if "tests" in parts else ""
+        uses_db = bool(DB_FIXTURES & set(getattr(item, "fixturenames", ()))) or item.get_closest_marker("django_db")
+        if folder == "unit" and not uses_db:
+            item.add_marker(pytest.mark.backend_independent)
+        elif folder == "browser" and not item.get_closest_marker("worker") and "worker_process" not in item.fixturenames:
+            item.add_marker(pytest.mark.backend_independent)
+        elif folder == "agents":
+            item.add_marker(pytest.mark.backend_independent)
