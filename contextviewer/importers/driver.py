@@ -29,6 +29,7 @@ from contextviewer.importers.lines import (
     DEFAULT_MAX_LINE_BYTES,
     GZIP_MAGIC,
     GzipStream,
+    LineReader,
     LongLine,
     StreamError,
     as_utf8,
@@ -171,26 +172,17 @@ class JsonParser:
 
 
     def run(self, stream: IO[bytes], start_offset: int, start_line: int) -> Iterator[Record]:
+        """The records of a stream: one ``process`` call per JSON object line (a progress notice
+        every N bytes; a line over the cap reduced; a file that is one JSON array read whole), a
+        ``BadLine`` for each line that is not one, then ``finish``."""
         self.consumed_offset = start_offset
         self.consumed_lines = start_line
-        maybe_array = False
-        if start_offset == 0:
-            opened = open_head(stream, what=self.what, max_decompressed_bytes=self.max_decompressed_bytes)
-            if opened.__class__ is BadLine:
-                yield opened
-                yield self.session_info()
-                return
-            head, stream = opened
-            maybe_array = head.removeprefix(BOM).lstrip()[:1] == b"["
-
-        reader = iter_lines(
-            stream,
-            start_offset=start_offset,
-            start_line=start_line,
-            max_line_bytes=self.max_line_bytes,
-            chunk_size=self.chunk_size,
-            long_line=self._reducer,
-        )
+        opened = self._open(stream, start_offset, start_line)
+        if opened.__class__ is BadLine:
+            yield opened
+            yield self.session_info()
+            return
+        reader, maybe_array = opened
         lines = iter(reader)
         next_progress = start_offset + self.progress_every
         unterminated_end: int | None = None
@@ -219,62 +211,79 @@ class JsonParser:
                 data = data[3:]
             try:
                 text = data.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                if not newline:
-                    yield self._incomplete(line_no, offset, len(data))
-                else:
-                    yield BadLine(
-                        line_no=line_no,
-                        offset=offset,
-                        reason=(
-                            f"line {line_no} is not valid UTF-8 "
-                            f"(byte 0x{data[exc.start]:02x} at position {exc.start})"
-                        ),
-                        size=len(data),
-                    )
-                first_content = False
-                continue
-            try:
                 obj = _loads(text)
-            except (ValueError, RecursionError) as exc:
-                if first_content and maybe_array:
+            except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError too
+                if first_content and maybe_array and exc.__class__ is not UnicodeDecodeError:
                     yield from self._json_array(item, lines, reader)
                     yield from self.finish()
                     return
                 first_content = False
-                if not newline:
-                    yield self._incomplete(line_no, offset, len(data))
-                else:
-                    yield BadLine(line_no=line_no, offset=offset, reason=self._json_error(line_no, text, exc), size=len(data))
+                yield self._unreadable(line_no, offset, data, newline, exc)
                 continue
             first_content = False
             if not newline:
                 unterminated_end = end
             if obj.__class__ is not dict:
-                yield BadLine(
-                    line_no=line_no,
-                    offset=offset,
-                    reason=f"line {line_no} is {json_kind(obj)}, not a JSON object",
-                    size=len(data),
-                )
+                yield self._not_an_object(line_no, offset, obj, len(data))
                 continue
             try:
                 record = process(obj, line_no, offset, text)
             except Exception as exc:  # one odd line must not stop the import
-                yield BadLine(
-                    line_no=line_no,
-                    offset=offset,
-                    reason=f"line {line_no} could not be read ({exc.__class__.__name__}: {exc})",
-                    size=len(data),
-                )
+                yield self._failed(line_no, offset, exc, len(data))
                 continue
             if record is not None:
                 yield record
+        self._consumed(reader, unterminated_end)
+        yield from self.finish()
+
+    def _open(self, stream: IO[bytes], start_offset: int, start_line: int) -> tuple[LineReader, bool] | BadLine:
+        """(the line reader of the stream, whether the file may be one JSON array), or the
+        file-level ``BadLine`` saying why it cannot be read. The head is sniffed at offset 0 only:
+        a resumed read goes on from a point the file was read to already."""
+        maybe_array = False
+        if start_offset == 0:
+            opened = open_head(stream, what=self.what, max_decompressed_bytes=self.max_decompressed_bytes)
+            if opened.__class__ is BadLine:
+                return opened
+            head, stream = opened
+            maybe_array = head.removeprefix(BOM).lstrip()[:1] == b"["
+        reader = iter_lines(
+            stream,
+            start_offset=start_offset,
+            start_line=start_line,
+            max_line_bytes=self.max_line_bytes,
+            chunk_size=self.chunk_size,
+            long_line=self._reducer,
+        )
+        return reader, maybe_array
+
+    def _consumed(self, reader: LineReader, unterminated_end: int | None) -> None:
+        """How far the lines read reach: the last newline, or past a last line without one that
+        was read (``unterminated_end``)."""
         self.consumed_offset = reader.consumed_offset
         self.consumed_lines = reader.consumed_lines
         if unterminated_end is not None and unterminated_end > self.consumed_offset:
             self.consumed_offset = unterminated_end
-        yield from self.finish()
+
+    def _unreadable(self, line_no: int, offset: int, data: bytes, newline: bool, exc: Exception) -> BadLine:
+        """A line that is not UTF-8, or not JSON (a last line cut by the end of the file: incomplete)."""
+        if not newline:
+            return self._incomplete(line_no, offset, len(data))
+        if exc.__class__ is UnicodeDecodeError:
+            reason = f"line {line_no} is not valid UTF-8 (byte 0x{data[exc.start]:02x} at position {exc.start})"
+        else:
+            reason = self._json_error(line_no, data.decode("utf-8"), exc)
+        return BadLine(line_no=line_no, offset=offset, reason=reason, size=len(data))
+
+    @staticmethod
+    def _not_an_object(line_no: int, offset: int, value: Any, size: int) -> BadLine:
+        return BadLine(line_no=line_no, offset=offset, reason=f"line {line_no} is {json_kind(value)}, not a JSON object", size=size)
+
+    @staticmethod
+    def _failed(line_no: int, offset: int, exc: Exception, size: int) -> BadLine:
+        """A line ``process`` failed on."""
+        reason = f"line {line_no} could not be read ({exc.__class__.__name__}: {exc})"
+        return BadLine(line_no=line_no, offset=offset, reason=reason, size=size)
 
     def _reducer(self) -> Reducer:
         return Reducer(max_line_bytes=self.max_line_bytes)
