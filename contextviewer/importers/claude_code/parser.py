@@ -258,6 +258,8 @@ class _Parser(JsonParser, TimeSpan):
         return run
 
     def process(self, obj: dict, line_no: int, offset: int, raw: str) -> MessageRecord | None:
+        """One line: bookkeeping (it feeds titles, links and session info; an enqueue is a queued
+        message), a uuid read already (dropped), or a message and what it tells besides."""
         kind = obj.get("type")
         ts = self._envelope(obj)
         if kind.__class__ is str and kind in KNOWN_METADATA_TYPES:
@@ -279,63 +281,26 @@ class _Parser(JsonParser, TimeSpan):
         message = obj.get("message")
         if message.__class__ is not dict:
             message = None
-        model = api_id = None
-        subtype = None
-        if kind == "user":
-            blocks = content_blocks(message.get("content")) if message else []
-            role = "tool" if blocks and all(b.kind == "tool_result" for b in blocks) else "user"
-            record_type = kind
-        elif kind == "assistant":
-            role = record_type = "assistant"
-            blocks = content_blocks(message.get("content")) if message else []
-            if message:
-                model = _str(message.get("model"))
-                api_id = _str(message.get("id"))
-        elif kind == "system":
-            role = record_type = "system"
-            subtype = _str(obj.get("subtype"))
-            blocks = content_blocks(obj.get("content"))
-        else:
-            role = "other"
-            if kind is None:
-                record_type = "(none)"
-            elif kind.__class__ is str:
-                record_type = kind or "(none)"
-            else:
-                record_type = _compact(kind)[:80] or "(none)"
-            blocks = content_blocks(message.get("content")) if message else []
+        record = self._message(obj, kind, message, uuid, parent, line_no, offset, raw, ts)
+        self._follow(obj, kind, message, record)
+        return record
 
+    def _message(self, obj: dict, kind: Any, message: dict | None, uuid: str | None, parent: str | None,
+                 line_no: int, offset: int, raw: str, ts: datetime | None) -> MessageRecord:
+        """The message of a line: its content, read by its type; its agent; its flags (an API
+        error, a synthetic response, ...)."""
+        read = _CONTENT_READERS.get(kind, _other_content) if kind.__class__ is str else _other_content
+        role, record_type, blocks, subtype, model, api_id = read(obj, kind, message)
         is_sidechain = obj.get("isSidechain") is True
-        line_agent = _str(obj.get("agentId"))
-        if not self.seen_message:
-            self.seen_message = True
-            self.file_agent_id = line_agent
-        agent = line_agent or self.agent_id
-        run = None
-        if agent is None and is_sidechain:
-            run = self._sidechain_run(uuid, parent, line_no)
-            agent = run[0]
-            if run[2] is None and role == "user":
-                text = _text_of(blocks)
-                if text:
-                    run[2] = text
-
         is_compact_summary = obj.get("isCompactSummary") is True
-        agent_kind = None
-        if run is not None:
-            # A compaction summary heads the file's own loaded segment, never a sidechain run.
-            agent, agent_kind = (None, None) if is_compact_summary else (agent, "inline")
-        elif agent is not None and agent.startswith("acompact"):
-            agent_kind = "compaction"
-
-        request_id = _str(obj.get("requestId"))
+        agent, agent_kind = self._agent(obj, uuid, parent, line_no, role, blocks, is_sidechain, is_compact_summary)
         flags: dict[str, Any] = {}
         if obj.get("isApiErrorMessage") is True or (subtype == "api_error"):
             flags["api_error"] = True
         if model == SYNTHETIC_MODEL:
             flags["synthetic"] = True
         elif model is not None and kind == "assistant":
-            self.models[model] = None
+            self.models[model] = None  # the models of real calls
         if obj.get("isVisibleInTranscriptOnly") is True:
             flags["visible_in_transcript_only"] = True
         if "toolUseResult" in obj:
@@ -343,8 +308,7 @@ class _Parser(JsonParser, TimeSpan):
         if blocks:
             # What the page and the policy lab read beside a result's text (its extra).
             add_extras(blocks, functools.partial(result_extra, obj.get("toolUseResult")))
-
-        record = MessageRecord(
+        return MessageRecord(
             line_no=line_no,
             offset=offset,
             role=role,
@@ -364,17 +328,42 @@ class _Parser(JsonParser, TimeSpan):
             model=model,
             agent_kind=agent_kind,
             api_message_id=api_id,
-            request_id=request_id,
+            request_id=_str(obj.get("requestId")),
             flags=flags,
         )
 
-        # Task calls (for sub-agent links) and 2.x links from the tool result.
-        for block in blocks:
+    def _agent(self, obj: dict, uuid: str | None, parent: str | None, line_no: int, role: str, blocks: list,
+               is_sidechain: bool, is_compact_summary: bool) -> tuple[str | None, str | None]:
+        """(agent id, agent kind) of a message: the line's ``agentId``, else the file's; an inline
+        sidechain (1.0.x) joins its run ("inline"); a compaction run's file is "compaction"."""
+        line_agent = _str(obj.get("agentId"))
+        if not self.seen_message:
+            self.seen_message = True
+            self.file_agent_id = line_agent
+        agent = line_agent or self.agent_id
+        if agent is None and is_sidechain:
+            run = self._sidechain_run(uuid, parent, line_no)
+            if run[2] is None and role == "user":
+                text = _text_of(blocks)
+                if text:
+                    run[2] = text
+            # A compaction summary heads the file's own loaded segment, never a sidechain run.
+            return (None, None) if is_compact_summary else (run[0], "inline")
+        if agent is not None and agent.startswith("acompact"):
+            return agent, "compaction"
+        return agent, None
+
+    def _follow(self, obj: dict, kind: Any, message: dict | None, record: MessageRecord) -> None:
+        """What a message tells besides itself: its Task calls (for sub-agent links: every one by
+        id, the main thread's by prompt too); for a user line, its 2.x sub-agent link and a
+        compaction summary; for an assistant line, its model call's usage; for a system line, a
+        fold."""
+        for block in record.blocks:
             if block.kind == "tool_call" and block.tool_name in TASK_TOOL_NAMES:
                 tool_input = block.tool_input if block.tool_input.__class__ is dict else {}
                 if block.tool_id is not None:
                     self.tasks.setdefault(block.tool_id, tool_input)
-                if run is None and not is_sidechain:
+                if not record.is_sidechain:  # an inline sidechain run is linked to the call of its prompt
                     prompt = tool_input.get("prompt")
                     self.task_calls.append(
                         (block.tool_id, prompt.strip() if prompt.__class__ is str else "", tool_input)
@@ -384,16 +373,17 @@ class _Parser(JsonParser, TimeSpan):
             if result.__class__ is dict:
                 linked = _str(result.get("agentId"))
                 if linked is not None:
-                    tool_use_id = next((b.tool_id for b in blocks if b.kind == "tool_result" and b.tool_id), None)
-                    self._link(linked, tool_use_id, line_no)
+                    tool_use_id = next((b.tool_id for b in record.blocks if b.kind == "tool_result" and b.tool_id), None)
+                    self._link(linked, tool_use_id, record.line_no)
             if record.is_compact_summary:
-                self.summaries.append((line_no, uuid, parent, _text_of(blocks)))
+                self.summaries.append((record.line_no, record.uuid, record.parent_uuid, _text_of(record.blocks)))
         elif kind == "assistant":
+            api_id, model = record.api_message_id, record.model
             if message is not None and api_id is not None and model != SYNTHETIC_MODEL:
-                self._usage(message, api_id, request_id, uuid, line_no, model, agent, ts)
-        elif kind == "system" and subtype in FOLD_SUBTYPES:
-            self._fold(obj, subtype, uuid, line_no, agent, ts)
-        return record
+                self._usage(message, api_id, record.request_id, record.uuid, record.line_no, model, record.agent_id,
+                            record.timestamp)
+        elif kind == "system" and record.subtype in FOLD_SUBTYPES:
+            self._fold(obj, record.subtype, record.uuid, record.line_no, record.agent_id, record.timestamp)
 
     def _usage_again(self, obj: dict) -> None:
         """A line whose uuid was read already may still be the later record of its call: Claude
@@ -597,6 +587,46 @@ class _Parser(JsonParser, TimeSpan):
 
 
 # -- the format ---------------------------------------------------------------------------------
+
+
+# -- a message's content, by its type -------------------------------------------------------------
+# Each reader: (role, record_type, blocks, subtype, model, api message id) of a line.
+
+
+def _user_content(obj: dict, kind: str, message: dict | None) -> tuple:
+    """A user line: a prompt, or tool results only (role "tool")."""
+    blocks = content_blocks(message.get("content")) if message else []
+    role = "tool" if blocks and all(b.kind == "tool_result" for b in blocks) else "user"
+    return role, kind, blocks, None, None, None
+
+
+def _assistant_content(obj: dict, kind: str, message: dict | None) -> tuple:
+    """An assistant line: one content block of an API response, with its model and message id."""
+    blocks = content_blocks(message.get("content")) if message else []
+    if message:
+        return "assistant", "assistant", blocks, None, _str(message.get("model")), _str(message.get("id"))
+    return "assistant", "assistant", blocks, None, None, None
+
+
+def _system_content(obj: dict, kind: str, message: dict | None) -> tuple:
+    """A system line: its subtype (a compaction boundary, an API error, ...) and content."""
+    subtype = _str(obj.get("subtype"))
+    return "system", "system", content_blocks(obj.get("content")), subtype, None, None
+
+
+def _other_content(obj: dict, kind: Any, message: dict | None) -> tuple:
+    """A line of another type (or none): role "other", its raw type kept."""
+    if kind is None:
+        record_type = "(none)"
+    elif kind.__class__ is str:
+        record_type = kind or "(none)"
+    else:
+        record_type = _compact(kind)[:80] or "(none)"
+    blocks = content_blocks(message.get("content")) if message else []
+    return "other", record_type, blocks, None, None, None
+
+
+_CONTENT_READERS = {"user": _user_content, "assistant": _assistant_content, "system": _system_content}
 
 
 def _parse(source: ParseInput) -> Iterator[Record]:
