@@ -380,10 +380,7 @@ class _Chat:
             if parent and parent != "chats":
                 agent_id = session
                 session = parent
-        usage: list[UsageRecord] = []
-        links: list[AgentLink] = []
-        models: dict[str, None] = {}
-        open_calls = OpenCalls()  # checkpoints: tool calls without ids
+        out = _Output(session, agent_id)
         for item in self.sequence:
             if isinstance(item, _Marker):
                 yield MessageRecord(
@@ -402,111 +399,21 @@ class _Chat:
                     is_meta=True,
                 )
                 continue
-            yield from self._message_records(item, session, agent_id, usage, links, models, open_calls)
-        yield from usage
+            yield from self._message_records(item, out)
+        yield from out.usage
         for fold in self.folds:
             fold.agent_id = agent_id
         yield from self.folds
-        yield from links
-        yield self.info(agent_id, models)
+        yield from out.links
+        yield self.info(agent_id, out.models)
 
-    def _message_records(self, entry: _Entry, session, agent_id, usage, links, models, open_calls: OpenCalls) -> Iterator[MessageRecord]:
+    def _message_records(self, entry: _Entry, out: _Output) -> Iterator[MessageRecord]:
+        """The message of an entry, then one ``tool`` message per tool call of it that has a result."""
         obj = entry.obj
-        kind = obj.get("type")
-        role_name = obj.get("role")
         ts = timestamp(obj.get("timestamp") if "timestamp" in obj else obj.get("ts"))
-        content = obj.get("content") if "content" in obj else obj.get("parts")
-        flags: dict[str, Any] = {}
-        if entry.rewound_at is not None:
-            flags["rewound"] = True
-            flags["rewound_at_line"] = entry.rewound_at
-        if entry.rewrite:
-            flags["history_rewrite"] = True
-        model = None
-        api_id = None
-        subtype = None
         calls: list[tuple[dict, Block]] = []
-        if kind in ("gemini", "model") or (kind is None and role_name in ("model", "gemini", "assistant")):
-            role = "assistant"
-            record_type = kind if kind.__class__ is str else "model"
-            blocks = _thought_blocks(obj.get("thoughts")) + _content_blocks(content)
-            model = str_or_none(obj.get("model"))
-            if model:
-                models[model] = None
-            tool_calls = obj.get("toolCalls")
-            if tool_calls.__class__ is list:
-                for n, call in enumerate(tool_calls):
-                    if call.__class__ is not dict:
-                        blocks.append(Block("other", text=compact_json(call), raw_type="toolCall"))
-                        continue
-                    call_id = str_or_none(call.get("id")) or f"{entry.id}:call{n + 1}"
-                    block = tool_call(call_id, str_or_none(call.get("name")), call.get("args"))
-                    blocks.append(block)
-                    calls.append((call, block))
-                    linked = str_or_none(call.get("agentId"))
-                    if linked:
-                        links.append(AgentLink(agent_id=linked, tool_use_id=call_id, line_no=entry.line_no,
-                                               description=str_or_none(call.get("description"))))
-            # Checkpoint turns: functionCall parts without ids get one, for their responses to find.
-            for n, block in enumerate(blocks):
-                if block.kind == "tool_call" and block.tool_id is None:
-                    open_calls.open(block, f"{entry.id}:fc{n + 1}")
-            tokens = obj.get("tokens")
-            if tokens.__class__ is dict:
-                api_id = entry.id
-                input_tokens = pos_int(tokens.get("input"))
-                cached = pos_int(tokens.get("cached"))
-                usage.append(
-                    UsageRecord(
-                        api_message_id=entry.id,
-                        request_id=None,
-                        message_uuid=entry.id,
-                        line_no=entry.line_no,
-                        model=model,
-                        input_uncached=max(input_tokens - cached, 0),
-                        cache_read=cached,
-                        output=pos_int(tokens.get("output")) + pos_int(tokens.get("thoughts")),
-                        agent_id=agent_id,
-                        timestamp=ts,
-                    )
-                )
-        elif kind == "user" or (kind is None and role_name == "user"):
-            blocks = _content_blocks(content)
-            for block in blocks:
-                if block.kind == "tool_result" and block.tool_id is None:
-                    open_calls.answer(block)
-            role = "tool" if blocks and all(b.kind == "tool_result" for b in blocks) else "user"
-            record_type = "user"
-        elif kind in SYSTEM_TYPES:
-            role = "system"
-            record_type = subtype = kind
-            blocks = _content_blocks(content)
-            if kind == "error":
-                flags["api_error"] = True
-        else:
-            role = "other"
-            record_type = (kind if kind.__class__ is str and kind else None) or (
-                f"role:{role_name}" if role_name.__class__ is str and role_name else "(none)"
-            )
-            blocks = _content_blocks(content)
-        yield MessageRecord(
-            line_no=entry.line_no,
-            offset=entry.offset,
-            role=role,
-            record_type=record_type[:60],
-            raw=entry.raw,
-            blocks=blocks,
-            uuid=entry.id,
-            subtype=subtype,
-            timestamp=ts,
-            session_id=session,
-            agent_id=agent_id,
-            is_sidechain=agent_id is not None,
-            is_compact_summary=entry.summary,
-            model=model,
-            api_message_id=api_id,
-            flags=flags,
-        )
+        record = _message(entry, ts, out, calls)
+        yield record
         for call, block in calls:
             result = _result_block(call, block.tool_id or "")
             if result is None:
@@ -520,10 +427,10 @@ class _Chat:
                 blocks=[result],
                 uuid=f"{entry.id}/tool/{block.tool_id}",
                 timestamp=timestamp(call.get("timestamp")) or ts,
-                session_id=session,
-                agent_id=agent_id,
-                is_sidechain=agent_id is not None,
-                flags=dict(flags),
+                session_id=out.session,
+                agent_id=out.agent_id,
+                is_sidechain=out.agent_id is not None,
+                flags=dict(record.flags),
             )
 
     def info(self, agent_id: str | None, models: dict[str, None]) -> SessionInfo:
@@ -550,6 +457,157 @@ class _Chat:
             bytes_consumed=self.size,
             duplicate_uuids=self.duplicates,
         )
+
+
+# -- messages ------------------------------------------------------------------------------------
+
+
+class _Output:
+    """What the records of a chat gather across its messages: the session and sub-agent they
+    belong to, the usage, sub-agent links and models met, and (checkpoints) the tool calls without
+    ids still waiting for their response."""
+
+    __slots__ = ("session", "agent_id", "usage", "links", "models", "open_calls")
+
+    def __init__(self, session: str, agent_id: str | None):
+        self.session = session
+        self.agent_id = agent_id
+        self.usage: list[UsageRecord] = []
+        self.links: list[AgentLink] = []
+        self.models: dict[str, None] = {}
+        self.open_calls = OpenCalls()  # checkpoints: tool calls without ids
+
+
+def _message(entry: _Entry, ts: datetime | None, out: _Output, calls: list[tuple[dict, Block]]) -> MessageRecord:
+    """The message of an entry, by its type (or, without one, its role): a model turn (its tool
+    calls go in ``calls``), a user turn, a system notice, or "other"."""
+    obj = entry.obj
+    kind = obj.get("type")
+    role_name = obj.get("role")
+    content = obj.get("content") if "content" in obj else obj.get("parts")
+    flags = _entry_flags(entry)
+    model = api_id = subtype = None
+    if kind in ("gemini", "model") or (kind is None and role_name in ("model", "gemini", "assistant")):
+        role = "assistant"
+        record_type = kind if kind.__class__ is str else "model"
+        blocks, model, api_id = _model_turn(entry, content, ts, out, calls)
+    elif kind == "user" or (kind is None and role_name == "user"):
+        role, blocks = _user_turn(content, out)
+        record_type = "user"
+    elif kind in SYSTEM_TYPES:
+        role = "system"
+        record_type = subtype = kind
+        blocks = _content_blocks(content)
+        if kind == "error":
+            flags["api_error"] = True
+    else:
+        role = "other"
+        record_type = (kind if kind.__class__ is str and kind else None) or (
+            f"role:{role_name}" if role_name.__class__ is str and role_name else "(none)"
+        )
+        blocks = _content_blocks(content)
+    return MessageRecord(
+        line_no=entry.line_no,
+        offset=entry.offset,
+        role=role,
+        record_type=record_type[:60],
+        raw=entry.raw,
+        blocks=blocks,
+        uuid=entry.id,
+        subtype=subtype,
+        timestamp=ts,
+        session_id=out.session,
+        agent_id=out.agent_id,
+        is_sidechain=out.agent_id is not None,
+        is_compact_summary=entry.summary,
+        model=model,
+        api_message_id=api_id,
+        flags=flags,
+    )
+
+
+def _entry_flags(entry: _Entry) -> dict[str, Any]:
+    """Flags of what became of a message later: rewound (and by which line), or added by a rewrite
+    of the history."""
+    flags: dict[str, Any] = {}
+    if entry.rewound_at is not None:
+        flags["rewound"] = True
+        flags["rewound_at_line"] = entry.rewound_at
+    if entry.rewrite:
+        flags["history_rewrite"] = True
+    return flags
+
+
+def _user_turn(content: Any, out: _Output) -> tuple[str, list[Block]]:
+    """(role, blocks) of a user turn: "tool" when it only answers tool calls (a checkpoint's
+    responses without ids find their calls here)."""
+    blocks = _content_blocks(content)
+    for block in blocks:
+        if block.kind == "tool_result" and block.tool_id is None:
+            out.open_calls.answer(block)
+    return ("tool" if blocks and all(b.kind == "tool_result" for b in blocks) else "user"), blocks
+
+
+def _model_turn(entry: _Entry, content: Any, ts: datetime | None, out: _Output,
+                calls: list[tuple[dict, Block]]) -> tuple[list[Block], str | None, str | None]:
+    """(blocks, model, api message id) of a model turn: its thoughts, its content, a tool_call per
+    ``toolCalls`` entry; its model and usage are noted in ``out``."""
+    obj = entry.obj
+    blocks = _thought_blocks(obj.get("thoughts")) + _content_blocks(content)
+    model = str_or_none(obj.get("model"))
+    if model:
+        out.models[model] = None
+    tool_calls = obj.get("toolCalls")
+    if tool_calls.__class__ is list:
+        _tool_calls(entry, tool_calls, blocks, calls, out.links)
+    # Checkpoint turns: functionCall parts without ids get one, for their responses to find.
+    for n, block in enumerate(blocks):
+        if block.kind == "tool_call" and block.tool_id is None:
+            out.open_calls.open(block, f"{entry.id}:fc{n + 1}")
+    return blocks, model, _usage(entry, model, ts, out)
+
+
+def _tool_calls(entry: _Entry, tool_calls: list, blocks: list[Block], calls: list[tuple[dict, Block]],
+                links: list[AgentLink]) -> None:
+    """A model turn's ``toolCalls``: a tool_call block each (in ``blocks``, with its entry in
+    ``calls``, for its result), and a link to the sub-agent a call runs."""
+    for n, call in enumerate(tool_calls):
+        if call.__class__ is not dict:
+            blocks.append(Block("other", text=compact_json(call), raw_type="toolCall"))
+            continue
+        call_id = str_or_none(call.get("id")) or f"{entry.id}:call{n + 1}"
+        block = tool_call(call_id, str_or_none(call.get("name")), call.get("args"))
+        blocks.append(block)
+        calls.append((call, block))
+        linked = str_or_none(call.get("agentId"))
+        if linked:
+            links.append(AgentLink(agent_id=linked, tool_use_id=call_id, line_no=entry.line_no,
+                                   description=str_or_none(call.get("description"))))
+
+
+def _usage(entry: _Entry, model: str | None, ts: datetime | None, out: _Output) -> str | None:
+    """The model call of a turn with ``tokens`` (in ``out.usage``), keyed by the message id; that
+    id, or None without tokens."""
+    tokens = entry.obj.get("tokens")
+    if tokens.__class__ is not dict:
+        return None
+    input_tokens = pos_int(tokens.get("input"))
+    cached = pos_int(tokens.get("cached"))
+    out.usage.append(
+        UsageRecord(
+            api_message_id=entry.id,
+            request_id=None,
+            message_uuid=entry.id,
+            line_no=entry.line_no,
+            model=model,
+            input_uncached=max(input_tokens - cached, 0),
+            cache_read=cached,
+            output=pos_int(tokens.get("output")) + pos_int(tokens.get("thoughts")),
+            agent_id=out.agent_id,
+            timestamp=ts,
+        )
+    )
+    return entry.id
 
 
 # -- parse ---------------------------------------------------------------------------------------
