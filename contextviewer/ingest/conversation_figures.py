@@ -1,5 +1,5 @@
 """A conversation's index figures (message, call and fold counts, peak context, spend, window) and
-each model call's estimated context, set from its rows after an import writes them (writer.py)."""
+each model call's estimated context, set from its rows after an import writes them (row_writer.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,10 @@
-"""Writes shared by views, the API, commands and tasks: start imports, store uploads, report."""
+"""The import job: started (``start_import``), planned (a folder worth several parts is split into
+jobs of whole sessions, ``_plan``) and run (``run_import``, ``run_import_part``), each path or
+upload handed to the file reader (files.py; folder_upload.py for a stored folder), whose reports
+become the job's result (``import_result``). Also: store an upload, titles after a job.
+
+The flow goes one way: this plans and runs the job, files.py reads each file and hands its records
+to the row maker (row_maker.py), which has the row writer (row_writer.py) write them."""
 
 from __future__ import annotations
 
@@ -13,14 +19,17 @@ from django.db import OperationalError
 from contextviewer.accounts.models import Project
 from contextviewer.core import tokens
 
+from contextviewer.importers import formats
 from contextviewer.ingest import child as ingest_child, files as ingest
 from contextviewer.ingest import folder_upload
+from contextviewer.ingest.reports import DiskFull, ImportReport, disk_full, disk_full_message
 from contextviewer.jobs import queue as jobs
 from contextviewer.conversations.models import Conversation, Source
 from contextviewer.conversations.uploads import UPLOAD_DIR, safe_name
 from contextviewer.jobs.models import Job, JobStatus
 from contextviewer.conversations import calibration
 from contextviewer.ingest import titles
+
 
 class UploadTooLarge(Exception):
     pass
@@ -115,7 +124,7 @@ def run_import_part(job: Job, progress) -> dict:
     result has the shape of an import's (import_result), the folder's job merges them."""
     with ingest_child.parsing():
         tokens.preload_encoding()
-        report = ingest.ImportReport()
+        report = ImportReport()
         units = job.params.get("units") or []
         count = max(len(units), 1)
         for index, unit in enumerate(units):
@@ -131,7 +140,7 @@ def run_import_part(job: Job, progress) -> dict:
 def _run_import(job: Job, progress) -> dict:
     tokens.preload_encoding()  # counted from the first records on
     project = job.project
-    report = ingest.ImportReport()
+    report = ImportReport()
     items = _items(job)
     count = max(len(items), 1)
     refused = 0
@@ -155,40 +164,39 @@ def _items(job: Job) -> list[tuple[str, object]]:
     return [("path", p) for p in job.params.get("paths", [])] + [("upload", u) for u in job.params.get("uploads", [])]
 
 
-def _calibrate(report: ingest.ImportReport) -> None:
+def _calibrate(report: ImportReport) -> None:
     imported = Conversation.objects.filter(pk__in=report.conversation_ids)
     imported |= Conversation.objects.filter(parent_id__in=report.conversation_ids)  # sub-agents compact too
     calibration.after_import(imported.only("agent", "cli_version"))
 
 
-def _guarded(fn, name: str, report: ingest.ImportReport) -> int:
+def _guarded(fn, name: str, report: ImportReport) -> int:
     """``fn()``, a full disk said as the job's refusal with what was imported before it."""
     try:
         return fn()
     except OperationalError as exc:
-        if not ingest.disk_full(exc):
+        if not disk_full(exc):
             raise
         # The file being written was rolled back whole: say so, not the database's words.
-        raise jobs.JobRefused(ingest.disk_full_message(name, report), import_result(report)) from exc
-    except ingest.DiskFull as exc:  # inside a folder: what came before it is in exc.report
-        _merge(report, exc.report)
-        raise jobs.JobRefused(ingest.disk_full_message(exc.path, report), import_result(report)) from exc
+        raise jobs.JobRefused(disk_full_message(name, report), import_result(report)) from exc
+    except DiskFull as exc:  # inside a folder: what came before it is in exc.report
+        report.merge(exc.report)
+        raise jobs.JobRefused(disk_full_message(exc.path, report), import_result(report)) from exc
 
 
-def _import_item(project: Project, kind: str, item, report: ingest.ImportReport, step) -> int:
+def _import_item(project: Project, kind: str, item, report: ImportReport, step) -> int:
     """Import one thing a job names (a path, an upload) into ``report``; 1 when no format read it."""
     if kind == "path":
         return _import_path(project, item, report, step)
     if item.get("folder"):  # a folder upload (or a zip of one): read as one folder
         sub = folder_upload.import_folder(project, item, progress=step)
-        _merge(report, sub)
+        report.merge(sub)
         return int(sub.refused)
     path = Path(settings.MEDIA_ROOT) / item["blob"]
     file_report = ingest.import_file_isolated(
         project,
         path,
-        display_name=item["name"],
-        source_key=f"upload:{item['sha256']}/{item['name']}",
+        ingest.FileOptions(display_name=item["name"], source_key=f"upload:{item['sha256']}/{item['name']}"),
         progress=lambda offset, what, size=item["size"], step=step: step(offset, size or 1, what),
     )
     report.add(file_report)
@@ -198,14 +206,14 @@ def _import_item(project: Project, kind: str, item, report: ingest.ImportReport,
     return 0
 
 
-def _import_unit(project: Project, unit: dict, report: ingest.ImportReport, step) -> int:
+def _import_unit(project: Project, unit: dict, report: ImportReport, step) -> int:
     """Import one unit of a part: a session found in a folder (``group``), or a whole path or upload."""
     if "group" not in unit:
         return _import_item(project, *(("path", unit["path"]) if "path" in unit else ("upload", unit["upload"])), report, step)
     names = folder_upload.naming(unit["upload"])[2] if "upload" in unit else None
-    sub = ingest.ImportReport()
-    ingest.import_groups(project, [ingest.group_from_json(unit["group"])], sub, step, names)  # DiskFull: exc.report is sub
-    _merge(report, sub)
+    sub = ImportReport()
+    ingest.import_groups(project, [group_from_json(unit["group"])], sub, step, names)  # DiskFull: exc.report is sub
+    report.merge(sub)
     return 0
 
 
@@ -264,7 +272,7 @@ def _plan(job: Job) -> _Plan | None:
         plan.skipped.extend(found.skipped)
         for group in groups:
             files = 1 + len(group.subagents)
-            units.append(({**base, "group": ingest.group_to_json(group)}, files * FILE_SECONDS + ingest.group_size(group) / 1e6 * MB_SECONDS))
+            units.append(({**base, "group": group_to_json(group)}, files * FILE_SECONDS + ingest.group_size(group) / 1e6 * MB_SECONDS))
     part: list[dict] = []
     cost = 0.0
     for unit, estimate in units:
@@ -328,18 +336,36 @@ def _run_parts(job: Job, plan: _Plan, progress) -> dict:
     return result
 
 
-def _import_path(project: Project, path: str, report: ingest.ImportReport, step) -> int:
+def _import_path(project: Project, path: str, report: ImportReport, step) -> int:
     """Import a file or folder into ``report``; 1 when nothing in it was read by any format."""
     sub = ingest.import_path(project, path, progress=step)
-    _merge(report, sub)
+    report.merge(sub)
     return int(sub.refused)
 
 
-def _merge(report: ingest.ImportReport, sub: ingest.ImportReport) -> None:
-    report.files.extend(sub.files)
-    report.errors.extend(sub.errors)
-    report.skipped.extend(sub.skipped)
-    report.conversation_ids.extend(c for c in sub.conversation_ids if c not in report.conversation_ids)
+def group_to_json(group: formats.SessionFiles) -> dict:
+    """A session found by discovery (files.discover_path) as a part's parameter."""
+    return {
+        "format": group.format,
+        "main": str(group.main) if group.main is not None else None,
+        "session_id": group.session_id,
+        "subagents": [
+            {"path": str(s.path), "agent_id": s.agent_id, "agent_type": s.agent_type, "is_compaction": s.is_compaction}
+            for s in group.subagents
+        ],
+    }
+
+
+def group_from_json(data: dict) -> formats.SessionFiles:
+    return formats.SessionFiles(
+        format=data["format"],
+        main=Path(data["main"]) if data.get("main") else None,
+        session_id=data.get("session_id"),
+        subagents=[
+            formats.SubagentFile(Path(s["path"]), s["agent_id"], s.get("agent_type"), bool(s.get("is_compaction")))
+            for s in data.get("subagents") or ()
+        ],
+    )
 
 
 def titles_after_job(job: Job, result: dict) -> None:
@@ -350,7 +376,7 @@ def titles_after_job(job: Job, result: dict) -> None:
     titles.after_import(job.project, ids, user=job.created_by)
 
 
-def import_result(report: ingest.ImportReport) -> dict:
+def import_result(report: ImportReport) -> dict:
     """The JSON shape of `import --json`, the API and the job page."""
     conversations = []
     seen = set()

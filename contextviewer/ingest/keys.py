@@ -14,7 +14,8 @@ that reason (an integer column of PostgreSQL refused it, failing the whole file;
 conversation's figures would overflow too); a fold's token figures out of range are left empty;
 NaN, the infinities, NUL and lone surrogates in a fold's metadata or a sub-agent link, and NUL and
 lone surrogates in a record's type, subtype or model, are written as a JSON log writes them or as
-U+FFFD. The raw line keeps every value as it was.
+U+FFFD. The raw line keeps every value as it was. A sub-agent's key is its parent's and its own
+(``child_key``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,12 @@ from contextviewer.ingest.prepare import PreparedMessage, _encode, finite, stora
 MAX_TOKENS = 500_000_000  # per figure: no model's window is near it; three of them still fit an integer column
 _USAGE = ("input_uncached", "cache_write", "cache_read", "output")
 _USAGE_OPTIONAL = ("cache_write_5m", "cache_write_1h")
+
+
+def child_key(parent_key: str, agent_id: str) -> str:
+    """A sub-agent's external id, ``<session>/<agent id>``, from its parent's stored key (both kept
+    within the column: see ``external_key``)."""
+    return external_key(f"{parent_key}/{external_key(agent_id)}")
 
 
 def _unfit(value: str | None) -> bool:

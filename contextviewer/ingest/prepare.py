@@ -1,6 +1,8 @@
-"""The per-message work of an import that needs no database, done ahead of the writer.
+"""The per-message work of an import that needs no database, done ahead of the row maker
+(row_maker.py, which turns the records into rows; "the writer" below is the process that holds
+the database transaction and writes them).
 
-`prepare_ahead(records)` turns the importer's records into what the writer stores, in order:
+`prepare_ahead(records)` turns the importer's records into what the row maker stores, in order:
 every MessageRecord becomes a PreparedMessage (blocks, flags and token counts already encoded as
 JSON, text no column can hold replaced, secrets masked and flagged, and the few figures the writer
 needs from the blocks), every other record passes through unchanged.

@@ -18,7 +18,7 @@ Masking by value (issue 21). A secret found once in a conversation (by its patte
 only: `aws_secret_access_key = <40 characters>`, a URL's password) is masked wherever the same value
 stands in that conversation, its parent and its sub-agents: bare in a title or a text, as a JSON key,
 JSON-escaped in a raw line. An import collects the clear values it found (in memory only: prepare.py
-adds them to each PreparedMessage, the writer gathers them, titles and fold summaries included) and,
+adds them to each PreparedMessage, the row maker gathers them, titles and fold summaries included) and,
 after the file's rows are written, in the same transaction, `mask_by_value` masks every row of the
 conversation tree with them: rows stored earlier (a secret first seen in a later line, a later file
 or a sub-agent) and the new ones alike, the search entries of changed messages, fold summaries,
