@@ -599,6 +599,38 @@ def _apply(ids: list[str], msgs: dict[str, dict], values: list[Any], space: _Nam
     return out
 
 
+def _parents_first(rows: list, parent_of: dict[str, str | None]) -> list[str]:
+    """Checkpoint ids, each after its parent (ids are time-ordered only within one process)."""
+    order: list[str] = []
+    done: set[str] = set()
+    for _, cid, _ in rows:
+        stack = []
+        node = cid
+        while node is not None and node in parent_of and node not in done:
+            stack.append(node)
+            done.add(node)
+            node = parent_of[node]
+        order.extend(reversed(stack))
+    return order
+
+
+def _held_ids(explicit: Any, msgs: dict[str, dict], space: _Namespace) -> list[str]:
+    """The ids of the messages a checkpoint holds (a value that is not a message is kept as one);
+    the dicts of those not seen yet go in ``msgs``."""
+    items = explicit if isinstance(explicit, list) else [explicit]
+    good = []
+    for item in items:
+        msg = _as_message(item)
+        if msg is None:
+            msg = {"type": "(not a message)", "value": item}
+        good.append(msg)
+    new_ids = space.ids_of(good)
+    for mid, msg in zip(new_ids, good):
+        if mid not in space.seen:
+            msgs.setdefault(mid, msg)
+    return new_ids
+
+
 class _Reader:
     def __init__(self, conn: sqlite3.Connection, path: Path):
         self.conn = conn
@@ -628,6 +660,9 @@ class _Reader:
         return messages, events
 
     def namespace(self, thread: str, ns: str) -> _Namespace:
+        """The history of one (thread, namespace): its checkpoints walked parents first, each one's
+        messages a transition from its parent's; then the writes of tasks that finished after the
+        last checkpoints."""
         space = _Namespace(thread, ns)
         rows = self.conn.execute(
             "SELECT rowid, checkpoint_id, parent_checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
@@ -641,69 +676,20 @@ class _Reader:
         for _, cid, parent in rows:
             if parent in parent_of:
                 children[parent] = children.get(parent, 0) + 1
-        # parents first (ids are time-ordered only within one process)
-        order: list[str] = []
-        done: set[str] = set()
-        for _, cid, _ in rows:
-            stack = []
-            node = cid
-            while node is not None and node in parent_of and node not in done:
-                stack.append(node)
-                done.add(node)
-                node = parent_of[node]
-            order.extend(reversed(stack))
+        order = _parents_first(rows, parent_of)
         state: dict[str, tuple[list[str], Any]] = {}  # cid -> (message ids, summarization event)
         msgs: dict[str, dict] = {}  # message dicts of ids not yet seen
         files: Any = None
         for cid in order:
             rowid = rowid_of[cid]
-            what = f"checkpoint {cid} of thread {thread!r}" + (f" (namespace {ns!r})" if ns else "")
-            row = self.conn.execute("SELECT type, checkpoint FROM checkpoints WHERE rowid = ?", (rowid,)).fetchone()
-            values: dict = {}
-            ts = None
-            try:
-                checkpoint = decode(row[0], row[1])
-                if not isinstance(checkpoint, dict):
-                    raise BlobError(f"it is {json_kind(checkpoint)}, not a checkpoint")
-                values = checkpoint.get("channel_values") if isinstance(checkpoint.get("channel_values"), dict) else {}
-                ts = parse_timestamp(checkpoint.get("ts"))
-            except BlobError as exc:
-                self._bad(rowid, what, str(exc) + "; its messages are taken from its parent and writes")
+            values, ts = self._checkpoint(rowid, f"checkpoint {cid} of thread {thread!r}" + (f" (namespace {ns!r})" if ns else ""))
             space.saw(ts)
             if isinstance(values.get("files"), dict):
                 files = values["files"]
             parent = parent_of.get(cid)
             old_ids, old_event = state.get(parent, ([], None)) if parent is not None else ([], None)
-            explicit = values.get(MESSAGES)
-            if isinstance(explicit, Snapshot):
-                explicit = explicit.value
-            event = next((v for k, v in values.items() if isinstance(k, str) and k.endswith(EVENT_SUFFIX)), None)
-            if isinstance(event, Snapshot):
-                event = event.value
-            if parent is not None and parent in parent_of and (explicit is None or event is None):
-                w_msgs, w_events = self.writes(thread, ns, parent, rowid_of[parent])
-                if explicit is None:
-                    new_ids = _apply(old_ids, msgs, w_msgs, space)
-                if event is None:
-                    event = w_events[-1] if w_events else old_event
-            elif explicit is None:
-                new_ids = list(old_ids)
-            if event is None:
-                event = old_event
-            if explicit is not None:
-                items = explicit if isinstance(explicit, list) else [explicit]
-                good = []
-                for index, item in enumerate(items):
-                    msg = _as_message(item)
-                    if msg is None:
-                        msg = {"type": "(not a message)", "value": item}
-                    good.append(msg)
-                new_ids = space.ids_of(good)
-                for mid, msg in zip(new_ids, good):
-                    if mid not in space.seen:
-                        msgs.setdefault(mid, msg)
-            if not isinstance(event, dict):
-                event = None
+            parent_row = rowid_of[parent] if parent is not None and parent in parent_of else None
+            new_ids, event = self._messages(space, values, parent, parent_row, old_ids, old_event, msgs)
             space.transition(old_ids, new_ids, msgs, old_event, event, cid, rowid, ts, files, self.db_dir)
             for mid in new_ids:
                 msgs.pop(mid, None)
@@ -715,15 +701,62 @@ class _Reader:
         # Tasks that finished after the last checkpoints: their writes.
         for cid in order:
             if children.get(cid, 0) == 0 and cid in state:
-                ids, event = state[cid]
-                w_msgs, w_events = self.writes(thread, ns, cid, rowid_of[cid])
-                if not w_msgs and not w_events:
-                    continue
-                new_ids = _apply(ids, msgs, w_msgs, space)
-                new_event = w_events[-1] if w_events and isinstance(w_events[-1], dict) else event
-                space.transition(ids, new_ids, msgs, event, new_event, f"{cid}+writes", rowid_of[cid], space.ended_at,
-                                 files, self.db_dir)
+                self._late_writes(space, cid, rowid_of[cid], state[cid], msgs, files)
         return space
+
+    def _checkpoint(self, rowid: int, what: str) -> tuple[dict, datetime | None]:
+        """(channel values, time) of one checkpoint row; a blob that cannot be read is a bad line,
+        and the checkpoint's messages then come from its parent and writes."""
+        row = self.conn.execute("SELECT type, checkpoint FROM checkpoints WHERE rowid = ?", (rowid,)).fetchone()
+        values: dict = {}
+        ts = None
+        try:
+            checkpoint = decode(row[0], row[1])
+            if not isinstance(checkpoint, dict):
+                raise BlobError(f"it is {json_kind(checkpoint)}, not a checkpoint")
+            values = checkpoint.get("channel_values") if isinstance(checkpoint.get("channel_values"), dict) else {}
+            ts = parse_timestamp(checkpoint.get("ts"))
+        except BlobError as exc:
+            self._bad(rowid, what, str(exc) + "; its messages are taken from its parent and writes")
+        return values, ts
+
+    def _messages(self, space: _Namespace, values: dict, parent: str | None, parent_row: int | None,
+                  old_ids: list[str], old_event: Any, msgs: dict[str, dict]) -> tuple[list[str], dict | None]:
+        """(message ids, summarization event) of a checkpoint: the ones it holds, else its parent's
+        with the parent's writes applied (``parent_row``: the parent's row, when it is in the
+        namespace), else its parent's as they were. New message dicts go in ``msgs``."""
+        explicit = values.get(MESSAGES)
+        if isinstance(explicit, Snapshot):
+            explicit = explicit.value
+        event = next((v for k, v in values.items() if isinstance(k, str) and k.endswith(EVENT_SUFFIX)), None)
+        if isinstance(event, Snapshot):
+            event = event.value
+        if parent_row is not None and (explicit is None or event is None):
+            w_msgs, w_events = self.writes(space.thread, space.ns, parent, parent_row)
+            if explicit is None:
+                new_ids = _apply(old_ids, msgs, w_msgs, space)
+            if event is None:
+                event = w_events[-1] if w_events else old_event
+        elif explicit is None:
+            new_ids = list(old_ids)
+        if event is None:
+            event = old_event
+        if explicit is not None:
+            new_ids = _held_ids(explicit, msgs, space)
+        return new_ids, event if isinstance(event, dict) else None
+
+    def _late_writes(self, space: _Namespace, cid: str, rowid: int, state: tuple[list[str], Any],
+                     msgs: dict[str, dict], files: Any) -> None:
+        """The writes of a last checkpoint (its tasks finished after it), applied as one more
+        transition."""
+        ids, event = state
+        w_msgs, w_events = self.writes(space.thread, space.ns, cid, rowid)
+        if not w_msgs and not w_events:
+            return
+        new_ids = _apply(ids, msgs, w_msgs, space)
+        new_event = w_events[-1] if w_events and isinstance(w_events[-1], dict) else event
+        space.transition(ids, new_ids, msgs, event, new_event, f"{cid}+writes", rowid, space.ended_at,
+                         files, self.db_dir)
 
     def task_links(self, thread: str, spaces: dict[str, _Namespace]) -> list[AgentLink]:
         """Each sub-graph namespace ``<node>:<task id>`` linked to the tool call its task answered."""
