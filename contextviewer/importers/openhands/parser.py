@@ -520,95 +520,128 @@ class _Session(TimeSpan):
     # -- v1 -----------------------------------------------------------------------------------
 
     def v1(self, obj: dict, line_no: int, raw: str) -> None:
+        """One v1 event, read by its ``kind`` (``V1_EVENTS``); a kind not known there is "other"."""
         kind = obj.get("kind")
         kind = kind if kind.__class__ is str and kind else "(none)"
         event_id = str_or_none(obj.get("id")) or f"event-{line_no}"
         ts = self._ts(obj.get("timestamp"))
-        source = obj.get("source")
         rid = str_or_none(obj.get("llm_response_id"))
-        if kind == "MessageEvent":
-            message = obj.get("llm_message") if obj.get("llm_message").__class__ is dict else {}
-            role = "user" if source == "user" or message.get("role") == "user" else "assistant"
-            blocks = _reasoning_blocks(message) if role == "assistant" else []
-            parts, _images = _text_parts(message.get("content"))
-            blocks.extend(parts)
-            extended, _ = _text_parts(obj.get("extended_content"))
-            blocks.extend(extended)
-            for call in _list(message.get("tool_calls")):
-                if call.__class__ is dict:
-                    blocks.append(_v1_tool_call(call))
-            flags = {"extended_content": len(extended)} if extended else {}
-            if obj.get("activated_skills"):
-                flags["activated_skills"] = obj.get("activated_skills")
-            self._message(line_no=line_no, role=role, record_type=kind, raw=raw, blocks=blocks, uuid=event_id,
-                          event_id=event_id, ts=ts, api_message_id=rid if role == "assistant" else None, flags=flags,
-                          is_meta=role == "user" and source not in ("user", None))
-        elif kind == "ActionEvent":
-            blocks = []
-            first = rid is None or rid not in self.seen_responses
-            if rid:
-                self.seen_responses.add(rid)
-            if first:
-                blocks.extend(_reasoning_blocks(obj))
-            thought, _ = _text_parts(obj.get("thought"))
-            blocks.extend(thought)
-            call = obj.get("tool_call") if obj.get("tool_call").__class__ is dict else None
-            if call is not None:
-                block = _v1_tool_call(call)
-            else:
-                action = obj.get("action")
-                block = _tool_call(str_or_none(obj.get("tool_call_id")), str_or_none(obj.get("tool_name")), action)
-            block.tool_id = block.tool_id or str_or_none(obj.get("tool_call_id"))
-            block.tool_name = block.tool_name or str_or_none(obj.get("tool_name"))
-            blocks.append(block)
-            flags = {"summary": obj["summary"]} if str_or_none(obj.get("summary")) else {}
-            self._message(line_no=line_no, role="assistant", record_type=kind, raw=raw, blocks=blocks, uuid=event_id,
-                          event_id=event_id, ts=ts, api_message_id=rid, flags=flags)
-        elif kind in V1_OBSERVATION_KINDS:
-            tool_id = str_or_none(obj.get("tool_call_id"))
-            if kind == "UserRejectObservation":
-                text, is_error, images = f"Action rejected: {obj.get('rejection_reason') or ''}", True, 0
-            elif kind == "AgentErrorEvent":
-                text, is_error, images = str(obj.get("error") or ""), True, 0
-            else:
-                observation = obj.get("observation") if obj.get("observation").__class__ is dict else {}
-                text, images = result_content(observation.get("content"))
-                if not text and observation.get("content").__class__ is str:
-                    text = observation["content"]
-                extended, _ = _text_parts(obj.get("extended_content"))
-                if extended:
-                    text = "\n".join([text, *(b.text for b in extended if b.text)])
-                is_error = observation.get("is_error") is True
-            self._message(line_no=line_no, role="tool", record_type=kind, raw=raw,
-                          blocks=[Block("tool_result", text=text, tool_id=tool_id, is_error=is_error, images=images)],
-                          uuid=event_id, event_id=event_id, ts=ts)
-        elif kind == "SystemPromptEvent":
-            prompt, _ = _text_parts(obj.get("system_prompt"))
-            dynamic, _ = _text_parts(obj.get("dynamic_context"))
-            self._message(line_no=line_no, role="system", record_type="system_prompt", raw=raw,
-                          blocks=prompt + dynamic, uuid=event_id, event_id=event_id, ts=ts, subtype="system")
-            tools = obj.get("tools")
-            if tools:
-                self._message(line_no=line_no, role="system", record_type="tool_definitions", raw=raw,
-                              blocks=[Block("text", text=compact_json(tools))], uuid=f"{event_id}:tools",
-                              event_id=event_id, ts=ts, subtype="tools")
-        elif kind == "Condensation":
-            ids = obj.get("forgotten_event_ids")
-            forgotten = {str(i) for i in ids if i.__class__ in (int, str)} if ids.__class__ is list else set()
-            if rid:
-                self.condenser_responses.add(rid)
-            self.fold(event_id=event_id, line_no=line_no, raw=raw, ts=ts, record_type=kind, forgotten=forgotten,
-                      forgotten_range=None, summary=str_or_none(obj.get("summary")),
-                      summary_offset=int_or_none(obj.get("summary_offset")),
-                      extra_flags={"llm_response_id": rid} if rid else None)
-        elif kind == "CondensationSummaryEvent":
-            self._message(line_no=line_no, role="user", record_type=kind, raw=raw,
-                          blocks=[Block("text", text=str(obj.get("summary") or ""))], uuid=event_id,
-                          event_id=event_id, ts=ts, is_compact_summary=True)
+        read = self.V1_EVENTS.get(kind, _Session._v1_other)
+        read(self, obj, kind, event_id, line_no, raw, ts, rid)
+
+    def _v1_message(self, obj: dict, kind: str, event_id: str, line_no: int, raw: str, ts: datetime | None,
+                    rid: str | None) -> None:
+        """A user or agent message (an agent's with its reasoning and tool calls)."""
+        source = obj.get("source")
+        message = obj.get("llm_message") if obj.get("llm_message").__class__ is dict else {}
+        role = "user" if source == "user" or message.get("role") == "user" else "assistant"
+        blocks = _reasoning_blocks(message) if role == "assistant" else []
+        parts, _images = _text_parts(message.get("content"))
+        blocks.extend(parts)
+        extended, _ = _text_parts(obj.get("extended_content"))
+        blocks.extend(extended)
+        for call in _list(message.get("tool_calls")):
+            if call.__class__ is dict:
+                blocks.append(_v1_tool_call(call))
+        flags = {"extended_content": len(extended)} if extended else {}
+        if obj.get("activated_skills"):
+            flags["activated_skills"] = obj.get("activated_skills")
+        self._message(line_no=line_no, role=role, record_type=kind, raw=raw, blocks=blocks, uuid=event_id,
+                      event_id=event_id, ts=ts, api_message_id=rid if role == "assistant" else None, flags=flags,
+                      is_meta=role == "user" and source not in ("user", None))
+
+    def _v1_action(self, obj: dict, kind: str, event_id: str, line_no: int, raw: str, ts: datetime | None,
+                   rid: str | None) -> None:
+        """An action: the agent's reasoning (once per response), its thought and the tool call."""
+        blocks = []
+        first = rid is None or rid not in self.seen_responses
+        if rid:
+            self.seen_responses.add(rid)
+        if first:
+            blocks.extend(_reasoning_blocks(obj))
+        thought, _ = _text_parts(obj.get("thought"))
+        blocks.extend(thought)
+        call = obj.get("tool_call") if obj.get("tool_call").__class__ is dict else None
+        if call is not None:
+            block = _v1_tool_call(call)
         else:
-            # State updates, pauses, condensation requests, kinds this reader does not know.
-            self._message(line_no=line_no, role="other", record_type=kind, raw=raw, blocks=[], uuid=event_id,
-                          event_id=event_id, ts=ts)
+            action = obj.get("action")
+            block = _tool_call(str_or_none(obj.get("tool_call_id")), str_or_none(obj.get("tool_name")), action)
+        block.tool_id = block.tool_id or str_or_none(obj.get("tool_call_id"))
+        block.tool_name = block.tool_name or str_or_none(obj.get("tool_name"))
+        blocks.append(block)
+        flags = {"summary": obj["summary"]} if str_or_none(obj.get("summary")) else {}
+        self._message(line_no=line_no, role="assistant", record_type=kind, raw=raw, blocks=blocks, uuid=event_id,
+                      event_id=event_id, ts=ts, api_message_id=rid, flags=flags)
+
+    def _v1_observation(self, obj: dict, kind: str, event_id: str, line_no: int, raw: str, ts: datetime | None,
+                        rid: str | None) -> None:
+        """A tool's result: an observation, a rejected action or an agent error."""
+        tool_id = str_or_none(obj.get("tool_call_id"))
+        if kind == "UserRejectObservation":
+            text, is_error, images = f"Action rejected: {obj.get('rejection_reason') or ''}", True, 0
+        elif kind == "AgentErrorEvent":
+            text, is_error, images = str(obj.get("error") or ""), True, 0
+        else:
+            observation = obj.get("observation") if obj.get("observation").__class__ is dict else {}
+            text, images = result_content(observation.get("content"))
+            if not text and observation.get("content").__class__ is str:
+                text = observation["content"]
+            extended, _ = _text_parts(obj.get("extended_content"))
+            if extended:
+                text = "\n".join([text, *(b.text for b in extended if b.text)])
+            is_error = observation.get("is_error") is True
+        self._message(line_no=line_no, role="tool", record_type=kind, raw=raw,
+                      blocks=[Block("tool_result", text=text, tool_id=tool_id, is_error=is_error, images=images)],
+                      uuid=event_id, event_id=event_id, ts=ts)
+
+    def _v1_system_prompt(self, obj: dict, kind: str, event_id: str, line_no: int, raw: str, ts: datetime | None,
+                          rid: str | None) -> None:
+        """The system prompt, then its tool list (a second message)."""
+        prompt, _ = _text_parts(obj.get("system_prompt"))
+        dynamic, _ = _text_parts(obj.get("dynamic_context"))
+        self._message(line_no=line_no, role="system", record_type="system_prompt", raw=raw,
+                      blocks=prompt + dynamic, uuid=event_id, event_id=event_id, ts=ts, subtype="system")
+        tools = obj.get("tools")
+        if tools:
+            self._message(line_no=line_no, role="system", record_type="tool_definitions", raw=raw,
+                          blocks=[Block("text", text=compact_json(tools))], uuid=f"{event_id}:tools",
+                          event_id=event_id, ts=ts, subtype="tools")
+
+    def _v1_condensation(self, obj: dict, kind: str, event_id: str, line_no: int, raw: str, ts: datetime | None,
+                         rid: str | None) -> None:
+        """A condensation: a fold (its summarizer's response is the condenser's, not the agent's)."""
+        ids = obj.get("forgotten_event_ids")
+        forgotten = {str(i) for i in ids if i.__class__ in (int, str)} if ids.__class__ is list else set()
+        if rid:
+            self.condenser_responses.add(rid)
+        self.fold(event_id=event_id, line_no=line_no, raw=raw, ts=ts, record_type=kind, forgotten=forgotten,
+                  forgotten_range=None, summary=str_or_none(obj.get("summary")),
+                  summary_offset=int_or_none(obj.get("summary_offset")),
+                  extra_flags={"llm_response_id": rid} if rid else None)
+
+    def _v1_summary(self, obj: dict, kind: str, event_id: str, line_no: int, raw: str, ts: datetime | None,
+                    rid: str | None) -> None:
+        """A condensation's summary as its own event."""
+        self._message(line_no=line_no, role="user", record_type=kind, raw=raw,
+                      blocks=[Block("text", text=str(obj.get("summary") or ""))], uuid=event_id,
+                      event_id=event_id, ts=ts, is_compact_summary=True)
+
+    def _v1_other(self, obj: dict, kind: str, event_id: str, line_no: int, raw: str, ts: datetime | None,
+                  rid: str | None) -> None:
+        """State updates, pauses, condensation requests, kinds this reader does not know."""
+        self._message(line_no=line_no, role="other", record_type=kind, raw=raw, blocks=[], uuid=event_id,
+                      event_id=event_id, ts=ts)
+
+    # v1 event kind -> its reader (an unknown kind: _v1_other)
+    V1_EVENTS = {
+        "MessageEvent": _v1_message,
+        "ActionEvent": _v1_action,
+        **dict.fromkeys(V1_OBSERVATION_KINDS, _v1_observation),
+        "SystemPromptEvent": _v1_system_prompt,
+        "Condensation": _v1_condensation,
+        "CondensationSummaryEvent": _v1_summary,
+    }
 
     def base_state(self, state: dict) -> None:
         agent = state.get("agent") if state.get("agent").__class__ is dict else {}
