@@ -25,7 +25,7 @@ from contextviewer.conversations.models import Conversation, Fold, Message, Sour
 from contextviewer.importers.claude_code import synthetic
 from contextviewer.importers.lines import GzipStream, StreamError, human_size
 from contextviewer.ingest import imports as services
-from contextviewer.ingest.writer import Writer
+from contextviewer.ingest.row_maker import RowMaker as Writer
 from contextviewer.jobs import queue as jobs
 from contextviewer.jobs.models import JobStatus
 from tests.factories import make_project
