@@ -188,6 +188,49 @@ def _model_name(value: Any) -> tuple[str | None, str | None]:
     return (model, provider) if sep and model else (name, None)
 
 
+def _message_object(row: sqlite3.Row, column_role: str | None, number: int, where: str) -> dict | BadLine:
+    """A message row's ``content``, read as JSON: the message object (the older line may store a
+    bare content value, its role in a column), or the ``BadLine`` saying why it cannot be read."""
+    content = row["content"]
+    if isinstance(content, bytes):
+        try:
+            content = content.decode("utf-8")
+        except UnicodeDecodeError:
+            return BadLine(number, 0, f"the {where} is not UTF-8 text; it was not imported")
+    if content.__class__ is not str:
+        return BadLine(number, 0, f"the {where} has no content; it was not imported")
+    try:
+        obj = json.loads(content)
+    except (ValueError, RecursionError) as exc:
+        detail = f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else str(exc)
+        return BadLine(number, 0, f"the {where} is not valid JSON ({detail}); it was not imported")
+    if obj.__class__ is not dict:
+        if column_role is None:
+            return BadLine(number, 0, f"the {where} is {json_kind(obj)}, not a message object; it was not imported")
+        obj = {"content": obj}
+    return obj
+
+
+def _flag_clipped(blocks: list[Block], flags: dict) -> None:
+    """Tool results efferent clipped at append time: flagged (with the tokens the markers say were
+    omitted), each one's marker in its extra."""
+    clipped = [m for b in blocks if b.kind == "tool_result" for m in CLIP_MARKER.finditer(b.text)]
+    if clipped:
+        flags["clipped"] = True
+        flags["clipped_tokens_omitted"] = sum(int(m.group(1).replace(",", "")) for m in clipped)
+        add_extras(blocks, clip_extra)
+
+
+def _usage_of(obj: dict) -> dict | None:
+    """The usage a message keeps in ``providerOptions`` (``engine``, or ``efferent`` on the older line)."""
+    options = obj.get("providerOptions")
+    if options.__class__ is dict:
+        for key in USAGE_KEYS:
+            if options.get(key).__class__ is dict:
+                return options[key]
+    return None
+
+
 # -- the parser ---------------------------------------------------------------------------------
 
 
@@ -316,26 +359,14 @@ class _Reader:
         agent_id: str | None,
         flags: dict | None = None,
     ) -> MessageRecord | BadLine:
+        """One message row (of ``messages``, or of a sub-agent's ``context_messages``): its
+        message, or the ``BadLine`` saying why it was not imported."""
         raw = _row_json(row, "context_messages" if agent_id else "messages")
         keys = row.keys()
-        content = row["content"]
-        if isinstance(content, bytes):
-            try:
-                content = content.decode("utf-8")
-            except UnicodeDecodeError:
-                return BadLine(number, 0, f"the {where} is not UTF-8 text; it was not imported")
-        if content.__class__ is not str:
-            return BadLine(number, 0, f"the {where} has no content; it was not imported")
-        try:
-            obj = json.loads(content)
-        except (ValueError, RecursionError) as exc:
-            detail = f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else str(exc)
-            return BadLine(number, 0, f"the {where} is not valid JSON ({detail}); it was not imported")
         column_role = str_or_none(row["role"]) if "role" in keys else None
-        if obj.__class__ is not dict:
-            if column_role is None:
-                return BadLine(number, 0, f"the {where} is {json_kind(obj)}, not a message object; it was not imported")
-            obj = {"content": obj}  # the older line may store a bare content value
+        obj = _message_object(row, column_role, number, where)
+        if obj.__class__ is BadLine:
+            return obj
         role_value = obj.get("role", column_role)
         role = role_value if role_value in ("user", "assistant", "system", "tool") else "other"
         ts = _timestamp(row["created_at"]) if "created_at" in keys else None
@@ -343,38 +374,15 @@ class _Reader:
         blocks = _blocks(obj.get("content"))
         flags = dict(flags or {})
         if role == "tool" or any(b.kind == "tool_result" for b in blocks):
-            clipped = [m for b in blocks if b.kind == "tool_result" for m in CLIP_MARKER.finditer(b.text)]
-            if clipped:
-                flags["clipped"] = True
-                flags["clipped_tokens_omitted"] = sum(int(m.group(1).replace(",", "")) for m in clipped)
-                add_extras(blocks, clip_extra)
+            _flag_clipped(blocks, flags)
         if role == "user" and blocks and all(b.kind == "tool_result" for b in blocks):
             role = "tool"
         if any(b.kind == "tool_result" and b.tool_name == RUN_AGENT for b in blocks):
             self._link_from(obj.get("content"), session, number)
-        model = provider = None
-        api_id = None
-        options = obj.get("providerOptions")
-        usage = None
-        if options.__class__ is dict:
-            for key in USAGE_KEYS:
-                if options.get(key).__class__ is dict:
-                    usage = options[key]
-                    break
+        model = api_id = None
         if role == "assistant":
             api_id = uuid
-            if usage is not None:
-                model, provider = _model_name(usage.get("model"))
-            if model:
-                session.models[model] = None
-            if provider:
-                flags["provider"] = provider
-            if usage is not None:
-                record = self._usage(usage, uuid, number, model, agent_id, ts)
-                session.usage.append(record)
-                if agent_id is None:
-                    position = int_or_none(row["position"]) or 0
-                    session.calls.append((position, record.context_size + record.output))
+            model = self._call(obj, row, uuid, number, session, agent_id, ts, flags)
         record_type = role_value if role_value.__class__ is str and role_value else "(none)"
         return MessageRecord(
             line_no=number,
@@ -393,6 +401,27 @@ class _Reader:
             api_message_id=api_id,
             flags=flags,
         )
+
+    def _call(self, obj: dict, row: sqlite3.Row, uuid: str, number: int, session: _Session, agent_id: str | None,
+              ts: datetime | None, flags: dict) -> str | None:
+        """An assistant message's model (its provider in ``flags``) and, where it carries usage, its
+        model call (in ``session.usage``; the main conversation's also in ``session.calls``, by
+        position). Returns the model."""
+        usage = _usage_of(obj)
+        model = provider = None
+        if usage is not None:
+            model, provider = _model_name(usage.get("model"))
+        if model:
+            session.models[model] = None
+        if provider:
+            flags["provider"] = provider
+        if usage is not None:
+            record = self._usage(usage, uuid, number, model, agent_id, ts)
+            session.usage.append(record)
+            if agent_id is None:
+                position = int_or_none(row["position"]) or 0
+                session.calls.append((position, record.context_size + record.output))
+        return model
 
     @staticmethod
     def _usage(usage: dict, uuid: str, number: int, model: str | None, agent_id: str | None, ts) -> UsageRecord:
