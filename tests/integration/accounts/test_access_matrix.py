@@ -377,9 +377,18 @@ def test_the_matrix_sees_the_pages_it_must():
     assert {"index", "conversation", "upload", "jobs", "project_members", "project_tokens", "project_audit"} <= names
 
 
+@pytest.fixture(scope="module")
+def _module_world(django_db_setup, django_db_blocker):
+    """One world for every case of the module, built in a transaction that is rolled back at the end;
+    each case runs in a savepoint inside it (the `db` fixture), so what a case writes is undone."""
+    with django_db_blocker.unblock(), transaction.atomic():
+        yield build_world()
+        transaction.set_rollback(True)
+
+
 @pytest.fixture
-def world():
-    return build_world()
+def world(_module_world, db):
+    return _module_world
 
 
 def _clients(world: World) -> dict[str, Client]:
