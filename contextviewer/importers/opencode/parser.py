@@ -335,6 +335,31 @@ def _other_block(part: dict, kind: str) -> Block:
     return Block("other", text=text, raw_type=kind or "(none)")
 
 
+def _steps(parts: list[dict]) -> list[tuple[list[dict], dict | None]]:
+    """An assistant message's parts cut into steps: (the step's parts, its ``step-finish`` part or
+    None for the last parts when no step-finish ends them); at least one step."""
+    steps: list[tuple[list[dict], dict | None]] = []
+    current: list[dict] = []
+    for part in parts:
+        if part.get("type") == "step-finish":
+            steps.append((current + [part], part))
+            current = []
+        else:
+            current.append(part)
+    if current or not steps:
+        steps.append((current, None))
+    return steps
+
+
+def _error_flags(error: Any) -> dict[str, Any]:
+    """The flags of the step an error ended: an API error, and its name where it has one."""
+    flags: dict[str, Any] = {"api_error": True}
+    name = error.get("name") if error.__class__ is dict else None
+    if name:
+        flags["error"] = str(name)
+    return flags
+
+
 class _Writer:
     """The records of one top session and its sub-agent sessions."""
 
@@ -352,6 +377,8 @@ class _Writer:
         return MessageRecord(line_no=self.n, offset=0, session_id=self.top, **kwargs)
 
     def session(self, ses: _Ses, agent: str | None) -> Iterator[MessageRecord]:
+        """The records of one session: each message's (an assistant message's steps and tool
+        results, or one message), then a marker per compaction part of it (and its fold)."""
         agent_kind = "inline" if agent else None
         pending_fold: FoldRecord | None = None
         uuids_by_message: list[tuple[str, list[str]]] = []
@@ -360,130 +387,108 @@ class _Writer:
             mid = str(info.get("id"))
             role = info.get("role")
             ts = _ms(_time(info, "created"))
-            model = _model(info)
-            records: list[MessageRecord] = []
-            compactions: list[dict] = []
             if role == "assistant":
-                if model:
-                    self.models[model] = None
-                records = list(self._assistant(msg, mid, ts, model, agent, agent_kind))
-                if info.get("summary") is True and records:
-                    records[0].is_compact_summary = True
-                    if pending_fold is not None and pending_fold.summary_uuid is None:
-                        pending_fold.summary_uuid = records[0].uuid
-                        pending_fold.summary_text = "\n".join(
-                            b.text for r in records for b in r.blocks if b.kind == "text" and b.text
-                        )
+                records = self._assistant_message(msg, mid, ts, agent, agent_kind, pending_fold)
             else:
-                blocks = []
-                for part in msg.parts:
-                    kind = part.get("type")
-                    if kind == "text":
-                        blocks.append(Block("text", text=part.get("text") if part.get("text").__class__ is str else ""))
-                    elif kind == "file" and _data_url(part.get("url")) and str(part.get("mime", "")).startswith("image/"):
-                        media_type, data = _data_url(part.get("url"))
-                        blocks.append(Block("image", media_type=media_type, data_size=len(data)))
-                    else:
-                        blocks.append(_other_block(part, kind if kind.__class__ is str else "(none)"))
-                records.append(
-                    self._record(
-                        role="user" if role == "user" else "other",
-                        record_type=role if role.__class__ is str and role else "(none)",
-                        raw=compact_json({"info": info, "parts": msg.parts}),
-                        blocks=blocks,
-                        uuid=mid,
-                        parent_uuid=_str(info.get("parentID")),
-                        timestamp=ts,
-                        agent_id=agent,
-                        agent_kind=agent_kind,
-                        flags={"synthetic": True} if msg.parts and all(p.get("synthetic") is True for p in msg.parts) else {},
-                    )
-                )
+                records = [self._other_message(msg, mid, role, ts, agent, agent_kind)]
             compactions = [p for p in msg.parts if p.get("type") == "compaction"]
             uuids_by_message.append((mid, [r.uuid for r in records]))
             yield from records
             for part in compactions:
-                marker = self._record(
-                    role="system",
-                    record_type="compaction",
-                    subtype="compact_boundary",
-                    raw=compact_json(part),
-                    blocks=[Block("text", text="Conversation compacted" + (" (auto)" if part.get("auto") else ""))],
-                    uuid=f"{part.get('id') or mid}:boundary",
-                    timestamp=ts,
-                    agent_id=agent,
-                    agent_kind=agent_kind,
+                pending_fold = yield from self._compaction(part, mid, ts, agent, agent_kind, uuids_by_message)
+
+    def _assistant_message(self, msg: _Msg, mid: str, ts, agent, agent_kind,
+                           pending_fold: FoldRecord | None) -> list[MessageRecord]:
+        """The records of an assistant message; a summary (``summary: true``) is the summary of the
+        fold before it that has none yet."""
+        info = msg.info
+        model = _model(info)
+        if model:
+            self.models[model] = None
+        records = list(self._assistant(msg, mid, ts, model, agent, agent_kind))
+        if info.get("summary") is True and records:
+            records[0].is_compact_summary = True
+            if pending_fold is not None and pending_fold.summary_uuid is None:
+                pending_fold.summary_uuid = records[0].uuid
+                pending_fold.summary_text = "\n".join(
+                    b.text for r in records for b in r.blocks if b.kind == "text" and b.text
                 )
-                yield marker
-                tail = _str(part.get("tail_start_id"))
-                preserved: list[str] = []
-                if tail is not None:
-                    ids = [m for m, _ in uuids_by_message]
-                    if tail in ids:
-                        for m, uuids in uuids_by_message[ids.index(tail) : -1]:
-                            preserved.extend(uuids)
-                pending_fold = FoldRecord(
-                    line_no=marker.line_no,
-                    boundary_uuid=marker.uuid,
-                    kind="compact",
-                    trigger="auto" if part.get("auto") is True else "manual",
-                    tokens_before=None,
-                    preserved_uuids=preserved,
-                    timestamp=ts,
-                    agent_id=agent,
-                    metadata={k: part[k] for k in ("auto", "overflow", "tail_start_id") if k in part},
-                )
-                self.folds.append(pending_fold)
+        return records
+
+    def _other_message(self, msg: _Msg, mid: str, role: Any, ts, agent, agent_kind) -> MessageRecord:
+        """A user message (or one of another role): text, images given as data URLs, other parts."""
+        info = msg.info
+        blocks = []
+        for part in msg.parts:
+            kind = part.get("type")
+            if kind == "text":
+                blocks.append(Block("text", text=part.get("text") if part.get("text").__class__ is str else ""))
+            elif kind == "file" and _data_url(part.get("url")) and str(part.get("mime", "")).startswith("image/"):
+                media_type, data = _data_url(part.get("url"))
+                blocks.append(Block("image", media_type=media_type, data_size=len(data)))
+            else:
+                blocks.append(_other_block(part, kind if kind.__class__ is str else "(none)"))
+        return self._record(
+            role="user" if role == "user" else "other",
+            record_type=role if role.__class__ is str and role else "(none)",
+            raw=compact_json({"info": info, "parts": msg.parts}),
+            blocks=blocks,
+            uuid=mid,
+            parent_uuid=_str(info.get("parentID")),
+            timestamp=ts,
+            agent_id=agent,
+            agent_kind=agent_kind,
+            flags={"synthetic": True} if msg.parts and all(p.get("synthetic") is True for p in msg.parts) else {},
+        )
+
+    def _compaction(self, part: dict, mid: str, ts, agent, agent_kind,
+                    uuids_by_message: list[tuple[str, list[str]]]) -> Iterator[MessageRecord]:
+        """A compaction part: its ``compact_boundary`` marker, then its fold (returned: the next
+        summary message is its summary); the messages from ``tail_start_id`` on are kept."""
+        marker = self._record(
+            role="system",
+            record_type="compaction",
+            subtype="compact_boundary",
+            raw=compact_json(part),
+            blocks=[Block("text", text="Conversation compacted" + (" (auto)" if part.get("auto") else ""))],
+            uuid=f"{part.get('id') or mid}:boundary",
+            timestamp=ts,
+            agent_id=agent,
+            agent_kind=agent_kind,
+        )
+        yield marker
+        tail = _str(part.get("tail_start_id"))
+        preserved: list[str] = []
+        if tail is not None:
+            ids = [m for m, _ in uuids_by_message]
+            if tail in ids:
+                for m, uuids in uuids_by_message[ids.index(tail) : -1]:
+                    preserved.extend(uuids)
+        fold = FoldRecord(
+            line_no=marker.line_no,
+            boundary_uuid=marker.uuid,
+            kind="compact",
+            trigger="auto" if part.get("auto") is True else "manual",
+            tokens_before=None,
+            preserved_uuids=preserved,
+            timestamp=ts,
+            agent_id=agent,
+            metadata={k: part[k] for k in ("auto", "overflow", "tail_start_id") if k in part},
+        )
+        self.folds.append(fold)
+        return fold
 
     def _assistant(self, msg: _Msg, mid: str, ts, model, agent, agent_kind) -> Iterator[MessageRecord]:
+        """An assistant message cut at its ``step-finish`` parts: per step (one model call), an
+        assistant message (its usage, when measured, a model call), then its tool results."""
         info = msg.info
-        steps: list[tuple[list[dict], dict | None]] = []
-        current: list[dict] = []
-        for part in msg.parts:
-            if part.get("type") == "step-finish":
-                steps.append((current + [part], part))
-                current = []
-            else:
-                current.append(part)
-        if current or not steps:
-            steps.append((current, None))
+        steps = _steps(msg.parts)
         message_usage = None if any(finish for _, finish in steps) else _tokens(info.get("tokens"))
         error = info.get("error")
         for n, (parts, finish) in enumerate(steps):
             uuid = mid if n == 0 else f"{mid}:step{n + 1}"
-            blocks: list[Block] = []
-            results: list[tuple[dict, dict]] = []
-            for part in parts:
-                kind = part.get("type")
-                if kind == "text":
-                    text = part.get("text")
-                    blocks.append(Block("text", text=text if text.__class__ is str else ""))
-                elif kind == "reasoning":
-                    text = part.get("text")
-                    blocks.append(Block("thinking", text=text if text.__class__ is str else ""))
-                elif kind == "tool":
-                    state = part.get("state") if part.get("state").__class__ is dict else {}
-                    tool_input = state.get("input")
-                    call_id = _str(part.get("callID")) or _str(part.get("id")) or f"{uuid}:tool{len(blocks)}"
-                    name = _str(part.get("tool"))
-                    blocks.append(tool_call(call_id, name, tool_input))
-                    results.append((part, state))
-                    if name in TASK_TOOLS:
-                        child = self._task_child(state)
-                        if child is not None:
-                            self.task_calls.setdefault(
-                                child, (call_id, self.n + 1, tool_input if tool_input.__class__ is dict else {})
-                            )
-                elif kind in ("step-start", "step-finish"):
-                    continue  # bookkeeping: kept in the raw record; step-finish gives the usage
-                else:
-                    blocks.append(_other_block(part, kind if kind.__class__ is str else "(none)"))
-            flags: dict[str, Any] = {}
-            if error is not None and n == len(steps) - 1:
-                flags["api_error"] = True
-                name = error.get("name") if error.__class__ is dict else None
-                if name:
-                    flags["error"] = str(name)
+            blocks, results = self._step_blocks(parts, uuid)
+            flags = _error_flags(error) if error is not None and n == len(steps) - 1 else {}
             record = self._record(
                 role="assistant",
                 record_type="assistant",
@@ -500,26 +505,62 @@ class _Writer:
             )
             usage = _tokens(finish.get("tokens")) if finish is not None else (message_usage if n == 0 else None)
             if usage is not None:
-                call_id = f"{mid}:step{n + 1}" if finish is not None else mid
-                record.api_message_id = call_id
-                self.calls.append(
-                    UsageRecord(
-                        api_message_id=call_id,
-                        request_id=None,
-                        message_uuid=uuid,
-                        line_no=record.line_no,
-                        model=model,
-                        input_uncached=usage["input"],
-                        cache_write=usage["cache_write"],
-                        cache_read=usage["cache_read"],
-                        output=usage["output"],
-                        agent_id=agent,
-                        timestamp=_ms(_time(info, "completed")) or ts,
-                    )
-                )
+                record.api_message_id = f"{mid}:step{n + 1}" if finish is not None else mid
+                self._call(record, usage, _ms(_time(info, "completed")) or ts)
             yield record
             for part, state in results:
                 yield from self._result(part, state, uuid, agent, agent_kind)
+
+    def _step_blocks(self, parts: list[dict], uuid: str) -> tuple[list[Block], list[tuple[dict, dict]]]:
+        """(blocks, tool parts with their state) of one step; a task call is noted for its
+        sub-agent session's link."""
+        blocks: list[Block] = []
+        results: list[tuple[dict, dict]] = []
+        for part in parts:
+            kind = part.get("type")
+            if kind == "text":
+                text = part.get("text")
+                blocks.append(Block("text", text=text if text.__class__ is str else ""))
+            elif kind == "reasoning":
+                text = part.get("text")
+                blocks.append(Block("thinking", text=text if text.__class__ is str else ""))
+            elif kind == "tool":
+                state = part.get("state") if part.get("state").__class__ is dict else {}
+                tool_input = state.get("input")
+                call_id = _str(part.get("callID")) or _str(part.get("id")) or f"{uuid}:tool{len(blocks)}"
+                name = _str(part.get("tool"))
+                blocks.append(tool_call(call_id, name, tool_input))
+                results.append((part, state))
+                if name in TASK_TOOLS:
+                    child = self._task_child(state)
+                    if child is not None:
+                        # The step's message is the next record.
+                        self.task_calls.setdefault(
+                            child, (call_id, self.n + 1, tool_input if tool_input.__class__ is dict else {})
+                        )
+            elif kind in ("step-start", "step-finish"):
+                continue  # bookkeeping: kept in the raw record; step-finish gives the usage
+            else:
+                blocks.append(_other_block(part, kind if kind.__class__ is str else "(none)"))
+        return blocks, results
+
+    def _call(self, record: MessageRecord, usage: dict[str, int], ts: datetime | None) -> None:
+        """The model call of a step (its figures measured), keyed by the step message's api id."""
+        self.calls.append(
+            UsageRecord(
+                api_message_id=record.api_message_id,
+                request_id=None,
+                message_uuid=record.uuid,
+                line_no=record.line_no,
+                model=record.model,
+                input_uncached=usage["input"],
+                cache_write=usage["cache_write"],
+                cache_read=usage["cache_read"],
+                output=usage["output"],
+                agent_id=record.agent_id,
+                timestamp=ts,
+            )
+        )
 
     def _result(self, part: dict, state: dict, call_uuid: str, agent, agent_kind) -> Iterator[MessageRecord]:
         status = state.get("status")
