@@ -2,7 +2,9 @@
 `AnthropicServer` (the Messages API Claude Code calls) and `OpenAIServer` (the Responses API Codex
 calls), each a ThreadingHTTPServer on a free port in a thread of its own that records every request
 body and answers a minimal streamed reply; `anthropic_is_compaction` and `openai_is_compaction` tell
-a client's compaction request from a real one.
+a client's compaction request from a real one. `recording(kind)` lends the process's one server of
+a kind, started the first time it is asked for: a test session or an `agent_thresholds` run starts
+each fake provider once, and each client run reads only its own requests.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import json
 import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -30,6 +34,7 @@ class FakeServer:
     def __init__(self):
         self.requests: list[Request] = []
         self.lock = threading.Lock()
+        self.in_use = threading.Lock()  # one client run at a time on a shared server (recording)
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
         self.server.handle_error = lambda request, client_address: None  # clients drop connections; that is fine
@@ -84,6 +89,24 @@ class FakeServer:
             do_HEAD = do_GET
 
         return Handler
+
+
+_SHARED: dict[type, FakeServer] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+@contextmanager
+def recording(kind: type[FakeServer]) -> Iterator[FakeServer]:
+    """The process's one server of `kind`, started the first time (its thread is a daemon: it ends
+    with the process), lent to one client run at a time with its recorded requests cleared."""
+    with _SHARED_LOCK:
+        server = _SHARED.get(kind)
+        if server is None:
+            server = _SHARED[kind] = kind().__enter__()
+    with server.in_use:
+        with server.lock:
+            server.requests.clear()
+        yield server
 
 
 def _unzstd(raw: bytes) -> bytes:

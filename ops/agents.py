@@ -23,7 +23,15 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ops.agent_servers import PROMPT, AnthropicServer, OpenAIServer, Request, anthropic_is_compaction, openai_is_compaction
+from ops.agent_servers import (
+    PROMPT,
+    AnthropicServer,
+    OpenAIServer,
+    Request,
+    anthropic_is_compaction,
+    openai_is_compaction,
+    recording,
+)
 
 CLAUDE_CODE_VERSION = "2.1.197"
 CODEX_VERSION = "0.171.0"
@@ -232,7 +240,7 @@ def _resume_claude(home: Path, records: list[dict], session_id: str, model: str,
             r["cwd"] = str(cwd)
     session_file = project_dir / f"{session_id}.jsonl"
     session_file.write_text("".join(json.dumps(r) + "\n" for r in records))
-    with AnthropicServer() as server:
+    with recording(AnthropicServer) as server:
         env = {**_claude_env(home, server.port), **(extra_env or {})}
         cmd = [str(claude_bin()), "--resume", session_id, "-p", PROMPT]
         if model:
@@ -347,7 +355,7 @@ def run_codex(prefix: CodexPrefix, usage_total: int, timeout: float = TIMEOUT, k
             name = f"rollout-{ts[:19].replace(':', '-')}-{prefix.session_id}.jsonl"
         rollout = day / name
         rollout.write_text("".join(json.dumps(r) + "\n" for r in records))
-        with OpenAIServer() as server:
+        with recording(OpenAIServer) as server:
             (home / ".codex" / "config.toml").write_text(
                 f'model = "{prefix.model}"\nopenai_base_url = "http://127.0.0.1:{server.port}/v1"\n'
                 'check_for_update_on_startup = false\n[analytics]\nenabled = false\n')
@@ -537,7 +545,7 @@ def resume_codex_file(records: list[dict], session_id: str, *, model: str = "", 
         day.mkdir(parents=True)
         rollout = day / (file_name or f"rollout-{ts[:19].replace(':', '-')}-{session_id}.jsonl")
         rollout.write_text("".join(json.dumps(r) + "\n" for r in records))
-        with OpenAIServer() as server:
+        with recording(OpenAIServer) as server:
             (home / ".codex" / "config.toml").write_text(
                 f'model = "{model or "gpt-5"}"\nopenai_base_url = "http://127.0.0.1:{server.port}/v1"\n'
                 'check_for_update_on_startup = false\n[analytics]\nenabled = false\n')
