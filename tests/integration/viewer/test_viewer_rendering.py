@@ -9,6 +9,9 @@ from django.template import Context, Template
 
 from contextviewer.display import rendering
 
+# Cannot differ between SQLite and PostgreSQL (Markdown, ANSI and template escaping: functions and templates, no query): bin/test runs it on SQLite only.
+pytestmark = pytest.mark.backend_independent
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
