@@ -10,6 +10,15 @@ import pytest
 from django.conf import settings
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _fast_password_hasher():
+    """Passwords hashed with MD5 in the tests: the product's PBKDF2 costs most of a second a user on
+    this machine, and no test is about the hash's cost (Django's own advice for test settings). The
+    product's hashers stay after it, so a hash a subprocess made (serve's admin) still checks."""
+    hashers = list(settings.PASSWORD_HASHERS)
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher", *hashers]
+
+
 def shared_fixtures_dir() -> Path | None:
     path = Path(settings.FIXTURES_DIR)
     return path if path.is_dir() else None
