@@ -293,3 +293,21 @@ def test_every_fixture_parses_with_the_counts_a_person_would_count(path):
             assert m.blocks[0].tool_id in calls
     # Re-reading gives the same uuids (how re-imports store nothing twice).
     assert [m.uuid for m in of(run(path), MessageRecord)] == [m.uuid for m in messages]
+
+
+@pytest.mark.parametrize("odd_type", [["info"], {"a": 1}])
+def test_a_message_whose_type_is_a_list_or_object_is_other_and_the_rest_of_the_file_imports(tmp_path, odd_type):
+    """A message type that is not a string (found while splitting the parser: it raised TypeError and
+    the file stopped there) is kept as "other"; the messages after it are read."""
+    path = tmp_path / "chats" / "session-2026-04-29T21-39-abcd1234.jsonl"
+    path.parent.mkdir()
+    data = jsonl(
+        {"sessionId": "s-odd", "projectHash": "h", "startTime": "2026-04-29T21:39:22Z", "lastUpdated": "2026-04-29T21:39:22Z"},
+        {"id": "u1", "timestamp": "2026-04-29T21:39:30Z", "type": "user", "content": "first"},
+        {"id": "x1", "timestamp": "2026-04-29T21:39:31Z", "type": odd_type, "content": "odd"},
+        {"id": "u2", "timestamp": "2026-04-29T21:39:32Z", "type": "user", "content": "after the odd one"},
+    )
+    records = run(path, data)
+    messages = of(records, MessageRecord)
+    assert [m.role for m in messages][-3:] == ["user", "other", "user"]
+    assert not [b for b in of(records, BadLine) if b.line_no == 0]

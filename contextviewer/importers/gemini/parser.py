@@ -494,7 +494,7 @@ def _message(entry: _Entry, ts: datetime | None, out: _Output, calls: list[tuple
     elif kind == "user" or (kind is None and role_name == "user"):
         role, blocks = _user_turn(content, out)
         record_type = "user"
-    elif kind in SYSTEM_TYPES:
+    elif kind.__class__ is str and kind in SYSTEM_TYPES:  # a list or an object is "other", never a TypeError
         role = "system"
         record_type = subtype = kind
         blocks = _content_blocks(content)
