@@ -19,19 +19,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.test import Client
 from django.urls import reverse
 
+from contextviewer.accounts.services import get_or_create_project
 from contextviewer.builds import services as builds
 from contextviewer.ingest import files as ingest
 from contextviewer.jobs import queue as jobs
-from contextviewer.conversations import search
+from contextviewer.conversations import page_cache, search
 from contextviewer.conversations.models import Conversation, ConversationKind, Message
 from contextviewer.jobs.models import JobStatus
 from contextviewer.core import build as core_build
 from contextviewer.core.tokens import count_text
 from contextviewer.importers import formats
 from contextviewer.review import probes
+from tests.conftest import shared_fixtures_dir
+from tests.module_worlds import alice, fresh, rolled_back
 from tests.unit import (
     test_aider_importer as aider_t,
     test_codex_importer as codex_t,
@@ -248,23 +252,59 @@ def test_every_registered_format_has_a_sample():
 # -- helpers -----------------------------------------------------------------------------------
 
 
+# Each sample is imported once for the module, not once per test: the project and its owner are
+# made once (a transaction rolled back at the module's end), each sample is imported in a savepoint
+# inside it that is rolled back when the tests of that sample are done (pytest runs them one after
+# the other: `_sample` is module-scoped and parametrized), and each test runs in a savepoint inside
+# that (the `db` fixture), so what a test writes (a build, a probe) is undone.
+
+
+@pytest.fixture(scope="module")
+def _module_world(django_db_setup, django_db_blocker):
+    with rolled_back(django_db_blocker):
+        project = get_or_create_project("Test project")  # tests/integration/conftest.py's project and user
+        yield project, alice(project)
+
+
 @pytest.fixture
-def imported(request, project, tmp_path):
-    """Import the sample into a fresh project; the conversation it is about."""
-    sample: Sample = request.param if hasattr(request, "param") else request.getfixturevalue("sample")
-    fx = request.getfixturevalue("fixtures_dir") if sample.fixture else None
-    path = sample.write(tmp_path, fx)
-    report = ingest.import_path(project, path)
-    assert not report.refused, report.errors
-    assert {f.agent for f in report.files} == {sample.agent}
-    convs = Conversation.objects.filter(pk__in=report.conversation_ids, parent__isnull=True)
-    if sample.external_id is not None:
-        conv = convs.get(external_id=sample.external_id)
-    else:
-        (conv,) = convs
-    assert conv.agent == sample.agent and conv.kind != ConversationKind.SUBAGENT
-    assert conv.fold_count == conv.folds.count() == sample.folds
-    return conv
+def project(_module_world, db):
+    return fresh(_module_world[0])
+
+
+@pytest.fixture
+def user(_module_world, db):
+    return fresh(_module_world[1])
+
+
+@pytest.fixture(scope="module")
+def _sample(request, _module_world, django_db_blocker, tmp_path_factory) -> int:
+    """Import the sample (request.param) into the module's project; the pk of the conversation it is about."""
+    sample: Sample = request.param
+    fx = shared_fixtures_dir() if sample.fixture else None
+    if sample.fixture and fx is None:
+        pytest.skip(f"shared fixtures not found at {settings.FIXTURES_DIR} (set CONTEXTVIEWER_FIXTURES)")
+    with rolled_back(django_db_blocker):
+        project = _module_world[0]
+        path = sample.write(tmp_path_factory.mktemp(sample.id), fx)
+        report = ingest.import_path(project, path)
+        assert not report.refused, report.errors
+        assert {f.agent for f in report.files} == {sample.agent}
+        convs = Conversation.objects.filter(pk__in=report.conversation_ids, parent__isnull=True)
+        if sample.external_id is not None:
+            conv = convs.get(external_id=sample.external_id)
+        else:
+            (conv,) = convs
+        assert conv.agent == sample.agent and conv.kind != ConversationKind.SUBAGENT
+        assert conv.fold_count == conv.folds.count() == sample.folds
+        yield conv.pk
+
+
+@pytest.fixture
+def imported(_sample, db) -> Conversation:
+    """The conversation the sample is about, imported into the module's project (read again, and
+    nothing of it rendered yet, as for a sample imported for this test alone)."""
+    page_cache.clear()
+    return Conversation.objects.get(pk=_sample)
 
 
 @pytest.fixture
@@ -312,7 +352,7 @@ def distinctive_word(conv: Conversation) -> tuple[str, set[int]]:
 # -- the index ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("imported", params("index"), indirect=True)
+@pytest.mark.parametrize("_sample", params("index"), indirect=True)
 def test_the_index_lists_it_and_filters_by_its_agent(imported, owner):
     conv = imported
     link = f'class="conv-link" href="{reverse("conversation", args=[conv.pk])}"'
@@ -333,7 +373,7 @@ def index_row(html: str, conv: Conversation) -> str:
     return html[start : html.index("</tr>", start)]
 
 
-@pytest.mark.parametrize("imported", params("figures"), indirect=True)
+@pytest.mark.parametrize("_sample", params("figures"), indirect=True)
 def test_peak_and_spend_say_when_the_log_records_no_usage(imported, owner):
     """A log that records no usage per call (its calls are stored with none) shows its peak as an
     estimate and its spend and cost as unknown, never as a measured 0 or $0.0000; one whose calls
@@ -368,7 +408,7 @@ def test_peak_and_spend_say_when_the_log_records_no_usage(imported, owner):
 # -- the conversation page ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("imported", params("page"), indirect=True)
+@pytest.mark.parametrize("_sample", params("page"), indirect=True)
 def test_the_page_shows_the_agent_a_gauge_a_curve_and_every_turn(imported, owner):
     conv = imported
     page = owner.get(reverse("conversation", args=[conv.pk]))
@@ -409,7 +449,7 @@ def test_the_page_shows_the_agent_a_gauge_a_curve_and_every_turn(imported, owner
 # -- search ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("imported", params("search"), indirect=True)
+@pytest.mark.parametrize("_sample", params("search"), indirect=True)
 def test_search_finds_a_word_of_it(imported, user, owner):
     conv = imported
     word, turns = distinctive_word(conv)
@@ -444,7 +484,7 @@ def _buildable(conv, turns) -> bool:
     return True
 
 
-@pytest.mark.parametrize("imported", params("build"), indirect=True)
+@pytest.mark.parametrize("_sample", params("build"), indirect=True)
 def test_a_build_of_its_first_two_turns(imported, user):
     conv = imported
     turns = [s.turn for s in builds.turn_spans(conv)]
@@ -471,7 +511,7 @@ def test_a_build_of_its_first_two_turns(imported, user):
 # -- exports -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("imported", params("export"), indirect=True)
+@pytest.mark.parametrize("_sample", params("export"), indirect=True)
 def test_the_exports_keep_every_answered_tool_call(imported, owner):
     conv = imported
     answered = answered_tool_calls(conv)
@@ -516,7 +556,7 @@ def test_the_exports_keep_every_answered_tool_call(imported, owner):
 # -- fact probes -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("imported", params("probes", lambda s: s.folds > 0), indirect=True)
+@pytest.mark.parametrize("_sample", params("probes", lambda s: s.folds > 0), indirect=True)
 def test_the_fact_probes_give_a_retention_for_every_fold(imported, owner):
     conv = imported
     folds = list(conv.folds.order_by("position", "pk"))
@@ -538,7 +578,7 @@ def test_the_fact_probes_give_a_retention_for_every_fold(imported, owner):
 # -- a fold's summary in the window ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("imported", params("summary", lambda s: s.folds > 0), indirect=True)
+@pytest.mark.parametrize("_sample", params("summary", lambda s: s.folds > 0), indirect=True)
 def test_the_gauge_and_the_curve_count_the_summary_that_stands_for_what_a_fold_put_away(imported, owner):
     """The model sees the latest summary (DESIGN: the loaded segment), whether the log wrote it as
     a message (Claude Code, Codex, LangGraph, OpenHands, opencode) or beside the messages
