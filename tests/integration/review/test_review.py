@@ -5,17 +5,20 @@ who may do what."""
 import csv
 import io
 import json
+from types import SimpleNamespace
 
 import pytest
 from django.test import Client
 from django.urls import reverse
 
 from contextviewer.accounts.models import Role
+from contextviewer.accounts.services import get_or_create_project
 from contextviewer.conversations.models import Fold
 from contextviewer.providers.base import Completion
 from contextviewer.review import dashboard, judge, probes, queues
 from contextviewer.review.models import Comment, JudgeRun, PairwiseComparison, Review, ReviewItem, ReviewQueue
-from tests.factories import TextSource, build_conversation, make_user
+from tests.factories import TextSource, build_conversation
+from tests.module_worlds import alice, fresh, make_user, rolled_back
 
 pytestmark = pytest.mark.django_db
 
@@ -26,26 +29,52 @@ def login(user) -> Client:
     return c
 
 
+@pytest.fixture(scope="module")
+def _module_world(django_db_setup, django_db_blocker):
+    """The project, its folds and its team, built once for the module in a transaction rolled back
+    at its end; each test runs in a savepoint inside it, so what a test writes is undone."""
+    with rolled_back(django_db_blocker):
+        project = get_or_create_project("Test project")  # tests/integration/conftest.py's project and user
+        user = alice(project)
+        # Two conversations, four folds; the second conversation's summaries name nothing it folded.
+        a = build_conversation(project, turns=10, fold_at=25_000, external_id="conv-a")
+        b = build_conversation(
+            project, turns=10, fold_at=25_000, external_id="conv-b",
+            texts=TextSource(summary=lambda k: f"Summary {k}: work continued."),
+        )
+        folds = list(a.conversation.folds.order_by("position")) + list(b.conversation.folds.order_by("position"))
+        team = {
+            "owner": user,
+            "ann1": make_user("ann1", project=project, role=Role.ANNOTATOR),
+            "ann2": make_user("ann2", project=project, role=Role.ANNOTATOR),
+            "viewer": make_user("vera", project=project, role=Role.VIEWER),
+            "outsider": make_user("olga"),
+        }
+        yield SimpleNamespace(project=project, folds=folds, team=team)
+
+
+# The module's world, each object read again (no test sees another's changes to them).
+
+
 @pytest.fixture
-def folds(project):
+def project(_module_world, db):
+    return fresh(_module_world.project)
+
+
+@pytest.fixture
+def user(_module_world, db):
+    return fresh(_module_world.team["owner"])
+
+
+@pytest.fixture
+def folds(_module_world, db):
     """Two conversations, four folds; the second conversation's summaries name nothing it folded."""
-    a = build_conversation(project, turns=10, fold_at=25_000, external_id="conv-a")
-    b = build_conversation(
-        project, turns=10, fold_at=25_000, external_id="conv-b",
-        texts=TextSource(summary=lambda k: f"Summary {k}: work continued."),
-    )
-    return list(a.conversation.folds.order_by("position")) + list(b.conversation.folds.order_by("position"))
+    return [fresh(f) for f in _module_world.folds]
 
 
 @pytest.fixture
-def team(project, user):
-    return {
-        "owner": user,
-        "ann1": make_user("ann1", project=project, role=Role.ANNOTATOR),
-        "ann2": make_user("ann2", project=project, role=Role.ANNOTATOR),
-        "viewer": make_user("vera", project=project, role=Role.VIEWER),
-        "outsider": make_user("olga"),
-    }
+def team(_module_world, user):
+    return {"owner": user, **{who: fresh(u) for who, u in _module_world.team.items() if who != "owner"}}
 
 
 def test_a_queue_takes_the_folds_its_filters_match(project, folds, team):
