@@ -11,23 +11,33 @@ from django.test import RequestFactory
 from contextviewer.accounts import permissions, services
 from contextviewer.accounts.models import Role
 from contextviewer.jobs import queue as jobs
-from tests.factories import build_conversation, make_project, make_user
+from tests.factories import build_conversation, make_project
+from tests.module_worlds import fresh, make_user, rolled_back
 
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(scope="module")
+def _module_world(django_db_setup, django_db_blocker):
+    """Built once for the module, in a transaction rolled back at its end; each test runs in a
+    savepoint inside it, so what a test writes (a membership, a token) is undone."""
+    with rolled_back(django_db_blocker):
+        a, b = make_project("perm-a", name="Alpha"), make_project("perm-b", name="Beta")
+        built = build_conversation(a, turns=8, fold_at=30_000, per_turn_tokens=9_000, subagent_turn=None)
+        assert built.folds
+        owner = make_user("perm-owner", project=a, role=Role.OWNER)
+        job, _ = jobs.create_job(a, "import", {"uploads": []}, user=owner)
+        yield SimpleNamespace(
+            a=a, b=b, conv=built.conversation, fold=built.folds[0], job=job, owner=owner,
+            viewer=make_user("perm-viewer", project=a, role=Role.VIEWER),
+            outsider=make_user("perm-outsider", project=b, role=Role.OWNER),
+        )
+
+
 @pytest.fixture
-def world():
-    a, b = make_project("perm-a", name="Alpha"), make_project("perm-b", name="Beta")
-    built = build_conversation(a, turns=8, fold_at=30_000, per_turn_tokens=9_000, subagent_turn=None)
-    assert built.folds
-    owner = make_user("perm-owner", project=a, role=Role.OWNER)
-    job, _ = jobs.create_job(a, "import", {"uploads": []}, user=owner)
-    return SimpleNamespace(
-        a=a, b=b, conv=built.conversation, fold=built.folds[0], job=job, owner=owner,
-        viewer=make_user("perm-viewer", project=a, role=Role.VIEWER),
-        outsider=make_user("perm-outsider", project=b, role=Role.OWNER),
-    )
+def world(_module_world, db):
+    """The module's world, each object read again (no test sees another's changes to them)."""
+    return SimpleNamespace(**{name: fresh(obj) for name, obj in vars(_module_world).items()})
 
 
 def _request(user, token=None):
