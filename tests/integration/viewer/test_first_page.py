@@ -7,18 +7,39 @@ import re
 import pytest
 from django.urls import reverse
 
+from contextviewer.accounts.services import get_or_create_project
 from contextviewer.ingest import files as ingest
 from contextviewer.viewer import conversation_page, curve_view
-from contextviewer.conversations import segments
+from contextviewer.conversations import page_cache, segments
 from contextviewer.core import curve as core_curve
 from contextviewer.conversations.models import Conversation, Message
 from contextviewer.importers.claude_code import synthetic
 from tests.factories import TextSource, build_conversation
+from tests.module_worlds import alice, fresh, rolled_back
 
 pytestmark = pytest.mark.django_db
 
 FIRST_PAGE_LIMIT = 100_000  # bytes, issue 11
 FOLDS = 18
+
+
+@pytest.fixture(scope="module")
+def _module_world(django_db_setup, django_db_blocker):
+    """tests/integration/conftest.py's project and user, made once for the module in a transaction
+    rolled back at its end; each test runs in a savepoint inside it, so what a test writes is undone."""
+    with rolled_back(django_db_blocker):
+        project = get_or_create_project("Test project")
+        yield project, alice(project)
+
+
+@pytest.fixture
+def project(_module_world, db):
+    return fresh(_module_world[0])
+
+
+@pytest.fixture
+def user(_module_world, db):
+    return fresh(_module_world[1])
 
 
 @pytest.fixture
@@ -27,11 +48,20 @@ def logged_in(client, user):
     return client
 
 
+@pytest.fixture(scope="module")
+def _many_folds(_module_world, django_db_blocker, tmp_path_factory) -> int:
+    """The session of many folds, imported once for the module (inside its world's transaction)."""
+    with rolled_back(django_db_blocker):
+        project = _module_world[0]
+        path = synthetic.write_session(tmp_path_factory.mktemp("many-folds") / "s", messages=700, seed=4, folds=FOLDS, subagent=False)
+        ingest.import_path(project, path)
+        yield Conversation.objects.get(project=project, parent__isnull=True).pk
+
+
 @pytest.fixture
-def many_folds(project, tmp_path) -> Conversation:
-    path = synthetic.write_session(tmp_path / "s", messages=700, seed=4, folds=FOLDS, subagent=False)
-    ingest.import_path(project, path)
-    return Conversation.objects.get(project=project, parent__isnull=True)
+def many_folds(_many_folds, db) -> Conversation:
+    page_cache.clear()  # as for a conversation imported for this test alone: nothing of it rendered yet
+    return Conversation.objects.get(pk=_many_folds)
 
 
 def _turns_of(conv: Conversation, seg) -> list[int]:
