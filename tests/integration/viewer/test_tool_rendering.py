@@ -14,7 +14,8 @@ from django.urls import reverse
 
 from contextviewer.ingest import files as ingest
 from contextviewer.conversations.models import Conversation, Fold
-from tests.factories import TextSource, build_conversation, make_project, make_user
+from tests.factories import TextSource, build_conversation, make_project
+from tests.module_worlds import fresh, make_user, rolled_back  # make_user: tests.factories', its password hashed once
 from tests.sessions import SessionBuilder, write_lines
 
 pytestmark = pytest.mark.django_db
@@ -22,14 +23,28 @@ pytestmark = pytest.mark.django_db
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 
 
-@pytest.fixture
-def project():
-    return make_project()
+@pytest.fixture(scope="module")
+def _module_world(django_db_setup, django_db_blocker):
+    """The project and its user, made once for the module in a transaction rolled back at its end;
+    each test runs in a savepoint inside it, so what a test writes is undone."""
+    with rolled_back(django_db_blocker):
+        project = make_project()
+        yield project, make_user(project=project)
 
 
 @pytest.fixture
-def logged_in(client, project):
-    client.force_login(make_user(project=project))
+def project(_module_world, db):
+    return fresh(_module_world[0])
+
+
+@pytest.fixture
+def user(_module_world, db):
+    return fresh(_module_world[1])
+
+
+@pytest.fixture
+def logged_in(client, user):
+    client.force_login(user)
     return client
 
 
