@@ -8,6 +8,7 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
+from contextviewer.accounts.services import get_or_create_project
 from contextviewer.core import build as core_build, export as core_export, export_claude
 from contextviewer.builds import services as builds
 from contextviewer.ingest import files as ingest
@@ -15,6 +16,7 @@ from contextviewer.jobs import queue as jobs
 from contextviewer.conversations.models import Conversation
 from contextviewer.jobs.models import JobStatus
 from tests.conftest import claude_code_fixture_files
+from tests.module_worlds import alice, fresh, rolled_back
 from tests.sessions import session_lines, write_lines
 from tests.unit.test_export import schema_validator
 
@@ -25,6 +27,25 @@ FIXTURES = [
     "moredip__session-share__images-in-tool-results.jsonl",  # base64 images in tool results
     "d-kimuson__claude-code-viewer__fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",  # 1.0.x, legacy tool names
 ]
+
+
+@pytest.fixture(scope="module")
+def _module_world(django_db_setup, django_db_blocker):
+    """tests/integration/conftest.py's project and user, made once for the module in a transaction
+    rolled back at its end; each test runs in a savepoint inside it, so what a test writes is undone."""
+    with rolled_back(django_db_blocker):
+        project = get_or_create_project("Test project")
+        yield project, alice(project)
+
+
+@pytest.fixture
+def project(_module_world, db):
+    return fresh(_module_world[0])
+
+
+@pytest.fixture
+def user(_module_world, db):
+    return fresh(_module_world[1])
 
 
 def view(conv: Conversation) -> list[tuple]:
