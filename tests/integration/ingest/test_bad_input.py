@@ -11,6 +11,7 @@ from django.core.management import call_command
 
 from contextviewer.jobs.models import Job, JobStatus
 from contextviewer.conversations.models import Message
+from tests.module_worlds import alice
 from tests.sessions import SessionBuilder, session_lines
 from tests.worker import wait_for
 
@@ -111,6 +112,27 @@ def case_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("bad-input")
 
 
+@pytest.fixture(scope="module")
+def cases(case_dir):
+    """make_case(name, case_dir), written once for the module (the gzip bomb takes a second or
+    more): the CLI's test and the API's read the same file, and neither changes it."""
+    made: dict[str, tuple[Path, int, str]] = {}
+
+    def case(name: str) -> tuple[Path, int, str]:
+        if name not in made:
+            made[name] = make_case(name, case_dir)
+        return made[name]
+
+    return case
+
+
+@pytest.fixture
+def user(project):
+    """tests/integration/conftest.py's user, its password hashed once per process (the API's tests
+    commit: the user is made again for each)."""
+    return alice(project)
+
+
 @pytest.fixture
 def limits(settings):
     settings.MAX_LINE_BYTES = LINE_CAP
@@ -130,8 +152,8 @@ def _assert_result(result: dict, valid_messages: int, words: str, name: str) -> 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("name", CASES)
-def test_cli_reports_bad_input_and_imports_the_valid_lines(name, case_dir, limits, project):
-    path, valid_messages, words = make_case(name, case_dir)
+def test_cli_reports_bad_input_and_imports_the_valid_lines(name, cases, limits, project):
+    path, valid_messages, words = cases(name)
     out, err = io.StringIO(), io.StringIO()
     try:
         call_command("import", str(path), "--project", project.name, "--json", stdout=out, stderr=err)
@@ -161,8 +183,8 @@ def _wait_job(job_id: int) -> Job:
 
 @pytest.mark.worker
 @pytest.mark.parametrize("name", CASES)
-def test_api_and_page_report_bad_input(name, case_dir, limits, project, user, worker, client):
-    path, valid_messages, words = make_case(name, case_dir)
+def test_api_and_page_report_bad_input(name, cases, limits, project, user, worker, client):
+    path, valid_messages, words = cases(name)
     client.force_login(user)
 
     with open(path, "rb") as fh:
