@@ -236,6 +236,9 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# How long a worker waits for a killed pool child's result before it gives the task back (Celery's
+# worker_lost_wait, 10 s): the job recovery tests shorten it.
+CELERY_WORKER_LOST_WAIT = float(env("CONTEXTVIEWER_WORKER_LOST_WAIT", "10"))
 CELERY_TASK_TIME_LIMIT = int(env("CONTEXTVIEWER_TASK_TIME_LIMIT", "3000"))
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 60
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

@@ -39,6 +39,7 @@ FAST = {
     "CONTEXTVIEWER_JOB_DEAD_AFTER": "3",
     "CONTEXTVIEWER_HEARTBEAT_INTERVAL": "0.3",
     "CONTEXTVIEWER_PROVIDER_BACKOFF": "0.05",
+    "CONTEXTVIEWER_WORKER_LOST_WAIT": "1",  # a killed pool child's task is given back after 1 s, not 10
 }
 ENDED = [JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED]
 TURNS = 3000  # a session big enough that its import is still under way when the worker is killed
