@@ -343,6 +343,7 @@ def _sample(sample, tmp_path_factory) -> tuple[Path, Path]:
     return _ROOTS[sample.id]
 
 
+@pytest.mark.backend_independent  # the parsers alone, in a forked child: no database (the import half below runs on both)
 @pytest.mark.parametrize("sample", SYNTHETIC, ids=[s.id for s in SYNTHETIC])
 def test_a_hostile_file_of_each_format_ends_with_a_message_never_a_crash(sample, tmp_path_factory):
     root, path = _sample(sample, tmp_path_factory)
