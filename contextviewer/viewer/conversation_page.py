@@ -16,6 +16,7 @@ from typing import Any
 from django.db.models import Count, IntegerField, Max, Min, Q, Sum
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
+from django.template.defaultfilters import floatformat, pluralize
 from django.template.loader import render_to_string
 from django.utils import timezone
 
@@ -25,6 +26,7 @@ from contextviewer.importers import formats
 
 from contextviewer.conversations import calibration, figures, page_cache, segments as loader
 from contextviewer.display import rendering
+from contextviewer.display.templatetags.cv import tok, usd
 from contextviewer.viewer.curve_view import CurveView, curve_view
 from contextviewer.conversations.models import Conversation, Fold, Message, ModelCall
 
@@ -56,6 +58,11 @@ class GaugeView:
     scale: int
     unavailable: list[str] = field(default_factory=list)  # labels of categories the gauge cannot size
     at_call: bool = True  # what the latest call saw; False: the loaded view as it is now (gauge_upto)
+    # The card's sentence on the tokenizer factor (gauge_view): the calls it was fitted over, how the
+    # categories use it at this call; without a factor, the whole sentence.
+    fitted_over: str = ""
+    factor_use: str = ""
+    no_factor: str = ""
 
 
 def gauge_upto(latest: ModelCall | None, loaded: loader.LoadedInput) -> int | None:
@@ -125,7 +132,23 @@ def gauge_view(
         scale=scale,
         unavailable=[tokens.LABELS[key] for key in g.unavailable],
         at_call=upto is not None,
+        **_factor_text(g),
     )
+
+
+def _factor_text(g) -> dict[str, str]:
+    """How the categories were scaled to the provider's tokens: by the fitted tokenizer factor (at a
+    measured call, and the calls it was fitted over), by this call's measurement alone, or not at all."""
+    calls = f"{g.fit_calls} measured call{pluralize(g.fit_calls)}"
+    if g.factor:
+        use = (
+            f"; at this call ×{floatformat(g.calibration, 2)}, so the categories add up to the measurement"
+            if g.is_measured else "; the categories are scaled by it"
+        )
+        return {"fitted_over": calls, "factor_use": use}
+    if g.is_measured:
+        return {"no_factor": f"No tokenizer factor fitted ({calls}); the categories are scaled ×{floatformat(g.calibration, 2)} to the measurement."}
+    return {"no_factor": "No measured usage: every figure is an o200k estimate."}
 
 
 def _loaded_categories(conv: Conversation, loaded: loader.LoadedInput, upto: int | None) -> dict[str, int]:
@@ -177,6 +200,24 @@ class SegmentView:
         return prompt, int(cost.get("output") or 0)
 
     @property
+    def fold_call(self) -> str:
+        """The summarizer's call of an archived segment's fold: "summary call 12k in, 2.1k out ($0.05)"."""
+        figures = self.fold_cost_tokens
+        if not figures:
+            return ""
+        cost = f" ({usd(self.fold_cost)})" if self.fold_cost is not None else ""
+        return f"summary call {tok(figures[0])} in, {tok(figures[1])} out{cost}"
+
+    @property
+    def loaded_note(self) -> str:
+        """What the loaded segment holds (its header)."""
+        if not self.fold:
+            return "what the model sees now"
+        kept = len(self.preserved_positions)
+        preserved = f", {kept} preserved message{pluralize(kept)}" if kept else ""
+        return f"what the model sees now: the latest summary{preserved} and everything after the fold"
+
+    @property
     def element_id(self) -> str:
         return f"segment-{self.index}"
 
@@ -201,6 +242,13 @@ class TurnHeader:
     is_summary: bool
     branch_of: int | None = None  # the turn opens an abandoned branch: the turn the log went on with
 
+    @property
+    def no_text(self) -> str:
+        """The header of a turn without text: what it holds instead."""
+        if self.tools:
+            return f"{self.tools} tool call{pluralize(self.tools)}, no text"
+        return f"{self.messages} message{pluralize(self.messages)}, no text"
+
 
 @dataclass
 class TurnPage:
@@ -211,6 +259,16 @@ class TurnPage:
     earlier_from: int | None  # first turn of the window before this one, when there is one
     later_from: int | None  # first turn after this window, when there is one
     to_turn: int | None
+
+    # The queries of the links to the windows before and after this one (the `turn-page` partial).
+    @property
+    def earlier_query(self) -> str:
+        return f"from={self.earlier_from}&to={self.turns[0].turn - 1 if self.turns else ''}"
+
+    @property
+    def later_query(self) -> str:
+        to = f"&to={self.to_turn}" if self.to_turn is not None else ""
+        return f"from={self.later_from}{to}"
 
 
 def conversation_segments(conv: Conversation, layout: loader.SegmentLayout) -> list[SegmentView]:
@@ -411,6 +469,36 @@ class ConversationPage:
     recorded_cost: float | None = None  # a log without usage per call: the session's cost as the agent kept it
     listed: list[SegmentView] = field(default_factory=list)  # older archived segments, one line each
     listed_before: int | None = None  # index of the oldest listed segment, when older ones are hidden
+
+    # The header's spend (conversation.html#header-counts), by how much of the log records usage.
+    @property
+    def spend_title(self) -> str:
+        conv = self.conversation
+        if conv.usage_coverage == "none":
+            return "the log records no usage per call, so the spend is not known"
+        if conv.usage_coverage == "partial":
+            return (
+                f"sum of measured input and output tokens: {conv.measured_calls} of {conv.model_call_count} calls "
+                "record their prompt tokens, so this counts only what the log records"
+            )
+        return "sum of measured input and output tokens"
+
+    @property
+    def spend_text(self) -> str:
+        conv = self.conversation
+        if conv.usage_coverage == "none":
+            if self.recorded_cost is None:
+                return "spend not recorded"
+            return f"spend not recorded · {usd(self.recorded_cost)} as {formats.label(conv.agent)} recorded it for the session"
+        cost = f" · {usd(self.spend_cost)} at list price" if self.spend_cost is not None else ""
+        return f"spend {tok(conv.spend_tokens)} tokens{cost}"
+
+    @property
+    def spend_partial(self) -> str:
+        conv = self.conversation
+        if conv.usage_coverage != "partial":
+            return ""
+        return f"(partial: {conv.measured_calls} of {conv.model_call_count} calls record their prompt)"
 
 
 @dataclass

@@ -9,6 +9,8 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
+from django.template.defaultfilters import pluralize
+
 from contextviewer.core import curve as core_curve
 from contextviewer.importers import formats
 
@@ -51,6 +53,22 @@ class CurveView:
     turns_left: int | None = None  # turns until CRITICAL_AT of the window at that velocity; 0: there already
     critical_pct: int = int(core_curve.CRITICAL_AT * 100)
     estimate_share: float | None = None  # median estimated / measured over the calls that have both
+
+    # The legend under the curve (conversation.html#curve-card).
+    @property
+    def estimate_note(self) -> str:
+        """What the estimated line counts, and how it compares with the measured one."""
+        share = f"; here about {round(self.estimate_share * 100)} % of the measured" if self.estimate_share is not None else ""
+        return (
+            "(the stored messages each call carried, counted with o200k: no system prompt or tool definitions, "
+            f"another tokenizer{share})"
+        )
+
+    @property
+    def calls_note(self) -> str:
+        """The calls in the curve, and how many of them are drawn when not all are."""
+        drawn = f" ({len(self.points)} drawn: maxima, minima and folds kept)" if len(self.points) < self.total_calls else ""
+        return f"{self.total_calls} call{pluralize(self.total_calls)}{drawn}"
 
 
 VELOCITY_TURNS = 5

@@ -42,6 +42,22 @@ class IndexRow:
     cost: float | None
     children: list[IndexRow] = field(default_factory=list)
 
+    @property
+    def peak_title(self) -> str:
+        """The peak meter's tooltip: the peak of the window, measured or estimated."""
+        conv = self.conversation
+        how = "estimated: the log records no usage per call" if conv.peak_estimated else "measured"
+        return f"{conv.peak_context} of {self.window} tokens ({how})"
+
+    @property
+    def partial_note(self) -> str:
+        """Why the spend of a conversation whose calls record usage only in part is marked."""
+        conv = self.conversation
+        return (
+            f"{conv.measured_calls} of {conv.model_call_count} calls record their prompt tokens: "
+            "this counts only what the log records"
+        )
+
 
 @dataclass
 class Filters:

@@ -89,6 +89,13 @@ class MessageView:
     def last_position(self) -> int:
         return self.merged[-1].position if self.merged else self.message.position
 
+    @property
+    def css_class(self) -> str:
+        """The message element's classes (conversation.html#turn-body): its role, meta, on a branch."""
+        meta = " meta" if self.message.is_meta else ""
+        branch = " branch" if self.branch_of is not None else ""
+        return f"message role-{self.message.role}{meta}{branch}"
+
 
 @dataclass
 class TurnView:
