@@ -11,14 +11,17 @@ from dataclasses import dataclass, field
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils.http import urlencode
+from django.utils.timesince import timesince
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from contextviewer.core.policylab import defaults as default_policies, get as get_policy, names as policy_names
 from contextviewer.core.severity import CRITICAL_AT, WARN_AT
 from contextviewer.importers import formats
+from contextviewer.display.templatetags.cv import tok
 
 from contextviewer.lab import replays as policylab, table as policy_table
 from contextviewer.conversations.models import Conversation
@@ -133,12 +136,43 @@ def _ends(text: str) -> tuple[str, int, str]:
 
 
 def _row(r: policylab.PolicyResult) -> dict:
-    """One policy's row and action list: its red-zone share and each action's facts (the first ones)."""
+    """One policy's row and action list: its red-zone share, which of its figures are measured, and
+    each action's effect and facts (the first ones)."""
     return {
         "r": r,
         "red_pct": 100.0 * r.red_zone_calls / r.calls if r.calls else 0.0,
-        "facts_shown": [(a, a.facts[: policylab.FACTS_SHOWN], max(0, len(a.facts) - policylab.FACTS_SHOWN)) for a in r.actions],
+        "measured_until": _measured_until(r),
+        "facts_shown": [
+            (a, _effect(a), a.facts[: policylab.FACTS_SHOWN], max(0, len(a.facts) - policylab.FACTS_SHOWN)) for a in r.actions
+        ],
     }
+
+
+def _measured_until(r: policylab.PolicyResult) -> str:
+    if r.estimated_from is None:
+        return "· every call measured"
+    if r.estimated_from == 0:
+        return "· estimated from the first call"
+    return f"· measured until call {r.estimated_from - 1}, estimated from call {r.estimated_from}"
+
+
+# Actions that reshape the whole window (its size before and after), beside the folds and drops;
+# the others clip one result (the tokens they removed from it).
+WINDOW_ACTIONS = {"microcompact", "clear", "compress", "args_truncate"}
+
+
+def _effect(a: policylab.Action) -> str:
+    """What one action did: "window 90k → 20k tokens, 12 messages dropped", or for a clip
+    "removed 3.1k tokens of one result (5.0k → 1.9k)"."""
+    if a.group in ("folds", "drops") or a.kind in WINDOW_ACTIONS:
+        text = f"window {tok(a.tokens_before)} → {tok(a.tokens_after)} tokens"
+    else:
+        text = f"removed {tok(a.saved)} tokens of one result ({tok(a.tokens_before)} → {tok(a.tokens_after)})"
+    if a.dropped:
+        text += f", {a.dropped} message{pluralize(a.dropped)} dropped"
+    if a.clipped:
+        text += f", {a.clipped} clipped"
+    return text
 
 
 @login_required
@@ -204,7 +238,21 @@ def project_table(request: HttpRequest) -> HttpResponse:
 
 def _job_context(job) -> dict:
     progress, text = jobs.current_progress(job) if job is not None else (0.0, "")
-    return {"job": job, "progress_pct": int(progress * 100), "progress_text": text}
+    return {"job": job, "progress_pct": int(progress * 100), "progress_text": text, "job_outcome": _job_outcome(job)}
+
+
+def _job_outcome(job) -> str:
+    """How the table's latest job ended: "succeeded 4 minutes ago (2 conversations failed to replay)"."""
+    if job is None:
+        return ""
+    text = job.get_status_display().lower()
+    if job.finished_at:
+        text += f" {timesince(job.finished_at)} ago"
+    failed = (job.result if isinstance(job.result, dict) else {}).get("failed")
+    if failed:
+        n = len(failed) if hasattr(failed, "__len__") else 0
+        text += f" ({n} conversation{pluralize(n)} failed to replay)"
+    return text
 
 
 @login_required
