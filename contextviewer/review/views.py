@@ -14,6 +14,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -235,6 +236,15 @@ def _judge_refusal(project: Project) -> str:
     return ""
 
 
+def _blind_note(item: ReviewItem | None, pending: list) -> str:
+    """What a blind page says it hides, and until when: this item's score, or the other summaries'."""
+    if item is not None and item in pending:
+        until = "your score is in"
+    else:
+        until = f"you score the other summar{pluralize(len(pending), 'y,ies')} of this segment"
+    return f"blind review: where this summary came from and how much it kept show once {until}"
+
+
 @login_required
 @require_GET
 def fold_review(request: HttpRequest, fold_id: int) -> HttpResponse:
@@ -244,6 +254,7 @@ def fold_review(request: HttpRequest, fold_id: int) -> HttpResponse:
     # A blind item of this segment awaits the user's score (not the owner's queue: see _blind_items).
     context["pending"] = review_queues.pending_blind_items(request.user, fold)
     context["hide"] = bool(context["pending"])
+    context["blind_note"] = _blind_note(None, context["pending"])
     context["summaries"] = None if context["hide"] else review_queues.summaries_panel(request.user, fold)
     return render(request, "review/item.html", context)
 
@@ -288,7 +299,7 @@ def review_item(request: HttpRequest, item_id: int) -> HttpResponse:
             for r in review_queues.visible_reviews(item, request.user)
         ],
         "locked_by_other": locked_by_other, "may_submit": may_score and mine is None and not locked_by_other,
-        "pending": pending, "hide": bool(pending),
+        "pending": pending, "hide": bool(pending), "blind_note": _blind_note(item, pending),
     })
     if item.is_pair:
         context.update({
