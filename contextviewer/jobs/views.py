@@ -27,8 +27,21 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     context = {"job": job, "progress": progress, "progress_pct": int(progress * 100), "progress_text": text,
                "outcome": kinds.outcome(job), "duration": _duration(job), "parts": jobs.parts_summary(job),
                "lists_conversations": job.kind in kinds.LISTS_CONVERSATIONS}
+    context["parts_note"] = _parts_note(context["parts"])
     template = "jobs/detail.html#progress" if request.htmx else "jobs/detail.html"
     return render(request, template, context)
+
+
+# A job's parts by state, as its page names them (queue.parts_summary's keys), after those done.
+PART_STATES = (("running", "running"), ("queued", "waiting"), ("failed", "failed"), ("cancelled", "cancelled"))
+
+
+def _parts_note(parts: dict | None) -> str:
+    """How a job's parts stand: "In 12 parts run by any worker: 9 done, 2 running, 1 waiting."."""
+    if not parts:
+        return ""
+    states = [f"{parts['succeeded']} done"] + [f"{parts[key]} {label}" for key, label in PART_STATES if parts.get(key)]
+    return f"In {parts['count']} parts run by any worker: {', '.join(states)}."
 
 
 def _duration(job: Job) -> str | None:
