@@ -7,19 +7,17 @@ the next one sees the world as it was built. Not for tests that commit (`transac
 server, a real worker): the open transaction would hold what they need to see or to flush.
 
 `alice(project)`: the user tests/integration/conftest.py's `user` fixture makes ("alice", password
-"pw-alice-123", OWNER of the project), with the password hashed once per process instead of once
-per test (PBKDF2 costs most of a second here): the same row, a valid hash of the same password, so
-a login with it still works; only the salt is shared between the copies.
+"pw-alice-123", OWNER of the project), for a module's world (passwords are hashed with MD5 in the
+tests: tests/conftest.py). `make_user` is tests.factories'.
 """
 
 from __future__ import annotations
 
 import contextlib
-from functools import lru_cache
 
-from django.contrib.auth import get_user_model
-from django.contrib.auth.hashers import make_password
 from django.db import transaction
+
+from tests.factories import make_user  # noqa: F401 - re-exported for the modules that build worlds
 
 
 @contextlib.contextmanager
@@ -28,28 +26,6 @@ def rolled_back(django_db_blocker):
     with django_db_blocker.unblock(), transaction.atomic():
         yield
         transaction.set_rollback(True)
-
-
-@lru_cache(maxsize=None)
-def hashed(password: str) -> str:
-    return make_password(password)
-
-
-def make_user(username: str = "alice", password: str | None = "pw-alice-123", project=None, role=None):
-    """tests.factories.make_user (create_user, then a membership: OWNER unless `role` says), its
-    password hashed once per process."""
-    from contextviewer.accounts.models import Membership, Role
-
-    User = get_user_model()
-    user = User(username=User.normalize_username(username))
-    if password is None:
-        user.set_unusable_password()
-    else:
-        user.password = hashed(password)
-    user.save()
-    if project is not None:
-        Membership.objects.create(user=user, project=project, role=role or Role.OWNER)
-    return user
 
 
 def alice(project):

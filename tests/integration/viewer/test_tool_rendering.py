@@ -15,7 +15,7 @@ from django.urls import reverse
 from contextviewer.ingest import files as ingest
 from contextviewer.conversations.models import Conversation, Fold
 from tests.factories import TextSource, build_conversation, make_project
-from tests.module_worlds import fresh, make_user, rolled_back  # make_user: tests.factories', its password hashed once
+from tests.module_worlds import fresh, make_user, rolled_back
 from tests.sessions import SessionBuilder, write_lines
 
 pytestmark = pytest.mark.django_db

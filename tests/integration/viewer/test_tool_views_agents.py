@@ -28,7 +28,7 @@ from contextviewer.conversations.models import Conversation, Message
 from contextviewer.ingest import files as ingest
 from tests.conftest import shared_fixtures_dir
 from tests.factories import make_project
-from tests.module_worlds import fresh, make_user, rolled_back  # make_user: tests.factories', its password hashed once
+from tests.module_worlds import fresh, make_user, rolled_back
 
 pytestmark = pytest.mark.django_db
 

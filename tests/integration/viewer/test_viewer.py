@@ -11,7 +11,7 @@ from contextviewer.viewer import conversation_page
 from contextviewer.conversations import figures
 from contextviewer.core.severity import severity
 from tests.factories import PNG_1PX, TextSource, build_conversation, make_project
-from tests.module_worlds import fresh, make_user, rolled_back  # make_user: tests.factories', its password hashed once
+from tests.module_worlds import fresh, make_user, rolled_back
 
 pytestmark = pytest.mark.django_db
 
