@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 
+import pytest
 from django.db import transaction
 
 from tests.factories import make_user  # noqa: F401 - re-exported for the modules that build worlds
@@ -36,3 +37,33 @@ def alice(project):
 def fresh(obj):
     """The row of a model instance read again (a test may change the shared instance it was built as)."""
     return type(obj)._default_manager.get(pk=obj.pk)
+
+
+def conftest_world():
+    """tests/integration/conftest.py's project and user."""
+    from contextviewer.accounts.services import get_or_create_project
+
+    project = get_or_create_project("Test project")
+    return project, alice(project)
+
+
+def project_and_user(build=conftest_world):
+    """The fixtures `_module_world, project, user` of a module whose tests share one project and
+    user: `build()` (project, user) runs once, in a transaction rolled back at the module's end, and
+    each test reads both again in its savepoint. A module takes them by assigning the three names:
+    `_module_world, project, user = project_and_user()`."""
+
+    @pytest.fixture(scope="module")
+    def _module_world(django_db_setup, django_db_blocker):
+        with rolled_back(django_db_blocker):
+            yield build()
+
+    @pytest.fixture
+    def project(_module_world, db):
+        return fresh(_module_world[0])
+
+    @pytest.fixture
+    def user(_module_world, db):
+        return fresh(_module_world[1])
+
+    return _module_world, project, user

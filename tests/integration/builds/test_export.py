@@ -8,7 +8,6 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from contextviewer.accounts.services import get_or_create_project
 from contextviewer.core import build as core_build, export as core_export, export_claude
 from contextviewer.builds import services as builds
 from contextviewer.ingest import files as ingest
@@ -16,7 +15,7 @@ from contextviewer.jobs import queue as jobs
 from contextviewer.conversations.models import Conversation
 from contextviewer.jobs.models import JobStatus
 from tests.conftest import claude_code_fixture_files
-from tests.module_worlds import alice, fresh, rolled_back
+from tests.module_worlds import project_and_user
 from tests.sessions import session_lines, write_lines
 from tests.unit.test_export import schema_validator
 
@@ -29,23 +28,8 @@ FIXTURES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def _module_world(django_db_setup, django_db_blocker):
-    """tests/integration/conftest.py's project and user, made once for the module in a transaction
-    rolled back at its end; each test runs in a savepoint inside it, so what a test writes is undone."""
-    with rolled_back(django_db_blocker):
-        project = get_or_create_project("Test project")
-        yield project, alice(project)
-
-
-@pytest.fixture
-def project(_module_world, db):
-    return fresh(_module_world[0])
-
-
-@pytest.fixture
-def user(_module_world, db):
-    return fresh(_module_world[1])
+# tests/integration/conftest.py's project and user, made once for the module (tests/module_worlds.py).
+_module_world, project, user = project_and_user()
 
 
 def view(conv: Conversation) -> list[tuple]:

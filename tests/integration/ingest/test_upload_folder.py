@@ -14,34 +14,18 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils.html import escape
 
-from contextviewer.accounts.services import get_or_create_project
 from contextviewer.conversations.models import Conversation, Source
 from contextviewer.importers import formats
 from contextviewer.jobs import queue as jobs
-from tests.module_worlds import alice, fresh, rolled_back
+from tests.module_worlds import project_and_user
 from tests.sessions import session_lines
 from tests.upload_folders import PICOCLAW_SUMMARY, write_upload_folder, zip_of
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(scope="module")
-def _module_world(django_db_setup, django_db_blocker):
-    """tests/integration/conftest.py's project and user, made once for the module in a transaction
-    rolled back at its end; each test runs in a savepoint inside it, so what a test writes is undone."""
-    with rolled_back(django_db_blocker):
-        project = get_or_create_project("Test project")
-        yield project, alice(project)
-
-
-@pytest.fixture
-def project(_module_world, db):
-    return fresh(_module_world[0])
-
-
-@pytest.fixture
-def user(_module_world, db):
-    return fresh(_module_world[1])
+# tests/integration/conftest.py's project and user, made once for the module (tests/module_worlds.py).
+_module_world, project, user = project_and_user()
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ import re
 import pytest
 from django.urls import reverse
 
-from contextviewer.accounts.services import get_or_create_project
 from contextviewer.ingest import files as ingest
 from contextviewer.viewer import conversation_page, curve_view
 from contextviewer.conversations import page_cache, segments
@@ -15,7 +14,7 @@ from contextviewer.core import curve as core_curve
 from contextviewer.conversations.models import Conversation, Message
 from contextviewer.importers.claude_code import synthetic
 from tests.factories import TextSource, build_conversation
-from tests.module_worlds import alice, fresh, rolled_back
+from tests.module_worlds import project_and_user, rolled_back
 
 pytestmark = pytest.mark.django_db
 
@@ -23,23 +22,8 @@ FIRST_PAGE_LIMIT = 100_000  # bytes, issue 11
 FOLDS = 18
 
 
-@pytest.fixture(scope="module")
-def _module_world(django_db_setup, django_db_blocker):
-    """tests/integration/conftest.py's project and user, made once for the module in a transaction
-    rolled back at its end; each test runs in a savepoint inside it, so what a test writes is undone."""
-    with rolled_back(django_db_blocker):
-        project = get_or_create_project("Test project")
-        yield project, alice(project)
-
-
-@pytest.fixture
-def project(_module_world, db):
-    return fresh(_module_world[0])
-
-
-@pytest.fixture
-def user(_module_world, db):
-    return fresh(_module_world[1])
+# tests/integration/conftest.py's project and user, made once for the module (tests/module_worlds.py).
+_module_world, project, user = project_and_user()
 
 
 @pytest.fixture

@@ -11,28 +11,18 @@ from contextviewer.viewer import conversation_page
 from contextviewer.conversations import figures
 from contextviewer.core.severity import severity
 from tests.factories import PNG_1PX, TextSource, build_conversation, make_project
-from tests.module_worlds import fresh, make_user, rolled_back
+from tests.module_worlds import make_user, project_and_user
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(scope="module")
-def _module_world(django_db_setup, django_db_blocker):
-    """The project and its user, made once for the module in a transaction rolled back at its end;
-    each test runs in a savepoint inside it, so what a test writes is undone."""
-    with rolled_back(django_db_blocker):
-        project = make_project()
-        yield project, make_user(project=project)
+def _project_and_alice():
+    project = make_project()
+    return project, make_user(project=project)
 
 
-@pytest.fixture
-def project(_module_world, db):
-    return fresh(_module_world[0])
-
-
-@pytest.fixture
-def user(_module_world, db):
-    return fresh(_module_world[1])
+# The project and its user, made once for the module (tests/module_worlds.py).
+_module_world, project, user = project_and_user(_project_and_alice)
 
 
 @pytest.fixture
