@@ -41,8 +41,9 @@ TODO_STATES = {"pending", "in_progress", "completed", "cancelled"}
 # Tools that run a command line: shown like Bash. (A shell call whose command is an apply_patch
 # heredoc is shown as the patch's diff instead.)
 # (Codex's: its format's tool vocabulary, importers/<format>/tools.py, read through the registry.)
-SHELL_TOOLS = formats.tool_vocabulary().exec
-PATCH_TOOLS = SHELL_TOOLS | formats.tool_vocabulary().patch
+_VOCABULARY = formats.tool_vocabulary()
+SHELL_TOOLS = _VOCABULARY.exec
+PATCH_TOOLS = SHELL_TOOLS | _VOCABULARY.patch
 # Claude Code's and Codex's tools, read by _view only (another agent's tool of the same name in
 # another case, `bash`, `edit`, goes through tool_agents.normalize).
 OWN_TOOLS = (
