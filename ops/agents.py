@@ -32,10 +32,12 @@ from ops.agent_servers import (
     openai_is_compaction,
     recording,
 )
+from ops.drivers.pins import PINS
 
-CLAUDE_CODE_VERSION = "2.1.197"
-CODEX_VERSION = "0.171.0"
-AGENTS_DIR = Path(__file__).resolve().parent.parent / "var" / "agents"
+CLAUDE_PIN = PINS["claude-code-2.1.197"]
+CODEX_PIN = PINS["codex"]
+CLAUDE_CODE_VERSION = CLAUDE_PIN.version
+CODEX_VERSION = CODEX_PIN.version
 TIMEOUT = 60.0
 # The formats of these clients' sessions (an Outcome's `agent`).
 CLAUDE_CODE = "claude-code"
@@ -43,31 +45,17 @@ CODEX = "codex"
 
 
 def claude_bin() -> Path:
-    return AGENTS_DIR / "node_modules" / ".bin" / "claude"
+    return CLAUDE_PIN.exe
 
 
 def codex_bin() -> Path:
-    return AGENTS_DIR / "node_modules" / ".bin" / "codex"
-
-
-def installed_version(package: str) -> str | None:
-    try:
-        return json.loads((AGENTS_DIR / "node_modules" / package / "package.json").read_text())["version"]
-    except (OSError, ValueError, KeyError):
-        return None
+    return CODEX_PIN.exe
 
 
 def missing_clients() -> str | None:
     """None when both pinned clients are installed, else what is missing and how to get it."""
-    wanted = {"@anthropic-ai/claude-code": (CLAUDE_CODE_VERSION, claude_bin()), "@openai/codex": (CODEX_VERSION, codex_bin())}
-    problems = []
-    for package, (version, exe) in wanted.items():
-        found = installed_version(package)
-        if found != version or not exe.exists():
-            problems.append(f"{package}@{version} (found: {found or 'nothing'})")
-    if problems:
-        return f"the real agent clients are not installed in {AGENTS_DIR}: {', '.join(problems)}; run `bin/setup --agents`"
-    return None
+    problems = [p for p in (CLAUDE_PIN.missing(), CODEX_PIN.missing()) if p]
+    return "; ".join(problems) if problems else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -262,7 +250,7 @@ def run_claude(prefix: ClaudePrefix, usage_total: int, timeout: float = TIMEOUT,
         detail = f"summarization requests: {len(summarized)}, compact_boundary written: {boundary}"
         if keep_home:
             detail += f", home: {home}"
-        return Outcome(CLAUDE_CODE, installed_version("@anthropic-ai/claude-code") or "?", bool(summarized) and boundary,
+        return Outcome(CLAUDE_CODE, CLAUDE_PIN.installed_version() or "?", bool(summarized) and boundary,
                        run.requests, run.rc, run.out, run.err, run.new_lines, detail)
     finally:
         if not keep_home:
@@ -371,7 +359,7 @@ def run_codex(prefix: CodexPrefix, usage_total: int, timeout: float = TIMEOUT, k
         detail = f"compaction requests: {len(compact_requests)}, compacted line written: {compacted_line}"
         if keep_home:
             detail += f", home: {home}"
-        return Outcome(CODEX, installed_version("@openai/codex") or "?", bool(compact_requests) or compacted_line,
+        return Outcome(CODEX, CODEX_PIN.installed_version() or "?", bool(compact_requests) or compacted_line,
                        requests, rc, out, err, new_lines, detail)
     finally:
         if not keep_home:
@@ -516,7 +504,7 @@ def resume_claude_file(records: list[dict], session_id: str, *, model: str = "",
         run = _resume_claude(home, records, session_id, model, timeout,
                              None if auto_compact else {"DISABLE_AUTO_COMPACT": "1"})
         summarized = [r for r in run.requests if r.method == "POST" and anthropic_is_compaction(r.body)]
-        return Outcome(CLAUDE_CODE, installed_version("@anthropic-ai/claude-code") or "?", bool(summarized),
+        return Outcome(CLAUDE_CODE, CLAUDE_PIN.installed_version() or "?", bool(summarized),
                        run.requests, run.rc, run.out, run.err, run.new_lines, f"summarization requests: {len(summarized)}")
     finally:
         shutil.rmtree(home, ignore_errors=True)
@@ -555,7 +543,7 @@ def resume_codex_file(records: list[dict], session_id: str, *, model: str = "", 
             requests = list(server.requests)
         lines = read_jsonl(rollout) if rollout.exists() else []
         compact_requests = [r for r in requests if r.method == "POST" and openai_is_compaction(r.body)]
-        return Outcome(CODEX, installed_version("@openai/codex") or "?", bool(compact_requests), requests, rc, out, err,
+        return Outcome(CODEX, CODEX_PIN.installed_version() or "?", bool(compact_requests), requests, rc, out, err,
                        lines[len(records):], f"compaction requests: {len(compact_requests)}")
     finally:
         shutil.rmtree(home, ignore_errors=True)

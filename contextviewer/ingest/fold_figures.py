@@ -2,11 +2,14 @@
 the cost of the summarizer's own call (``Fold.cost``), and which records of a compaction file are
 the parent's own, replayed.
 
-- ``tokens_after``: where the log does not say it (the format's own figure), the measured input
-  of the first measured model call after the fold (uncached input + cache write + cache read: the
-  way ``tokens_before`` is measured; DESIGN.md, token accounting), when that call comes before the
-  next fold. It is filled again on every import, so an appended import fills it when the call
-  arrives later; a fold no measured call follows keeps it empty (the page says so).
+- ``tokens_after``: the measured input of the first model call after the fold (uncached input +
+  cache write + cache read: the way ``tokens_before`` is measured; DESIGN.md, token accounting),
+  when that call comes before the next fold: what the model was actually sent once the fold took
+  effect. A format's own figure (Claude Code's ``postTokens``: its estimate of the summary alone)
+  is not the window after, so it yields to the call (issue 33, checked against the requests the
+  agents sent). A fold no call follows gets none (the page says so); a fold followed only by
+  calls the log did not measure keeps the format's figure, if any. It is set again on every
+  import, so an appended import fills it when the call arrives later.
 - A compaction file may first replay the whole conversation the fold puts away (a format whose
   compaction sub-agent does: importers/ says which) (the parent's own records: same uuids, same message ids), then
   the summarizer's prompt and its one call. The replayed records are not stored in the compaction
@@ -33,32 +36,51 @@ def parent_records(parent: Conversation) -> tuple[set[str], set[str]]:
 
 
 def fill_tokens_after(conversation: Conversation) -> int:
-    """Set ``tokens_after`` of the conversation's imported folds that lack it, from the first
-    measured model call after each (before the next fold). Returns how many were set."""
+    """Set ``tokens_after`` of the conversation's imported folds from the first model call after
+    each (before the next fold): its measured input; None when no call follows; the format's own
+    figure kept when only unmeasured calls follow. Returns how many folds changed."""
     folds = list(conversation.folds.counted().filter(origin=FoldOrigin.IMPORTED).order_by("position", "pk"))
-    todo = [n for n, fold in enumerate(folds) if fold.tokens_after is None]
-    if not todo:
+    if not folds:
         return 0
     calls = list(
-        conversation.model_calls.filter(position__gt=folds[todo[0]].position)
+        conversation.model_calls.filter(position__gt=folds[0].position)
         .order_by("position", "pk")
         .values_list("position", "input_uncached", "cache_write", "cache_read")
     )
     changed = []
-    for n in todo:
-        fold = folds[n]
+    for n, fold in enumerate(folds):
         stop = next((f.position for f in folds[n + 1:] if f.position > fold.position), None)
-        for position, uncached, write, read in calls:
-            if position <= fold.position:
-                continue
-            if stop is not None and position > stop:
-                break
-            if uncached + write + read > 0:
-                fold.tokens_after = uncached + write + read
-                changed.append(fold)
-                break
+        after = [c for c in calls if c[0] > fold.position and (stop is None or c[0] <= stop)]
+        measured = next((a + b + c for _p, a, b, c in after if a + b + c > 0), None)
+        value = measured if measured is not None else (fold.tokens_after if after else None)
+        if value != fold.tokens_after:
+            fold.tokens_after = value
+            changed.append(fold)
     if changed:
         Fold.objects.bulk_update(changed, ["tokens_after"])
+    return len(changed)
+
+
+def fill_tokens_before(conversation: Conversation) -> int:
+    """Set ``tokens_before`` of the conversation's imported folds that lack it (the format records
+    none) from the last measured model call before each, after the fold before it: the input the
+    window held when the agent folded it. Returns how many were set."""
+    folds = list(conversation.folds.counted().filter(origin=FoldOrigin.IMPORTED, tokens_before=None).order_by("position", "pk"))
+    if not folds:
+        return 0
+    every = list(conversation.folds.counted().filter(origin=FoldOrigin.IMPORTED).values_list("position", flat=True))
+    calls = list(
+        conversation.model_calls.filter(position__lt=folds[-1].position)
+        .order_by("position", "pk")
+        .values_list("position", "input_uncached", "cache_write", "cache_read")
+    )
+    for fold in folds:
+        since = max((p for p in every if p < fold.position), default=None)
+        before = [a + b + c for p, a, b, c in calls if p < fold.position and (since is None or p > since) and a + b + c > 0]
+        fold.tokens_before = before[-1] if before else None
+    changed = [f for f in folds if f.tokens_before is not None]
+    if changed:
+        Fold.objects.bulk_update(changed, ["tokens_before"])
     return len(changed)
 
 

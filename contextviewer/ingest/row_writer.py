@@ -108,6 +108,7 @@ def save_conversation(conversation: Conversation, *, known: bool, calls: list[tu
         return
     conversation.save()
     conversation_figures.refresh_figures(conversation, token_totals)
+    fold_figures.fill_tokens_before(conversation)
     fold_figures.fill_tokens_after(conversation)  # (a conversation without folds has no tokens_after to fill)
 
 

@@ -31,6 +31,7 @@ class CurvePoint:
     measured: int
     estimated: int
     severity: str
+    call: int = 0  # 1-based number of the call (as `manage.py window --call` takes it)
 
 
 @dataclass
@@ -45,7 +46,7 @@ class CurveView:
     ymax: int
     window: int | None
     total_calls: int
-    data: str  # compact figures for app.js hover: x,position,turn,measured,estimated;...
+    data: str  # compact figures for app.js hover: x,position,turn,measured,estimated,call;...
     ticks: list[tuple[float, str]]
     thresholds: list[tuple[str, int, float]] = field(default_factory=list)  # the harness's auto-fold: (label, tokens, y)
     x_labels: list[tuple[float, str]] = field(default_factory=list)  # (x, "turn N" / "call N") under the axis
@@ -130,6 +131,7 @@ def curve_view(conv: Conversation, spec, folds: list[Fold]) -> CurveView | None:
                 measured=measured,
                 estimated=est,
                 severity=call.severity,
+                call=i + 1,
             )
         )
     measured_path = core_curve.svg_path([(p.x, p.y_measured) for p in points])
@@ -150,7 +152,7 @@ def curve_view(conv: Conversation, spec, folds: list[Fold]) -> CurveView | None:
         )
     if len(fold_marks) > FOLD_MARKS:
         fold_marks = core_curve.merge_marks(fold_marks, frame.width, FOLD_MARKS)
-    data = ";".join(f"{p.x},{p.position},{'' if p.turn is None else p.turn},{p.measured},{p.estimated}" for p in points)
+    data = ";".join(f"{p.x},{p.position},{'' if p.turn is None else p.turn},{p.measured},{p.estimated},{p.call}" for p in points)
     ticks = [(y(v), core_curve.tick_label(v)) for v in core_curve.ticks(frame.ymax)]
     last_spec = loader.call_spec(conv, calls[-1].model)
     line = formats.harness(conv.agent, last_spec).fold_line(last_spec)

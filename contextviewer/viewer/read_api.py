@@ -20,7 +20,7 @@ from contextviewer.accounts.audit import audit_read
 from contextviewer.accounts.auth import request_token
 from contextviewer.accounts.permissions import get_conversation_for_user, projects_for
 from contextviewer.viewer import conversation_page, index_page
-from contextviewer.conversations import search as full_text, segments as loader
+from contextviewer.conversations import search as full_text, segments as loader, windows
 from contextviewer.viewer.api import router  # the Router of DELETE /conversations/{id}: see below
 from contextviewer.conversations.models import NO_SEGMENT_KINDS, Conversation, Message, ModelCall
 from contextviewer.jobs.api import ErrorOut
@@ -142,6 +142,27 @@ class MessageOut(Schema):
 class MessagePageOut(Schema):
     items: list[MessageOut]
     next_from_position: int | None
+
+
+class WindowItemOut(Schema):
+    role: str
+    kind: str  # text | tool_call | tool_result | summary | thinking | image | other
+    tool_id: str | None
+    tool_name: str | None
+    text: str
+    tokens: int  # estimated tokens of the text
+    note: str | None = None  # where the log cannot show the item (an encrypted summary)
+
+
+class CallWindowOut(Schema):
+    conversation: int
+    call: int
+    calls: int
+    position: int
+    model: str
+    measured_input: int | None  # the call's measured input, None when the log has no usage
+    estimated_context: int
+    items: list[WindowItemOut]
 
 
 class HitOut(Schema):
@@ -319,6 +340,20 @@ def conversation_turns(request, conversation_id: int, from_turn: int | None = Qu
         } for t in page.turns],
         "next_from_turn": page.later_from,
     })
+
+
+@router.get("/conversations/{conversation_id}/calls/{call}/window", response={200: CallWindowOut, **ERRORS}, tags=["read"])
+def call_window(request, conversation_id: int, call: str):
+    """What model call `call` (1 = the first, as on the curve; or `last`) carried, in the order sent:
+    the summary of the fold in effect, the messages it preserved, then every message after it up to
+    the call (the loader the page and `manage.py window` read)."""
+    conv = get_conversation_for_user(request, conversation_id)
+    try:
+        window = windows.call_window(conv, call)
+    except windows.NoSuchCall as e:
+        return Status(404, {"detail": str(e)})
+    audit_read(request, conv.project, "window", f"conversation {conv.pk}", call=window.call)
+    return Status(200, window.as_dict())
 
 
 def message_page(conv: Conversation, from_position: int | None, limit: int, turn: int | None) -> tuple[list[Message], int | None]:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from contextviewer.viewer import delete_views, live, reading_views, views
+from contextviewer.viewer import delete_views, live, reading_views, views, window_views
 
 urlpatterns = [
     path("", views.index, name="index"),
@@ -12,6 +12,7 @@ urlpatterns = [
     path("c/<int:pk>/subagent-turns/", reading_views.subagent_turns, name="subagent_turns"),
     path("c/<int:pk>/live/", live.conversation_live, name="conversation_live"),
     path("c/<int:pk>/delete/", delete_views.conversation_delete, name="conversation_delete"),
+    path("c/<int:pk>/calls/<str:call>/window/", window_views.call_window, name="call_window"),
     path("c/<int:pk>/turns/<int:turn>/", views.turn, name="turn"),
     path("c/<int:pk>/messages/<int:message_id>/blocks/<int:index>/", views.block, name="block"),
     path("c/<int:pk>/messages/<int:message_id>/images/<int:index>/", views.image, name="image"),

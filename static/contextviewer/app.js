@@ -315,12 +315,12 @@
     svg.dataset.ready = "1";
     var points = (svg.getAttribute("data-points") || "").split(";").filter(Boolean).map(function (s) {
       var p = s.split(",");
-      return { x: +p[0], position: +p[1], turn: p[2] === "" ? null : +p[2], measured: +p[3], estimated: +p[4] };
+      return { x: +p[0], position: +p[1], turn: p[2] === "" ? null : +p[2], measured: +p[3], estimated: +p[4], call: +p[5] };
     });
     if (!points.length) return;
     var line = svg.querySelector(".hover-line");
     var tip = svg.parentElement.querySelector(".curve-tip");
-    var url = svg.getAttribute("data-url");
+    var windowUrl = svg.getAttribute("data-window-url"); // .../calls/0/window/: the call's number goes in
     var nearest = null;
 
     function fmt(n) {
@@ -351,7 +351,7 @@
       line.setAttribute("x2", nearest.x);
       line.classList.add("shown");
       tip.textContent =
-        (nearest.turn === null ? "" : "turn " + nearest.turn + " · ") +
+        "call " + nearest.call + " · " + (nearest.turn === null ? "" : "turn " + nearest.turn + " · ") +
         "measured " + fmt(nearest.measured) + " · estimated " + fmt(nearest.estimated) + " tokens";
       tip.classList.add("shown");
       // Kept inside the chart: right of the pointer, or left of it near the right edge.
@@ -365,9 +365,10 @@
       line.classList.remove("shown");
       tip.classList.remove("shown");
     });
+    // A click opens the window that call carried (it links to the call's turn).
     svg.addEventListener("click", function () {
-      if (nearest && nearest.turn !== null) {
-        window.location.href = url + "?turn=" + nearest.turn + "#turn-" + nearest.turn;
+      if (nearest && nearest.call && windowUrl) {
+        window.location.href = windowUrl.replace("/calls/0/", "/calls/" + nearest.call + "/");
       }
     });
   }

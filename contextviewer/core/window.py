@@ -1,0 +1,109 @@
+"""What one model call carried: the items of its window, in the order the request sent them.
+
+The window of a call at position c is the loaded view at that moment (core/segments.py): the
+latest fold put away before c (fold.position < c) stands in for everything up to its position, so
+the call carried, in order,
+1. that fold's summary (its summary message, or the summary text the log keeps elsewhere);
+2. the messages the fold preserved, in position order, wherever they lie in the file (Claude Code
+   writes the new prompt and the kept tail BEFORE its compact_boundary, yet sends them after the
+   summary: compactMetadata.preservedSegment);
+3. every other message after the fold's position and before c, in position order.
+Only messages sent to the model count: roles user, assistant and tool, not a queued line (typed
+while the agent worked: delivered later as a line of its own, if at all). Pure: positions, roles
+and blocks in, items out; the store's loader is conversations/windows.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from contextviewer.core.segments import FoldSpan
+
+SENT_ROLES = ("user", "assistant", "tool")
+ITEM_KINDS = ("text", "tool_call", "tool_result", "summary", "thinking", "image", "other")
+ENCRYPTED_NOTE = "the log keeps this summary encrypted: its text cannot be shown"
+# A summary block the importer could not read: the log keeps it encrypted (Codex's remote compaction).
+ENCRYPTED = "encrypted_summary"
+MISSING_SUMMARY_NOTE = "the log does not keep this summary's text"
+
+
+@dataclass(frozen=True, slots=True)
+class WindowPlan:
+    """Which positions call c carried, in the order sent."""
+
+    fold_index: int | None  # index into the folds given, of the fold in effect; None: no fold yet
+    summary_position: int | None  # first item, when the summary is a message
+    preserved: tuple[int, ...]  # then these, in order
+    start: int | None  # then every other position in start .. end (inclusive)
+    end: int
+
+    def positions(self, present: Sequence[int]) -> list[int]:
+        """The plan applied to the positions that exist (sorted): summary and preserved first."""
+        head = [p for p in (self.summary_position, *self.preserved) if p is not None]
+        exists, taken = set(present), set(head)
+        lo = self.start if self.start is not None else min(present, default=0)
+        return [p for p in head if p in exists] + [p for p in present if lo <= p <= self.end and p not in taken]
+
+
+def plan(call_position: int, folds: Sequence[FoldSpan]) -> WindowPlan:
+    """The positions call `call_position` carried, given the folds the recorded calls saw (the
+    agent's own), in any order."""
+    before = [(i, f) for i, f in enumerate(folds) if f.position < call_position]
+    if not before:
+        return WindowPlan(None, None, (), None, call_position - 1)
+    i, fold = max(before, key=lambda item: (item[1].position, item[0]))
+    summary = fold.summary_position if fold.summary_position is not None and fold.summary_position < call_position else None
+    preserved = tuple(p for p in sorted(set(fold.preserved_positions)) if p < call_position and p != summary)
+    return WindowPlan(i, summary, preserved, fold.position + 1, call_position - 1)
+
+
+def sent(role: str, flags: dict | None) -> bool:
+    return role in SENT_ROLES and (flags or {}).get("queued") is not True
+
+
+def _tool_input_text(block: dict) -> str:
+    if block.get("text"):
+        return block["text"]
+    value = block.get("tool_input")
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def message_items(role: str, blocks: Sequence[dict], *, summary: bool = False) -> list[dict[str, Any]]:
+    """A sent message as window items, one per block: kind, role (a tool result is the tool's),
+    tool id and name, text. A summary message's text blocks are one "summary" item each."""
+    out = []
+    for b in blocks or ():
+        if not isinstance(b, dict):
+            continue
+        kind = b.get("kind") or "other"
+        if kind not in ITEM_KINDS:
+            kind = "other"
+        if summary and (kind == "text" or b.get("raw_type") == ENCRYPTED):
+            if b.get("raw_type") == ENCRYPTED or not b.get("text"):
+                out.append(summary_item("", encrypted=b.get("raw_type") == ENCRYPTED))
+                continue
+            kind = "summary"
+        item_role = "tool" if kind == "tool_result" else role
+        text = _tool_input_text(b) if kind == "tool_call" else (b.get("text") or "")
+        out.append({"role": item_role, "kind": kind, "tool_id": b.get("tool_id"), "tool_name": b.get("tool_name"), "text": text})
+    return out
+
+
+def summary_item(text: str, encrypted: bool = False) -> dict[str, Any]:
+    """A fold's summary kept outside the messages (or not kept: the note says why)."""
+    item: dict[str, Any] = {"role": "user", "kind": "summary", "tool_id": None, "tool_name": None, "text": text or ""}
+    if encrypted:
+        item["note"] = ENCRYPTED_NOTE
+    elif not text:
+        item["note"] = MISSING_SUMMARY_NOTE
+    return item

@@ -1,0 +1,117 @@
+"""python manage.py agents check [--latest] [--agent KEY ...] [--keep] [--json]
+
+Runs each agent CLI for real, offline, against the scripted model server (ops/scripted/): three
+prompts with real tools, a sub-agent where the agent has one, its own auto-compaction (and a manual
+one where the CLI takes it non-interactively); imports the folder it wrote as a user would, and
+compares every figure with the requests it sent (ops/conformance.py): label, main calls, tool calls,
+sub-agents, folds with their triggers and tokens, and the window at every main call. Prints, per
+agent and version, what differs.
+
+--latest installs the newest release of each agent from npm (into var/agents/latest/) and checks it
+instead of the pinned version (ops/drivers/pins.py), so a release is checked the day it ships.
+The imports go into a throw-away project of the configured database, deleted afterwards (--keep
+keeps it to look at the pages).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from dataclasses import replace
+
+from django.core.management.base import BaseCommand, CommandError
+
+from ops import conformance
+from ops.drivers import registry
+from ops.drivers.pins import AGENTS_DIR, PINS, Pin
+
+
+def latest_pin(pin: Pin) -> tuple[Pin | None, str]:
+    """The newest release of `pin`'s package installed under var/agents/latest/<key>, or why not."""
+    try:
+        version = subprocess.run(["npm", "view", pin.package, "version"], capture_output=True, text=True, timeout=120).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, f"npm view failed: {e}"
+    if not version:
+        return None, f"npm does not know {pin.package}"
+    extra = tuple(e.rsplit("@", 1)[0] + f"@{version}" for e in pin.extra)
+    latest = replace(pin, version=version, extra=extra, key=f"latest/{pin.key}")
+    if latest.missing() is None:
+        return latest, ""
+    cmd = ["npm", "install", "--prefix", str(latest.folder), "--no-save", "--no-package-lock", "--no-audit", "--no-fund",
+           "--loglevel=error", *pin.flags, f"{pin.package}@{version}", *extra]
+    latest.folder.mkdir(parents=True, exist_ok=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    if p.returncode != 0 or latest.missing():
+        return None, f"npm install {pin.package}@{version} failed: {(p.stderr or p.stdout).strip()[-300:]}"
+    return latest, ""
+
+
+class Command(BaseCommand):
+    help = "Run today's agent CLIs offline against the scripted model server and compare what contextviewer shows with what they sent."
+
+    def add_arguments(self, parser):
+        parser.add_argument("action", choices=["check"])
+        parser.add_argument("--latest", action="store_true", help="check the newest release of each agent from npm, not the pinned one")
+        parser.add_argument("--agent", action="append", default=[], help="only this driver key (repeat for more)")
+        parser.add_argument("--keep", action="store_true", help="keep the imported projects")
+        parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+    def handle(self, *args, **opts):
+        drivers = registry.drivers()
+        if opts["agent"]:
+            unknown = sorted(set(opts["agent"]) - {d.key for d in drivers})
+            if unknown:
+                raise CommandError(f"no driver for {', '.join(unknown)}; known: {', '.join(d.key for d in drivers)}")
+            drivers = [d for d in drivers if d.key in opts["agent"]]
+        if opts["latest"]:  # one run per package: today's release of Claude Code is one, not two
+            seen: set[str] = set()
+            drivers = [d for d in drivers if not (PINS[d.key].package in seen or seen.add(PINS[d.key].package))]
+        rows = [self.check_one(d, opts) for d in drivers]
+        if opts["json"]:
+            self.stdout.write(json.dumps(rows, indent=1))
+        else:
+            self.print_table(rows)
+        if any(r["status"] != "pass" for r in rows):
+            raise SystemExit(1)
+
+    def check_one(self, driver, opts) -> dict:
+        pin = PINS[driver.key]
+        row = {"agent": driver.key, "label": driver.label, "version": pin.version, "status": "", "seconds": 0.0, "differences": []}
+        if opts["latest"]:
+            pin, why = latest_pin(pin)
+            if pin is None:
+                return {**row, "version": "latest", "status": "not installed", "differences": [why]}
+            row["version"] = pin.version
+        elif pin.missing():
+            return {**row, "status": "not installed", "differences": [pin.missing()]}
+        t0 = time.monotonic()
+        run = driver.run(pin)
+        try:
+            if not run.ok:
+                return {**row, "status": "did not run", "differences": [run.failure()], "seconds": round(time.monotonic() - t0, 1)}
+            project = conformance.import_run(run)
+            diffs = conformance.check(run, project)
+            if not opts["keep"]:
+                project.delete()
+            row["differences"] = [str(d) for d in diffs]
+            row["status"] = "pass" if not diffs else f"{len(diffs)} differences"
+            row["calls"] = len(run.server.calls("main"))
+            row["compactions"] = len(run.server.calls("compaction"))
+        except Exception as e:  # one agent's failure is its row, not the end of the check
+            row["status"], row["differences"] = "error", [f"{type(e).__name__}: {e}"]
+        finally:
+            shutil.rmtree(run.folder, ignore_errors=True)
+        row["seconds"] = round(time.monotonic() - t0, 1)
+        return row
+
+    def print_table(self, rows: list[dict]) -> None:
+        self.stdout.write(f"{'agent':<22} {'version':<10} {'main calls':>10} {'folds':>6} {'seconds':>8}  result")
+        for r in rows:
+            self.stdout.write(f"{r['agent']:<22} {r['version']:<10} {r.get('calls', '-'):>10} {r.get('compactions', '-'):>6} "
+                              f"{r['seconds']:>8}  {r['status']}")
+            for d in r["differences"]:
+                self.stdout.write(f"    {d}")
+        self.stdout.write(f"agents in {AGENTS_DIR}; {sum(r['status'] == 'pass' for r in rows)} of {len(rows)} pass")
