@@ -1,4 +1,5 @@
-"""Cline and Roo Code task folders -> normalized records (pure, no Django).
+"""Cline and Roo Code task folders -> normalized records (pure, no Django). The Cline CLI's session
+folders (``~/.cline/data/sessions/<id>/``) are read by ``cli_session.py``; ``parse`` picks by layout.
 
 Cline (VS Code extension ``saoudrizwan.claude-dev``) and its fork Roo Code
 (``rooveterinaryinc.roo-cline``) keep each task in ``globalStorage/<extension>/tasks/<taskId>/``:
@@ -57,6 +58,8 @@ from contextviewer.importers.jsondoc import Document, read_json_file
 from contextviewer.importers.cline.entry import (  # noqa: F401 - the light part, re-exported
     ENTRY,
     HISTORY,
+    is_cli_file,
+    is_cli_session,
     METADATA,
     NAME,
     TASK_FILES,
@@ -70,7 +73,7 @@ def group(paths: list[Path]) -> list[SessionFiles]:
     """Each path as its task folder, each folder once."""
     folders: dict[Path, None] = {}
     for path in paths:
-        folders.setdefault(path if path.is_dir() else path.parent, None)
+        folders.setdefault(path if path.is_dir() else path.parent, None)  # a task's or a CLI session's file: its folder
     return [SessionFiles(format=NAME, main=folder) for folder in sorted(folders)]
 
 
@@ -338,6 +341,11 @@ def parse_folder(folder: Path) -> Iterator[Record]:
     bad: list[BadLine] = []
     if folder.is_file():
         folder = folder.parent
+    if not (folder / HISTORY).is_file() and is_cli_session(folder):
+        from contextviewer.importers.cline.cli_session import parse_session_folder  # noqa: PLC0415
+
+        yield from parse_session_folder(folder)
+        return
     history = _read(folder, HISTORY, bad, required=True)
     ui = _read(folder, UI, bad, required=False)
     metadata = _read(folder, METADATA, bad, required=False)
