@@ -31,6 +31,22 @@ KNOWN_METADATA_TYPES = frozenset(
         "bridge-session",
         "worktree-state",
         "attachment",
+        # 2.1.3xx: what each request carried (``_Parser._request``: the window of the call), the
+        # tools used so far, the session's cost, a latch. Never conversation text: no message, no tokens.
+        "api-request",
+        "api-request-blob",
+        "api-request-shape",
+        "api-request-resumed",
+        "atis-latch",
+        "tools-used",
+        "cost-state",
+        "file-history-delta",
+        "content-replacement",
+        "fork-context-ref",
+        "frame-link",
+        "continued-in",
+        "resume-head-vouch",
+        "attribution-snapshot",
     }
 )
 MESSAGE_TYPES = frozenset({"user", "assistant", "system"})

@@ -41,13 +41,14 @@ Decisions worth knowing:
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import re
 from collections.abc import Iterator
 from datetime import datetime
 from typing import IO, Any
 
-from contextviewer.core import export_claude
+from contextviewer.core import export_claude, secrets
 from contextviewer.core.export import Target
 from contextviewer.core.harness import Harness
 from contextviewer.core.records import (
@@ -178,6 +179,8 @@ class _Parser(JsonParser, TimeSpan):
         self.side_run_of: dict[str, list] = {}  # inline sidechain uuid -> run
         self.side_runs: list[list] = []  # [run_id, root line_no, first user text or None]
         self.side_run_ids: set[str] = set()
+        # what each request carried (2.1.3xx api-request records; ``_request``)
+        self.requests = _Requests()
 
     # ---- one record ----
 
@@ -265,6 +268,9 @@ class _Parser(JsonParser, TimeSpan):
         if kind.__class__ is str and kind in KNOWN_METADATA_TYPES:
             if kind == "queue-operation" and obj.get("operation") == "enqueue":
                 return self._queued(obj, line_no, offset, raw, ts)
+            if kind in REQUEST_TYPES:
+                self.requests.note(kind, obj)
+                return None
             self._metadata(kind, obj, line_no)
             return None
 
@@ -368,6 +374,8 @@ class _Parser(JsonParser, TimeSpan):
                     self.task_calls.append(
                         (block.tool_id, prompt.strip() if prompt.__class__ is str else "", tool_input)
                     )
+        if kind in ("user", "assistant") and message is not None:
+            self.requests.message(kind, message, record.uuid)
         if kind == "user":
             result = obj.get("toolUseResult")
             if result.__class__ is dict:
@@ -380,9 +388,15 @@ class _Parser(JsonParser, TimeSpan):
         elif kind == "assistant":
             api_id, model = record.api_message_id, record.model
             if message is not None and api_id is not None and model != SYNTHETIC_MODEL:
+                new = (api_id, record.request_id) not in self.calls
                 self._usage(message, api_id, record.request_id, record.uuid, record.line_no, model, record.agent_id,
                             record.timestamp)
+                if new and (api_id, record.request_id) in self.calls:
+                    sent = self.requests.take()
+                    if sent is not None:
+                        record.flags["request"] = sent
         elif kind == "system" and record.subtype in FOLD_SUBTYPES:
+            self.requests.boundary()
             self._fold(obj, record.subtype, record.uuid, record.line_no, record.agent_id, record.timestamp)
 
     def _usage_again(self, obj: dict) -> None:
@@ -584,6 +598,101 @@ class _Parser(JsonParser, TimeSpan):
             bytes_consumed=self.consumed_offset,
             duplicate_uuids=self.duplicates,
         )
+
+
+# -- what each request carried (2.1.3xx) ----------------------------------------------------------
+
+# Records that tell what a request carried: ``api-request`` (the request: ``keep`` messages of the
+# previous request, then the ``tail``, each by the hash of the message as sent), ``api-request-blob``
+# (a message as sent where it differs from the transcript's line: the rendered reminders, the
+# environment, a task notification as the model got it), ``api-request-shape`` (system prompt and
+# tools by hash). Bookkeeping: no message, no tokens.
+REQUEST_TYPES = frozenset({"api-request", "api-request-blob", "api-request-shape", "api-request-resumed"})
+MAX_RENDERED_CHARS = 200_000  # a rendered message longer than this is kept by hash only
+
+
+def _canonical(value: Any) -> str:
+    """JSON with sorted keys and no spaces: how Claude Code hashes a message it sent."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+class _Requests:
+    """The messages each request carried, from the api-request records: every entry is the hash of
+    one message as sent, resolved to the transcript lines it came from (consecutive user lines, or
+    the lines of one assistant response, merge into one message: their uuids) or to the rendered
+    message an ``api-request-blob`` keeps. ``take()`` gives a call its request, as the change from the
+    request given to the call before it (``keep`` entries of that one, then ``tail``)."""
+
+    def __init__(self):
+        self.blobs: dict[str, dict] = {}  # hash -> {"role", "content"} as sent
+        self.runs: dict[str, list[str]] = {}  # hash -> uuids of the transcript lines of that message
+        self.run: list | None = None  # [role, message id, hash state, uuids]
+        self.last: list[str] = []  # the hashes the last api-request carried
+        self.pending: list[str] | None = None  # an api-request no call took yet
+        self.given: list[str] = []  # the hashes of the request given to the last call
+
+    def note(self, kind: str, obj: dict) -> None:
+        if kind == "api-request-blob":
+            h, message = obj.get("hash"), obj.get("message")
+            if h.__class__ is str and message.__class__ is dict and message.get("role").__class__ is str:
+                content = message.get("content")
+                if len(_canonical(content)) <= MAX_RENDERED_CHARS:
+                    self.blobs[h] = {"role": message["role"], "content": secrets.mask_value(content)}
+        elif kind == "api-request":
+            keep, tail = obj.get("keep"), obj.get("tail")
+            if keep.__class__ is not int or tail.__class__ is not list:
+                return
+            hashes = self.last[:max(0, keep)] + [h for h in tail if h.__class__ is str]
+            self.last = self.pending = hashes
+
+    def message(self, kind: str, message: dict, uuid: str | None) -> None:
+        """A user or assistant line: the message it joins (or starts), hashed as Claude Code does."""
+        content = message.get("content")
+        if content is None or message.get("role").__class__ is not str:
+            self.run = None
+            return
+        role = message["role"]
+        msg_id = message.get("id") if message.get("id").__class__ is str else None
+        run = self.run
+        if run is None or run[0] != role or (role != "user" and (msg_id is None or run[1] != msg_id)):
+            run = self.run = [role, msg_id, hashlib.sha256(b'{"content":['), [], 0]
+        blocks = [{"type": "text", "text": content}] if content.__class__ is str else content if content.__class__ is list else [content]
+        for block in blocks:
+            if block.__class__ is dict and "cache_control" in block:
+                block = {k: v for k, v in block.items() if k != "cache_control"}
+            if run[4]:
+                run[2].update(b",")
+            run[2].update(_canonical(block).encode())
+            run[4] += 1
+        if uuid is not None:
+            run[3].append(uuid)
+        h = run[2].copy()
+        h.update(f'],"role":{json.dumps(role)}}}'.encode())
+        self.runs[h.hexdigest()] = list(run[3])
+
+    def boundary(self) -> None:
+        self.run = None
+
+    def entry(self, h: str) -> dict:
+        if h in self.blobs:
+            return {"hash": h, **self.blobs[h]}
+        if h in self.runs:
+            return {"hash": h, "uuids": self.runs[h]}
+        return {"hash": h}
+
+    def take(self) -> dict | None:
+        """The request of the call being read: {"keep": n, "tail": [entries]}, n entries of the
+        request given to the call before it in this file, then the tail; None without a request."""
+        hashes, self.pending = self.pending, None
+        if hashes is None:
+            return None
+        keep = 0
+        for a, b in zip(self.given, hashes):
+            if a != b:
+                break
+            keep += 1
+        self.given = hashes
+        return {"keep": keep, "tail": [self.entry(h) for h in hashes[keep:]]}
 
 
 # -- the format ---------------------------------------------------------------------------------
