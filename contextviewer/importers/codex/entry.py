@@ -13,7 +13,7 @@ from contextviewer.importers.codex.tools import TOOLS
 
 ENVELOPE_TYPES = frozenset(
     {"session_meta", "turn_context", "response_item", "event_msg", "compacted", "world_state",
-     "inter_agent_communication_metadata"}
+     "inter_agent_communication_metadata", "token_usage_record"}
 )
 
 

@@ -73,6 +73,7 @@ from contextviewer.core import export_codex
 from contextviewer.core.export import Target
 from contextviewer.core.harness import BYTES, Harness
 from contextviewer.core.records import (
+    AgentLink,
     Block,
     FoldRecord,
     MessageRecord,
@@ -81,6 +82,7 @@ from contextviewer.core.records import (
     UsageRecord,
 )
 from contextviewer.core.secrets import mask_text
+from contextviewer.core.window import ENCRYPTED
 from contextviewer.importers.common import (
     collect_images,
     compact_json as _compact,
@@ -97,7 +99,7 @@ from contextviewer.importers.common import (
     text_of as _joined,
 )
 from contextviewer.importers.driver import JsonParser
-from contextviewer.importers.formats import ParseInput, SessionFiles
+from contextviewer.importers.formats import ParseInput, SessionFiles, SubagentFile
 from contextviewer.importers.lines import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_MAX_DECOMPRESSED_BYTES,
@@ -250,6 +252,9 @@ class _Parser(JsonParser, TimeSpan):
         self.pending: list[_Call] = []  # calls waiting for their run
         self.run_first: str | None = None  # first message of the open assistant run
         self.run_claimed = False
+        # 0.171+: a token_usage_record right after a response's items (before its tool outputs)
+        # names that run for the token_count that comes after the outputs
+        self.reserved_run: str | None = None
         self.last_uuid: str | None = None
         self.last_input: int | None = None  # input tokens of the last call since the last fold (a fold's tokens_before)
         # folds
@@ -258,6 +263,16 @@ class _Parser(JsonParser, TimeSpan):
         self.fold_parts: set[str] = set()  # which records of a compaction it has had (compacted, event, item)
         self.seen_texts: dict[tuple[str, bytes], list[str]] = {}  # (role, digest) -> uuids
         self.exec_ends: dict[str, dict] = {}  # call_id -> the run an exec_command_end recorded
+        # sub-agents: this thread's parent (a sub-agent's rollout), and the agents it spawned
+        self.parent_thread: str | None = None
+        self.agent_role: str | None = None
+        self.spawns: dict[str, Any] = {}  # spawn_agent call_id -> its input
+        self.links: dict[str, AgentLink] = {}  # spawned thread id -> its link
+        self.links_before: set[str] = set()
+        # turns: a fold in a turn that has no prompt of its own is a manual /compact (else auto)
+        self.turns_seen = False
+        self.turn_prompted = False
+        self.turn_folds: list[FoldRecord] = []
 
     # ---- resuming ----
 
@@ -275,6 +290,7 @@ class _Parser(JsonParser, TimeSpan):
             self.finished = False
             # What the earlier import stored is not written again.
             self.calls_before, self.folds_before = len(self.calls), len(self.folds)
+            self.links_before = set(self.links)
 
     def finish(self) -> Iterator[Record]:
         if self.replaying:
@@ -288,7 +304,11 @@ class _Parser(JsonParser, TimeSpan):
                 rec.message_uuid = call.prev_uuid or call.after_uuid
             if rec.message_uuid is not None:
                 yield rec
+        self._end_turn()
         yield from self.folds[self.folds_before:]
+        for agent_id, link in self.links.items():
+            if agent_id not in self.links_before:
+                yield link
         self.finished = True
         yield self.session_info()
 
@@ -365,6 +385,8 @@ class _Parser(JsonParser, TimeSpan):
                 return self._session_meta(payload, line_no, offset, raw, ts)
             if kind == "compacted":
                 return self._compacted(payload, line_no, offset, raw, ts)
+            if kind == "token_usage_record":
+                return self._usage_record(payload)
             return self._other(kind, payload, line_no, offset, raw, ts)
         if payload is None:
             # A bare (pre-envelope) line: the first one may be the session's meta object.
@@ -409,6 +431,7 @@ class _Parser(JsonParser, TimeSpan):
         if self.key is None:
             self.session_id = _str(payload.get("id")) or _str(payload.get("session_id"))
         self.cwd = _str(payload.get("cwd")) or self.cwd
+        self.parent_thread, self.agent_role = _spawned_by(payload)
         version = payload.get("cli_version")
         if version.__class__ is str and version[:1].isdigit():
             self.cli_version = version
@@ -457,6 +480,8 @@ class _Parser(JsonParser, TimeSpan):
             is_meta = bool(text) and text.lstrip().startswith(META_PREFIXES)
             if not is_meta and self.fallback_title is None and text.strip():
                 self.fallback_title = _title(text)
+            if not is_meta and text.strip():
+                self.turn_prompted = True
             return self._message(line_no, offset, raw, "user", "message", blocks, ts, is_meta=is_meta, flags=flags)
         if role == "assistant":
             return self._message(line_no, offset, raw, "assistant", "message", blocks, ts, flags=flags)
@@ -509,6 +534,8 @@ class _Parser(JsonParser, TimeSpan):
             tool_input = value
             text = _compact(value) if value is not None else ""
         tool_id = _str(item.get("call_id")) or _str(item.get("id"))
+        if tool_id and name.rsplit(".", 1)[-1] == "spawn_agent":
+            self.spawns[tool_id] = tool_input
         block = Block("tool_call", text=text, tool_id=tool_id, tool_name=name, tool_input=tool_input,
                       raw_type=None if kind == "function_call" else kind)
         flags = {"status": item["status"]} if _str(item.get("status")) else {}
@@ -525,6 +552,8 @@ class _Parser(JsonParser, TimeSpan):
         else:
             value = None
         text, images, is_error = _output_text(value)
+        if tool_id in self.spawns:
+            self._spawned(tool_id, text, line_no)
         if item.get("success") is False or item.get("status") in ("failed", "error"):
             is_error = True
         block = Block("tool_result", text=text, tool_id=tool_id, is_error=is_error, images=images,
@@ -544,6 +573,9 @@ class _Parser(JsonParser, TimeSpan):
             timestamp=ts,
             metadata=metadata,
         )
+        if self.turns_seen:  # auto until its turn ends without a prompt of its own (a manual /compact)
+            fold.trigger = "auto"
+            self.turn_folds.append(fold)
         self.folds.append(fold)
         # The window after the fold is unknown until a call measures it: a second fold with no
         # call between them has no window before it, not the one measured before the first.
@@ -570,9 +602,12 @@ class _Parser(JsonParser, TimeSpan):
         else:
             summary_text = ""
         meta = {"source": "compacted", "remote": encrypted, "replacement_items": len(history or [])}
-        for name in ("window_number", "window_id", "previous_window_id", "first_window_id"):
+        for name in ("window_number", "window_id", "previous_window_id", "first_window_id", "compaction_response_id"):
             if payload.get(name) is not None:
                 meta[name] = payload[name]
+        usage = _compaction_usage(payload)
+        if usage:
+            meta["compaction_usage"] = usage  # the compaction call's own usage (0.171+): the fold's cost
         fold = self.fold_open if "compacted" not in self.fold_parts else None
         records: list[Record] = []
         if fold is None:
@@ -591,6 +626,10 @@ class _Parser(JsonParser, TimeSpan):
                                     suffix=":summary", is_compact_summary=True, fold_part=True)
             records.append(summary)
             fold.summary_uuid = summary.uuid
+        elif encrypted and fold.summary_uuid is None:
+            summary = self._encrypted_summary(line_no, offset, raw, ts, "compacted")
+            records.append(summary)
+            fold.summary_uuid = summary.uuid
         if summary_text:
             fold.summary_text = summary_text
         self.fold_open = fold
@@ -606,8 +645,18 @@ class _Parser(JsonParser, TimeSpan):
                               "Context compacted (remote compaction: the summary is encrypted)")
         fold = self._fold(line_no, ts, marker.uuid, source="compaction", remote=True)
         fold.summary_text = "[encrypted compaction summary: not readable]"
+        summary = self._encrypted_summary(line_no, offset, raw, ts, "response_item")
+        fold.summary_uuid = summary.uuid
         self.fold_open, self.fold_parts = fold, {"item"}
-        return marker
+        return _Several((marker, summary))
+
+    def _encrypted_summary(self, line_no, offset, raw, ts, record_type: str) -> MessageRecord:
+        """The summary a remote compaction sent back: an opaque ``encrypted_content`` the log keeps
+        as it came. It heads the new window, so it is a message; its text cannot be shown (no
+        text, nothing estimated: the window says it is encrypted)."""
+        block = Block("other", text="", raw_type=ENCRYPTED)
+        return self._message(line_no, offset, raw, "user", record_type, [block], ts, suffix=":summary",
+                             is_compact_summary=True, fold_part=True, is_meta=True)
 
     def _preserved(self, history: list) -> list[str]:
         """Earlier messages that the replacement history repeats verbatim (same role and text)."""
@@ -645,6 +694,13 @@ class _Parser(JsonParser, TimeSpan):
             return marker
         if kind == "exec_command_end":
             self._exec_end(payload)
+        if kind in ("task_started", "task_complete", "turn_aborted"):
+            self._end_turn()
+            if kind == "task_started":
+                self.turns_seen, self.turn_prompted = True, False
+        if kind == "collab_agent_spawn_end":
+            self._spawned(_str(payload.get("call_id")), None, line_no, _str(payload.get("new_thread_id")),
+                          _str(payload.get("new_agent_nickname")), _str(payload.get("new_agent_role")))
         if kind.__class__ is str and kind in SKIPPED_EVENTS:
             if kind == "user_message" and self.title is None:
                 text = payload.get("message")
@@ -656,6 +712,34 @@ class _Parser(JsonParser, TimeSpan):
                     self.window = window
             return None
         return self._other("event_msg", payload, line_no, offset, raw, ts)
+
+    def _end_turn(self) -> None:
+        """The turn that held folds ended: a fold in a turn without a prompt was asked for (/compact)."""
+        if not self.turn_prompted:
+            for fold in self.turn_folds:
+                fold.trigger = "manual"
+        self.turn_folds = []
+
+    def _spawned(self, call_id: str | None, output: str | None, line_no: int, agent_id: str | None = None,
+                 nickname: str | None = None, role: str | None = None) -> None:
+        """A sub-agent started by a spawn_agent call: its thread id (the call's output
+        ``{"agent_id", "nickname"}``, or a collab_agent_spawn_end event) links its rollout to the call."""
+        if output is not None:
+            try:
+                parsed = json.loads(output)
+            except ValueError:
+                parsed = None
+            if parsed.__class__ is dict:
+                agent_id = agent_id or _str(parsed.get("agent_id"))
+                nickname = nickname or _str(parsed.get("nickname"))
+        if not agent_id or agent_id in self.links:
+            return
+        spec = self.spawns.get(call_id or "")
+        spec = spec if spec.__class__ is dict else {}
+        role = role or _str(spec.get("agent_type")) or _str(spec.get("agent_role"))
+        task = _str(spec.get("message"))
+        self.links[agent_id] = AgentLink(agent_id, call_id, line_no, agent_type=role,
+                                         description=nickname or (_title(task) if task else None))
 
     def _exec_end(self, payload: dict) -> None:
         """Keep how a command ended for the output of its call, which comes next."""
@@ -678,6 +762,17 @@ class _Parser(JsonParser, TimeSpan):
         self.exec_ends[call_id] = run
         while len(self.exec_ends) > EXEC_ENDS_KEPT:
             del self.exec_ends[next(iter(self.exec_ends))]
+
+    def _usage_record(self, payload: dict) -> None:
+        """0.171+: one response's usage, written right after its items (the token_count of the same
+        call comes after the tool outputs): the open run is that call's. Its figures are the
+        token_count's (read there); a compaction call's record names no run (its usage is the
+        fold's: ``compacted.latest_token_usage_record``). No message: it repeats token_count."""
+        usage = payload.get("usage")
+        if usage.__class__ is dict and (_int(usage.get("input_tokens")) or _int(usage.get("output_tokens"))):
+            if self.run_first is not None and not self.run_claimed:
+                self.reserved_run, self.run_claimed = self.run_first, True
+        return None
 
     def _token_count(self, payload: dict, line_no, offset, raw, ts) -> Record | None:
         info = payload.get("info")
@@ -717,7 +812,9 @@ class _Parser(JsonParser, TimeSpan):
         for waiting in self.pending:  # a newer call came first: the older one had no run of its own
             self._settle(waiting)
         self.pending = []
-        if self.run_first is not None and not self.run_claimed:
+        if self.reserved_run is not None:
+            rec.message_uuid, self.reserved_run = self.reserved_run, None
+        elif self.run_first is not None and not self.run_claimed:
             rec.message_uuid = self.run_first
             self.run_claimed = True
         else:
@@ -737,10 +834,41 @@ class _Parser(JsonParser, TimeSpan):
             lines=self.consumed_lines,
             bytes_consumed=self.consumed_offset,
             window=self.window,
+            agent_id=(self.session_id or self.key) if self.parent_thread else None,
+            agent_type=self.agent_role,
         )
 
 
 # -- content ------------------------------------------------------------------------------------
+
+
+def _compaction_usage(payload: dict) -> dict | None:
+    """The compaction call's usage a ``compacted`` record holds (``latest_token_usage_record`` whose
+    ``response_id`` is the ``compaction_response_id``)."""
+    record = payload.get("latest_token_usage_record")
+    if record.__class__ is not dict:
+        return None
+    wanted = _str(payload.get("compaction_response_id"))
+    if wanted and _str(record.get("response_id")) not in (None, wanted):
+        return None
+    usage = record.get("usage")
+    if usage.__class__ is not dict:
+        return None
+    return {k: v for k, v in usage.items() if v.__class__ is int}
+
+
+def _spawned_by(meta: dict) -> tuple[str | None, str | None]:
+    """(parent thread id, agent role) of a sub-agent's session_meta (``parent_thread_id``, or
+    ``source.subagent.thread_spawn``); (None, None) for a thread a person started."""
+    parent = _str(meta.get("parent_thread_id"))
+    role = _str(meta.get("agent_role"))
+    source = meta.get("source")
+    sub = source.get("subagent") if source.__class__ is dict else None
+    spawn = sub.get("thread_spawn") if sub.__class__ is dict else None
+    if spawn.__class__ is dict:
+        parent = parent or _str(spawn.get("parent_thread_id"))
+        role = role or _str(spawn.get("agent_role"))
+    return parent, role
 
 
 def _digest(text: str) -> bytes:
@@ -878,9 +1006,58 @@ def render_history(history: list) -> str:
 # -- the format ---------------------------------------------------------------------------------
 
 
+META_LINE_CAP = 4 * 1024 * 1024  # bytes of a first line read for its session_meta (base_instructions are long)
+
+
+def rollout_meta(path: Path) -> dict:
+    """The session_meta payload of a rollout's first line ({} when it has none or cannot be read)."""
+    try:
+        if path.name.endswith(".gz"):
+            import gzip  # noqa: PLC0415
+
+            with gzip.open(path, "rb") as fh:
+                line = fh.readline(META_LINE_CAP)
+        else:
+            with open(path, "rb") as fh:
+                line = fh.readline(META_LINE_CAP)
+        obj = json.loads(line)
+    except (OSError, ValueError, EOFError):
+        return {}
+    if obj.__class__ is not dict or obj.get("type") != "session_meta" or obj.get("payload").__class__ is not dict:
+        return {}
+    return obj["payload"]
+
+
 def group(paths: list[Path]) -> list[SessionFiles]:
-    """Each rollout is one session (sessions/YYYY/MM/DD/ and archived_sessions/ alike)."""
-    return [SessionFiles(format="codex", main=p) for p in sorted(paths)]
+    """Each rollout is one session (sessions/YYYY/MM/DD/ and archived_sessions/ alike), except a
+    sub-agent's: its session_meta names the thread that spawned it (``parent_thread_id``), so it is
+    read after that thread's rollout, as its sub-agent (a sub-agent of a sub-agent goes under the
+    first thread a person started). A sub-agent whose parent is not among ``paths`` is linked to the
+    parent imported before (or stands alone when there is none)."""
+    sessions: dict[str, SessionFiles] = {}  # thread id -> its session
+    children: list[tuple[Path, str, str, str | None]] = []  # (path, own id, parent id, role)
+    parents: dict[str, str] = {}
+    for p in sorted(paths):
+        meta = rollout_meta(p)
+        own = _str(meta.get("id")) or _fallback_id(p)
+        parent, role = _spawned_by(meta)
+        if parent and parent != own:
+            children.append((p, own, parent, role))
+            parents[own] = parent
+        else:
+            sessions.setdefault(own, SessionFiles(format="codex", main=p, session_id=own))
+    out = list(sessions.values())
+    for p, own, parent, role in children:
+        root, seen = parent, {own}
+        while root in parents and root not in seen:  # up to the thread a person started
+            seen.add(root)
+            root = parents[root]
+        entry = sessions.get(root)
+        if entry is None:
+            entry = sessions[root] = SessionFiles(format="codex", main=None, session_id=root)
+            out.append(entry)
+        entry.subagents.append(SubagentFile(p, own, role))
+    return out
 
 
 def _parse(source: ParseInput) -> Iterator[Record]:
