@@ -254,7 +254,10 @@ def test_a_remote_compaction_renders_what_it_kept_and_a_bare_event_is_a_fold_too
     folds = of(records, FoldRecord)
     assert len(folds) == 3
     remote, bare, event_only = folds
-    assert remote.summary_uuid is None and remote.metadata["remote"] is True
+    # the encrypted summary heads the new window: a message that says it is encrypted (no text)
+    assert remote.summary_uuid == f"{SID}:4:summary" and remote.metadata["remote"] is True
+    summary = next(r for r in of(records, MessageRecord) if r.uuid == remote.summary_uuid)
+    assert summary.is_compact_summary and [(b.kind, b.raw_type, b.text) for b in summary.blocks] == [("other", "encrypted_summary", "")]
     assert remote.summary_text.startswith("[The new context keeps these 2 items; the compaction summary itself is encrypted]")
     assert "USER: Build the dashboard" in remote.summary_text and "ASSISTANT: Here is the plan: three pages." in remote.summary_text
     assert len(remote.preserved_uuids) == 2
@@ -425,7 +428,10 @@ def independent_counts(path: Path) -> tuple[int, int, int, int, int]:
                 results += 1
         elif kind == "compacted":
             message = payload.get("message")
-            messages += 1 + (isinstance(message, str) and bool(message.strip()))
+            history = payload.get("replacement_history")
+            encrypted = isinstance(history, list) and any(isinstance(i, dict) and i.get("type") == "compaction" for i in history)
+            # the summary: its text, or (remote compaction) a message saying it is encrypted
+            messages += 1 + ((isinstance(message, str) and bool(message.strip())) or encrypted)
             folds += last_fold != "event"
             last_fold = "compacted"
         elif kind == "event_msg" and ptype == "token_count":
@@ -571,3 +577,40 @@ def test_a_lone_compaction_summary_item_is_a_fold(tmp_path):
     records = parse_file(write(tmp_path / "r.jsonl", lines))
     (fold,) = of(records, FoldRecord)
     assert fold.metadata["remote"] is True and fold.summary_text == "[encrypted compaction summary: not readable]"
+
+
+def test_a_compaction_in_a_turn_of_its_own_is_manual_and_one_before_a_prompt_auto(tmp_path):
+    """0.171 writes no trigger: a compaction in a turn that holds a prompt (before it: Codex compacts
+    before it sends the turn's first request) is auto; one in a turn without a prompt is a /compact."""
+    remote = {"message": "", "replacement_history": [{"type": "compaction", "encrypted_content": "x" * 50}]}
+    lines = [meta(), event("task_started"), user("First"), assistant("ok"), usage(1000, 10, 1000, 0, 10),
+             event("task_complete"),
+             event("task_started"), env("compacted", remote), user("Second"), assistant("ok"),
+             usage(2000, 20, 1000, 0, 10), event("task_complete"),
+             event("task_started"), env("compacted", remote), event("task_complete")]
+    folds = of(parse_file(write(tmp_path / "r.jsonl", lines)), FoldRecord)
+    assert [f.trigger for f in folds] == ["auto", "manual"]
+
+
+def test_a_sub_agent_rollout_is_read_under_the_thread_that_spawned_it(tmp_path):
+    """0.171: spawn_agent's sub-agent writes its own rollout whose session_meta names its parent
+    (parent_thread_id, source.subagent.thread_spawn); the parent's call output names the child."""
+    from contextviewer.core.records import AgentLink
+
+    child_id = "019c0000-aaaa-7bbb-8ccc-00000000000c"
+    spawn = env("response_item", {"type": "function_call", "name": "spawn_agent", "namespace": "multi_agent_v1",
+                                  "arguments": json.dumps({"message": "read app.py"}), "call_id": "call_spawn"})
+    answered = output("call_spawn", json.dumps({"agent_id": child_id, "nickname": "Bernoulli"}))
+    parent = write(tmp_path / f"rollout-2026-02-23T12-00-00-{SID}.jsonl", [meta(), user("Ask a sub-agent"), spawn, answered])
+    child_meta = env("session_meta", {"id": child_id, "session_id": SID, "parent_thread_id": SID, "cwd": "/work/app",
+                                      "source": {"subagent": {"thread_spawn": {"parent_thread_id": SID, "depth": 1,
+                                                                               "agent_nickname": "Bernoulli", "agent_role": None}}}})
+    child = write(tmp_path / f"rollout-2026-02-23T12-00-01-{child_id}.jsonl", [child_meta, user("read app.py")])
+    [session] = codex.group([child, parent])
+    assert session.main == parent and [(s.path, s.agent_id) for s in session.subagents] == [(child, child_id)]
+    [link] = of(parse_file(parent), AgentLink)
+    assert (link.agent_id, link.tool_use_id, link.description) == (child_id, "call_spawn", "Bernoulli")
+    [alone] = codex.group([child])  # its parent not among the paths: linked to the one imported before
+    assert alone.main is None and alone.session_id == SID and alone.subagents[0].agent_id == child_id
+    [info] = of(parse_file(child), SessionInfo)
+    assert info.agent_id == child_id

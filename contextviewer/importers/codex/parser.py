@@ -1034,7 +1034,8 @@ def group(paths: list[Path]) -> list[SessionFiles]:
     read after that thread's rollout, as its sub-agent (a sub-agent of a sub-agent goes under the
     first thread a person started). A sub-agent whose parent is not among ``paths`` is linked to the
     parent imported before (or stands alone when there is none)."""
-    sessions: dict[str, SessionFiles] = {}  # thread id -> its session
+    out: list[SessionFiles] = []
+    sessions: dict[str, SessionFiles] = {}  # thread id -> its (first) session
     children: list[tuple[Path, str, str, str | None]] = []  # (path, own id, parent id, role)
     parents: dict[str, str] = {}
     for p in sorted(paths):
@@ -1045,8 +1046,8 @@ def group(paths: list[Path]) -> list[SessionFiles]:
             children.append((p, own, parent, role))
             parents[own] = parent
         else:
-            sessions.setdefault(own, SessionFiles(format="codex", main=p, session_id=own))
-    out = list(sessions.values())
+            out.append(SessionFiles(format="codex", main=p, session_id=own))
+            sessions.setdefault(own, out[-1])
     for p, own, parent, role in children:
         root, seen = parent, {own}
         while root in parents and root not in seen:  # up to the thread a person started
