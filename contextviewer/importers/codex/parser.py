@@ -602,6 +602,10 @@ class _Parser(JsonParser, TimeSpan):
         else:
             summary_text = ""
         meta = {"source": "compacted", "remote": encrypted, "replacement_items": len(history or [])}
+        if encrypted and history[-1].__class__ is dict and history[-1].get("type") in COMPACTION_ITEMS:
+            # The new window is the replacement history in its order: the kept messages (as listed,
+            # not in file order), THEN the encrypted summary (0.171: it comes last).
+            meta["summary_after_preserved"] = True
         for name in ("window_number", "window_id", "previous_window_id", "first_window_id", "compaction_response_id"):
             if payload.get(name) is not None:
                 meta[name] = payload[name]
