@@ -32,12 +32,19 @@ def items_of(messages: list) -> tuple[str, list[Item]]:
             continue
         if m.get("reasoning_content"):
             out.append(Item(role, "thinking", m["reasoning_content"]))
-        text = _text(m.get("content"))
-        if text:
-            out.append(Item(role, "text", text))
-        for part in m.get("content") if isinstance(m.get("content"), list) else []:
-            if isinstance(part, dict) and part.get("type") == "image_url":
-                out.append(Item(role, "image"))
+        content = m.get("content")
+        if isinstance(content, list):
+            # One item per part, in order: an agent sends its reminders and the prompt as parts of
+            # one message (Qwen Code), and the log keeps only some of them.
+            for part in content:
+                if not isinstance(part, dict):
+                    continue
+                if part.get("type") in ("text", "input_text") and part.get("text"):
+                    out.append(Item(role, "text", part["text"]))
+                elif part.get("type") in ("image_url", "input_image"):
+                    out.append(Item(role, "image"))
+        elif content:
+            out.append(Item(role, "text", _text(content)))
         for c in m.get("tool_calls") or []:
             fn = (c or {}).get("function") or {}
             out.append(Item(role, "tool_call", fn.get("arguments") or "", c.get("id"), fn.get("name")))
