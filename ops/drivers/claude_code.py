@@ -43,7 +43,7 @@ from ops.drivers.pins import PINS, Pin
 from ops.scripted.plan import Plan, Prompt, Tool
 from ops.scripted.server import ScriptedServer
 
-LABEL = "Claude Code"
+LABEL = "claude-code"  # the format's name (contextviewer/importers/claude_code): Conversation.agent
 COMPACT_AT = 185_000  # reported on prompt 2's answer; the CLI folds at 200k - 20k - 13k = 167k
 EXTRA_MARKER = "cv-prompt-4"
 TIMEOUT = 120.0
@@ -167,20 +167,37 @@ class ClaudeCodeDriver:
 
 
 def allowances(version: str) -> list[Allowance]:
-    """Request items a Claude Code log cannot hold (see the report in docs/agents.md)."""
+    """Request items a Claude Code log cannot hold as conversation text (docs/agents.md)."""
+    system = (
+        "You have been invoked in the following environment",
+        "Today's date is",
+        "The following deferred tools are now available",
+        "While bypass permissions mode is active",
+        "(type: local_agent) (status:",
+        "Available agent types for the Agent tool",
+        "The following skills are available for use with the Skill tool",
+        "Called the Read tool with the following input",
+        "Result of calling the Read tool",
+    )
+    kept = (
+        "2.1.332 keeps each of them, as sent, in an api-request-blob record (the call's flags.request), not as a message"
+        if version != "2.1.197"
+        else "2.1.197 never logged them as sent"
+    )
     return [
         Allowance(
             "system-reminder",
-            "Claude Code renders <system-reminder> blocks (the skills and agents lists, the date, a file's state, "
-            "the compaction's re-read files) into the first user message it sends; the JSONL keeps the prompt as "
-            "typed (2.1.332's api-request-blob keeps them, 2.1.197 never logged them)",
+            "Claude Code renders <system-reminder> blocks (git attribution, the re-read files after a compaction, "
+            "a background task's notification) into the user messages it sends; the transcript keeps the prompt as "
+            f"typed and the reminders as attachment records; {kept}",
             ("<system-reminder>",),
         ),
         Allowance(
-            "caveat",
-            "a /compact typed in -p mode is sent with the local-command caveat and the command's own lines; the "
-            "log keeps them as meta user lines the harness does not always send",
-            ("<local-command-caveat>", "<command-name>", "<local-command-stdout>"),
+            "system messages",
+            "Claude Code sends its environment, the date, the deferred tools, the permission-mode note, the agent "
+            "and skill lists, a finished task's status and (2.1.197) the re-read files as role-system messages "
+            f"inside `messages`; the transcript has them only as attachment records; {kept}",
+            system,
         ),
     ]
 
