@@ -294,6 +294,7 @@ class Fold(models.Model):
     tokens_before = models.IntegerField(null=True, blank=True)
     tokens_after = models.IntegerField(null=True, blank=True)
     preserved = models.JSONField(default=list, blank=True, help_text="uuids kept verbatim across the fold")
+    summary_last = models.BooleanField(default=False, help_text="the summary is sent after the preserved messages (Codex 0.171)")
     cost = models.JSONField(default=dict, blank=True, help_text="usage of the summarizer's own call(s)")
     timestamp = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

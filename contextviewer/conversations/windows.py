@@ -14,7 +14,7 @@ from typing import Any
 
 from contextviewer.core import tokens, window as core_window
 from contextviewer.conversations.models import Conversation, Message, ModelCall
-from contextviewer.conversations.segments import curve_fold_spans, segment_folds
+from contextviewer.conversations.segments import curve_fold_spans, segment_folds, uuid_positions
 
 _FIELDS = ("position", "role", "blocks", "flags", "is_compact_summary")
 
@@ -78,7 +78,10 @@ def call_window(conv: Conversation, n: int | str) -> CallWindow:
     spans = curve_fold_spans(conv)
     plan = core_window.plan(call.position, spans)
     fold = folds[plan.fold_index] if plan.fold_index is not None and plan.fold_index < len(folds) else None
-    wanted = [p for p in (plan.summary_position, *plan.preserved) if p is not None]
+    if fold is not None and (fold.preserved or fold.summary_last):
+        at = uuid_positions(conv, fold.preserved or [])
+        plan = plan.listed([at[u] for u in fold.preserved or [] if u in at], summary_last=fold.summary_last)
+    wanted = list(plan.head)
     rows = Message.objects.filter(conversation=conv)
     head = {r[0]: r for r in rows.filter(position__in=wanted).values_list(*_FIELDS)} if wanted else {}
     rest = rows.filter(position__lte=plan.end)

@@ -145,6 +145,11 @@ class FoldRecord:
     timestamp: datetime | None = None
     agent_id: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    # The compaction call's own usage, where the log keeps it beside the fold (Codex 0.171's
+    # latest_token_usage_record, opencode's compaction message): Fold.cost's shape, {"calls",
+    # "input_uncached", "cache_write", "cache_read", "output", "model"}. It is the fold's cost, not
+    # a model call of the conversation.
+    cost: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)

@@ -4,9 +4,10 @@ The window of a call at position c is the loaded view at that moment (core/segme
 latest fold put away before c (fold.position < c) stands in for everything up to its position, so
 the call carried, in order,
 1. that fold's summary (its summary message, or the summary text the log keeps elsewhere);
-2. the messages the fold preserved, in position order, wherever they lie in the file (Claude Code
-   writes the new prompt and the kept tail BEFORE its compact_boundary, yet sends them after the
-   summary: compactMetadata.preservedSegment);
+2. the messages the fold preserved, in the order the log lists them, wherever they lie in the file
+   (Claude Code writes the new prompt and the kept tail BEFORE its compact_boundary, yet sends them
+   after the summary: compactMetadata.preservedSegment; Codex 0.171 sends its replacement_history
+   as listed, then the encrypted summary: Fold.summary_last);
 3. every other message after the fold's position and before c, in position order.
 Only messages sent to the model count: roles user, assistant and tool, not a queued line (typed
 while the agent worked: delivered later as a line of its own, if at all). Pure: positions, roles
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from contextviewer.core.segments import FoldSpan
@@ -35,29 +36,46 @@ class WindowPlan:
     """Which positions call c carried, in the order sent."""
 
     fold_index: int | None  # index into the folds given, of the fold in effect; None: no fold yet
-    summary_position: int | None  # first item, when the summary is a message
-    preserved: tuple[int, ...]  # then these, in order
+    summary_position: int | None  # the summary, when it is a message
+    head: tuple[int, ...]  # sent first, in this order: the summary and the preserved messages
     start: int | None  # then every other position in start .. end (inclusive)
     end: int
 
+    @property
+    def preserved(self) -> tuple[int, ...]:
+        return tuple(p for p in self.head if p != self.summary_position)
+
     def positions(self, present: Sequence[int]) -> list[int]:
-        """The plan applied to the positions that exist (sorted): summary and preserved first."""
-        head = [p for p in (self.summary_position, *self.preserved) if p is not None]
-        exists, taken = set(present), set(head)
+        """The plan applied to the positions that exist (sorted): the head first."""
+        exists, taken = set(present), set(self.head)
         lo = self.start if self.start is not None else min(present, default=0)
-        return [p for p in head if p in exists] + [p for p in present if lo <= p <= self.end and p not in taken]
+        return [p for p in self.head if p in exists] + [p for p in present if lo <= p <= self.end and p not in taken]
+
+    def listed(self, order: Sequence[int], summary_last: bool = False) -> WindowPlan:
+        """The plan with the preserved messages in the order the log lists them (Codex's
+        replacement_history), not in position order; the summary heads them, or follows them when
+        the log says so (`summary_last`: Codex 0.171 sends the kept messages, then the summary)."""
+        if self.fold_index is None:
+            return self
+        kept = tuple(dict.fromkeys(p for p in order if p <= self.end and p != self.summary_position))
+        if self.summary_position is None:
+            return replace(self, head=kept)
+        head = (*kept, self.summary_position) if summary_last else (self.summary_position, *kept)
+        return replace(self, head=head)
 
 
 def plan(call_position: int, folds: Sequence[FoldSpan]) -> WindowPlan:
     """The positions call `call_position` carried, given the folds the recorded calls saw (the
-    agent's own), in any order."""
+    agent's own), in any order; preserved messages in position order (`WindowPlan.listed` puts them
+    in the log's order)."""
     before = [(i, f) for i, f in enumerate(folds) if f.position < call_position]
     if not before:
         return WindowPlan(None, None, (), None, call_position - 1)
     i, fold = max(before, key=lambda item: (item[1].position, item[0]))
     summary = fold.summary_position if fold.summary_position is not None and fold.summary_position < call_position else None
     preserved = tuple(p for p in sorted(set(fold.preserved_positions)) if p < call_position and p != summary)
-    return WindowPlan(i, summary, preserved, fold.position + 1, call_position - 1)
+    head = (summary, *preserved) if summary is not None else preserved
+    return WindowPlan(i, summary, head, fold.position + 1, call_position - 1)
 
 
 def sent(role: str, flags: dict | None) -> bool:
@@ -95,13 +113,13 @@ def message_items(role: str, blocks: Sequence[dict], *, summary: bool = False) -
             kind = "summary"
         item_role = "tool" if kind == "tool_result" else role
         text = _tool_input_text(b) if kind == "tool_call" else (b.get("text") or "")
-        out.append({"role": item_role, "kind": kind, "tool_id": b.get("tool_id"), "tool_name": b.get("tool_name"), "text": text})
+        out.append({"role": item_role, "kind": kind, "tool_id": b.get("tool_id"), "tool_name": b.get("tool_name"), "text": text, "note": None})
     return out
 
 
 def summary_item(text: str, encrypted: bool = False) -> dict[str, Any]:
     """A fold's summary kept outside the messages (or not kept: the note says why)."""
-    item: dict[str, Any] = {"role": "user", "kind": "summary", "tool_id": None, "tool_name": None, "text": text or ""}
+    item: dict[str, Any] = {"role": "user", "kind": "summary", "tool_id": None, "tool_name": None, "text": text or "", "note": None}
     if encrypted:
         item["note"] = ENCRYPTED_NOTE
     elif not text:

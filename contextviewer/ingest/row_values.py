@@ -119,7 +119,7 @@ def set_usage(row, call: UsageRecord, position: int | None) -> tuple[bool, bool]
 
 def fold_values(fold: FoldRecord, boundary_position: int, summary_position: int | None, ids: dict[int, int]) -> dict:
     """A fold's row, placed at its boundary marker (``ids``: the pks of the messages by position)."""
-    return {
+    values = {
         "position": boundary_position,  # the boundary marker closes the archived segment
         "boundary_id": ids.get(boundary_position),
         "summary_message_id": ids.get(summary_position) if summary_position is not None else None,
@@ -129,8 +129,12 @@ def fold_values(fold: FoldRecord, boundary_position: int, summary_position: int 
         "tokens_before": fold.tokens_before,
         "tokens_after": fold.tokens_after,
         "preserved": fold.preserved_uuids,
+        "summary_last": bool(fold.metadata.get("summary_after_preserved")),
         "timestamp": fold.timestamp,
     }
+    if fold.cost:  # the compaction call's usage the log keeps beside the fold; else a sub-agent file may give it later
+        values["cost"] = fold.cost
+    return values
 
 
 def merged_links(stored: dict | None, links: list[AgentLink]) -> dict:

@@ -30,6 +30,6 @@ def call_window(request: HttpRequest, pk: int, call: str) -> HttpResponse:
     for item in window.items:
         kinds[item["kind"]] = kinds.get(item["kind"], 0) + item["tokens"]
     return render(request, "viewer/call_window.html", {
-        "conv": conv, "window": window, "items": items, "turn": turn, "kinds": sorted(kinds.items(), key=lambda kv: -kv[1]),
+        "conv": conv, "window": window, "items": items, "measured": f"{window.measured:,}" if window.measured else "", "turn": turn, "kinds": sorted(kinds.items(), key=lambda kv: -kv[1]),
         "previous": window.call - 1 if window.call > 1 else None, "next": window.call + 1 if window.call < window.calls else None,
     })

@@ -634,6 +634,8 @@ class _Parser(JsonParser, TimeSpan):
             summary = self._encrypted_summary(line_no, offset, raw, ts, "compacted")
             records.append(summary)
             fold.summary_uuid = summary.uuid
+        if usage:
+            fold.cost = _fold_cost(usage, self.model)
         if summary_text:
             fold.summary_text = summary_text
         self.fold_open = fold
@@ -859,6 +861,16 @@ def _compaction_usage(payload: dict) -> dict | None:
     if usage.__class__ is not dict:
         return None
     return {k: v for k, v in usage.items() if v.__class__ is int}
+
+
+def _fold_cost(usage: dict, model: str | None) -> dict:
+    """Fold.cost from a Responses usage: Codex's input_tokens includes the cached ones."""
+    cached = usage.get("cached_input_tokens") or 0
+    cost = {"calls": 1, "input_uncached": max(0, (usage.get("input_tokens") or 0) - cached), "cache_write": 0,
+            "cache_read": cached, "output": usage.get("output_tokens") or 0}
+    if model:
+        cost["model"] = model
+    return cost
 
 
 def _spawned_by(meta: dict) -> tuple[str | None, str | None]:

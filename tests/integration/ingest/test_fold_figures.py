@@ -164,3 +164,32 @@ def test_real_folds_have_the_window_after_them(project, fixtures_dir, name, befo
     (fold,) = conv.folds.filter(kind="compact")
     assert (fold.tokens_before, fold.tokens_after) == (before, after)
     assert conversation_summary(conv)["folds"][0]["tokens_after"] == after
+
+
+def _last_call_before_boundary(lines: list[dict]) -> int:
+    last = None
+    for obj in lines:
+        if obj.get("type") == "system" and obj.get("subtype") == "compact_boundary":
+            return last
+        if obj.get("type") == "assistant" and isinstance(obj.get("message", {}).get("usage"), dict):
+            last = _context(obj["message"]["usage"])
+    raise AssertionError("no compact_boundary")
+
+
+def test_the_window_after_is_the_next_call_not_the_logs_post_tokens_and_a_missing_pre_tokens_is_the_last_call(project, tmp_path):
+    """Claude Code's compactMetadata.postTokens is its estimate of the summary alone (2,912 where the
+    next call measured 22,404 in issue 33's run): the fold's window after is the next call's input.
+    A boundary without preTokens takes the last measured call before it."""
+    source = synthetic.write_session(tmp_path / "src", messages=140, seed=6, subagent=False)
+    lines = _lines(source)
+    for obj in lines:
+        if obj.get("subtype") == "compact_boundary":
+            obj.setdefault("compactMetadata", {})["postTokens"] = 750
+            obj["compactMetadata"].pop("preTokens", None)
+    path = tmp_path / "edited" / source.name
+    path.parent.mkdir()
+    path.write_text("".join(json.dumps(o) + "\n" for o in lines), encoding="utf-8")
+    conv = Conversation.objects.get(pk=ingest.import_path(project, path).conversation_ids[0])
+    fold = Fold.objects.get(conversation=conv, kind="compact")
+    assert fold.tokens_after == _first_call_after_boundary(lines) != 750
+    assert fold.tokens_before == _last_call_before_boundary(lines)

@@ -111,6 +111,8 @@ def test_every_read_operation_answers_as_its_schema_declares(world, openapi):
         ("/api/search", "/api/search", {"q": ALPHA_WORD}),
         (base + "/folds/{fold_id}/probes", f"/api/conversations/{conv.pk}/folds/{fold.pk}/probes", {}),
         (base + "/policies", f"/api/conversations/{conv.pk}/policies", {}),
+        (base + "/calls/{call}/window", f"/api/conversations/{conv.pk}/calls/last/window", {}),
+        (base + "/calls/{call}/window", f"/api/conversations/{conv.pk}/calls/1/window", {}),
     ]
     for path, url, params in cases:
         r = _get(client, url, token, **params)
