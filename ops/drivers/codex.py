@@ -37,7 +37,7 @@ from ops.drivers.base import (
     standard_plan,
     workspace,
 )
-from ops.drivers.pins import PINS
+from ops.drivers.pins import PINS, Pin
 from ops.scripted.plan import Plan, Tool
 from ops.scripted.responses import SPAWNED
 from ops.scripted.server import ScriptedServer
@@ -90,8 +90,10 @@ class CodexDriver:
     key = PIN.key
     label = "codex"  # the format's name (contextviewer/importers/codex): Conversation.agent
 
-    def run(self) -> Run:
-        missing = PIN.missing()
+    def run(self, pin: Pin | None = None) -> Run:
+        """Run the pinned CLI, or `pin` (another install of it: `agents check --latest`)."""
+        pin = pin or PIN
+        missing = pin.missing()
         if missing:
             raise RuntimeError(missing)
         out = Path(tempfile.mkdtemp(prefix="cv-codex-run-"))
@@ -102,8 +104,8 @@ class CodexDriver:
                 (home / ".codex" / "config.toml").write_text(config(srv.url))
                 (home / "tmp").mkdir()
                 env = base_env(home, OPENAI_API_KEY="x", CODEX_HOME=str(home / ".codex"), TMPDIR=str(home / "tmp"))
-                exe = [str(PIN.exe), "exec", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check"]
-                run = Run(PIN.key, PIN.installed_version() or PIN.version, self.label, out, srv, the_plan,
+                exe = [str(pin.exe), "exec", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check"]
+                run = Run(pin.key, pin.installed_version() or pin.version, self.label, out, srv, the_plan,
                           parents={SUB: MAIN}, triggers={MAIN: ["auto"]}, allowances=list(ALLOWANCES))
                 mains = [p for p in the_plan.prompts if p.agent == MAIN]
                 try:
