@@ -382,6 +382,23 @@ def loaded_plan(conv: Conversation) -> tuple[core_build.Plan, list] | None:
     return core_build.validate(turns, folds, spans, infos), infos
 
 
+def _with_preserved(conv: Conversation, messages: list[dict], fold) -> list[dict]:
+    """The loaded view's messages with every message the latest fold preserved, right after its
+    summary, in position order (as the agent sends them: core/window.py). A build takes whole turns,
+    and a preserved tail is often part of one: Claude Code keeps the last answer and the new prompt,
+    written before its compact_boundary, in the turn the boundary ends."""
+    have = {m.get("source_position") for m in messages}
+    missing = sorted(p for p in fold.preserved if p not in have and p != fold.summary_position)
+    if not missing:
+        return messages
+    kept = [message_dict(m) for m in conv.messages.filter(position__in=missing).order_by("position")]
+    at = next((i + 1 for i, m in enumerate(messages) if fold.summary_position is not None
+               and m.get("source_position") == fold.summary_position), 0)
+    if at == 0 and messages and messages[0].get("is_compact_summary"):
+        at = 1  # a summary written from the fold (no summary message): it heads the view
+    return messages[:at] + kept + messages[at:]
+
+
 def export_messages(conv: Conversation, view: str = "full", notes: list[str] | None = None):
     """The conversation's messages as exporter dicts (raw-enriched), with measured usage on the
     first message of each model call: the whole record, or the loaded view (`view="loaded"`;
@@ -406,10 +423,11 @@ def export_messages(conv: Conversation, view: str = "full", notes: list[str] | N
     else:
         plan, infos = selected
         result = assemble(conv, plan, infos)
-        dicts = iter(result.messages)
+        loaded = _with_preserved(conv, result.messages, infos[-1])
+        dicts = iter(loaded)
         if notes is not None:
             notes.append(f"Loaded view: fold {infos[-1].number}'s summary, its preserved tail and what followed it "
-                         f"({len(result.messages)} messages); the whole record: view=full.")
+                         f"({len(loaded)} messages); the whole record: view=full.")
             notes.extend(result.notes)
     out = []
     for d in dicts:
