@@ -219,6 +219,8 @@ REGISTRY = [
     "contextviewer.importers.cline.entry",
     "contextviewer.importers.langgraph.entry",
     "contextviewer.importers.gemini.entry",
+    "contextviewer.importers.qwen.entry",
+    "contextviewer.importers.pi.entry",
     "contextviewer.importers.efferent.entry",
     "contextviewer.importers.aider.entry",
     "contextviewer.importers.codex.entry",

@@ -360,9 +360,10 @@ class _Parser(JsonParser, TimeSpan):
             "qwen_new_tokens_estimated": estimated_after,
             "compression_status": info.get("compressionStatus"),
         }
+        cost = None
         if self.side_calls:
             calls = self.side_calls
-            metadata["cost"] = {
+            cost = metadata["cost"] = {
                 "calls": len(calls),
                 "input_uncached": sum(max(c["input"] - c["cache_read"], 0) for c in calls),
                 "cache_write": 0,
@@ -375,21 +376,22 @@ class _Parser(JsonParser, TimeSpan):
         if before is None and info.get("originalTokenCount").__class__ is int and not estimated_before:
             before = info["originalTokenCount"]
         after = info.get("newTokenCount") if info.get("newTokenCount").__class__ is int and not estimated_after else None
-        self.folds.append(
-            FoldRecord(
-                line_no=line_no,
-                boundary_uuid=marker.uuid,
-                kind="compact",
-                trigger=trigger,
-                tokens_before=before,
-                tokens_after=after,
-                summary_uuid=summary_uuid,
-                summary_text=summary_text,
-                timestamp=ts,
-                agent_id=marker.agent_id,
-                metadata=metadata,
-            )
+        fold = FoldRecord(
+            line_no=line_no,
+            boundary_uuid=marker.uuid,
+            kind="compact",
+            trigger=trigger,
+            tokens_before=before,
+            tokens_after=after,
+            summary_uuid=summary_uuid,
+            summary_text=summary_text,
+            timestamp=ts,
+            agent_id=marker.agent_id,
+            metadata=metadata,
         )
+        if cost is not None and hasattr(fold, "cost"):
+            fold.cost = cost  # the compaction call's usage: the fold's cost, not a call of the conversation
+        self.folds.append(fold)
         self.out.extend(records)
         self._release()
         self.open_call = None
