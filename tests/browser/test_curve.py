@@ -42,6 +42,17 @@ def test_the_curve_has_figures_axes_and_a_tooltip_inside(page, live_server, fixt
     assert "measured" in tip.inner_text()
     tip_box, wrap_box = tip.bounding_box(), card.locator(".curve-wrap").bounding_box()
     assert tip_box["x"] >= wrap_box["x"] - 1 and tip_box["x"] + tip_box["width"] <= wrap_box["x"] + wrap_box["width"] + 1
+    assert tip.inner_text().startswith("call 139 · ")  # the last call, at the right edge
     card.scroll_into_view_if_needed()
     card.screenshot(path=str(SCREENSHOTS / "curve.png"))
+
+    # A click opens what that call carried (issue 33, item 4): the page of call 139's window.
+    box = svg.bounding_box()
+    page.mouse.move(box["x"] + box["width"] - 3, box["y"] + box["height"] / 2)
+    page.mouse.click(box["x"] + box["width"] - 3, box["y"] + box["height"] / 2)
+    page.wait_for_url(f"**/c/{conv.pk}/calls/139/window/")
+    assert page.locator("h1").inner_text() == "What call 139 of 139 carried"
+    items = page.locator("ol.window-items > li.window-item")
+    assert items.count() > 10 and items.first.locator(".kind").inner_text() == "summary"
+    page.screenshot(path=str(SCREENSHOTS / "call-window.png"))
     watch.assert_clean()
