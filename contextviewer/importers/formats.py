@@ -210,6 +210,7 @@ REGISTRY = [
     "contextviewer.importers.claude_code.entry",
     "contextviewer.importers.picoclaw.entry",
     "contextviewer.importers.opencode.entry",
+    "contextviewer.importers.kilo.entry",
     "contextviewer.importers.crush.entry",
     "contextviewer.importers.opencode_go.entry",
     "contextviewer.importers.messages.entry",

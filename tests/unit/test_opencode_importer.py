@@ -169,8 +169,8 @@ def test_steps_are_model_calls_and_compaction_is_a_fold(storage):
     assert [(c.api_message_id, c.message_uuid, c.agent_id) for c in calls] == [
         ("msg_002:step1", "msg_002", None),
         ("msg_002:step2", "msg_002:step2", None),
-        ("msg_004", "msg_004", None),  # no step-finish: the message's own tokens
-        ("msg_102", "msg_102", "ses_002"),
+        # msg_004, the summary the compaction wrote, is the compaction call: the fold's cost, not a call
+        ("msg_102", "msg_102", "ses_002"),  # no step-finish: the message's own tokens
     ]
     first = calls[0]
     assert (first.input_uncached, first.cache_write, first.cache_read, first.output) == (900, 300, 12_000, 40 + 10)
@@ -178,6 +178,9 @@ def test_steps_are_model_calls_and_compaction_is_a_fold(storage):
     (fold,) = _of(records, FoldRecord)
     assert fold.boundary_uuid == "prt_012:boundary" and fold.trigger == "auto"
     assert fold.summary_uuid == "msg_004" and fold.summary_text.startswith("Summary: the parser was fixed")
+    assert fold.cost == {"calls": 1, "input_uncached": 5, "cache_write": 0, "cache_read": 0, "output": 200, "model": "claude-sonnet-4"}
+    # opencode records no figure before a fold: the last call's measured input (msg_002's second step)
+    assert fold.tokens_before == 50 + 13_000
     # tail_start_id: the messages from msg_001 up to the compaction request were kept verbatim
     assert fold.preserved_uuids == ["msg_001", "msg_002", "prt_004:result", "msg_002:step2", "prt_008:result", "prt_009:result"]
     (link,) = _of(records, AgentLink)

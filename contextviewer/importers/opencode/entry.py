@@ -1,5 +1,6 @@
 """opencode: the light entry of ``importers/opencode/parser.py`` (its name, label, where its logs are, the
-file endings it reads, and its sniff); see ``importers/formats.py``."""
+file endings it reads, and its sniff); see ``importers/formats.py``. Kilo, an opencode fork, writes the
+same store (``kilo.db``): ``app_of`` tells the two apart, for both sniffs (``importers/kilo/entry.py``)."""
 
 from __future__ import annotations
 
@@ -21,26 +22,46 @@ def _connect(path: Path) -> sqlite3.Connection:
     return connect_read_only(path, row_factory=sqlite3.Row)
 
 
-def sniff(path: Path, head: bytes) -> float:
-    """A storage folder (``session/`` and ``message/`` sub-folders), or an ``opencode.db``."""
+OPENCODE = "opencode"
+KILO = "kilo"
+# Tables only Kilo's database has (7.7: its agents' shared board).
+KILO_TABLES = frozenset({"kilo_board", "kilo_board_message"})
+
+
+def _kilo_named(path: Path) -> bool:
+    """``kilo.db`` (and its copies), or a storage folder under a ``kilo`` data folder."""
+    return path.name.lower().startswith(KILO) or any(part.lower() == KILO for part in path.parts[-4:-1])
+
+
+def app_of(path: Path, head: bytes) -> str | None:
+    """Which agent wrote this store: ``"opencode"``, ``"kilo"``, or None (not such a store): a
+    storage folder (``session/`` and ``message/`` sub-folders), or a database with opencode's
+    session, message and part tables (Kilo's has its own tables too, and its own file name)."""
     if path.is_dir():
         try:
             if (path / "session").is_dir() and (path / "message").is_dir():
-                return 0.9
+                return KILO if _kilo_named(path) else OPENCODE
         except OSError:
-            return 0.0
-        return 0.0
+            return None
+        return None
     if not head.startswith(SQLITE_MAGIC):
-        return 0.0
+        return None
     try:
         db = _connect(path)
         try:
-            ok = is_opencode_db(db)
+            if not is_opencode_db(db):
+                return None
+            kilo = bool(KILO_TABLES & tables(db))
         finally:
             db.close()
     except sqlite3.Error:
-        return 0.0
-    return 0.9 if ok else 0.0
+        return None
+    return KILO if kilo or _kilo_named(path) else OPENCODE
+
+
+def sniff(path: Path, head: bytes) -> float:
+    """A storage folder (``session/`` and ``message/`` sub-folders), or an ``opencode.db``; not Kilo's."""
+    return 0.9 if app_of(path, head) == OPENCODE else 0.0
 
 
 ENTRY = Entry(

@@ -1,0 +1,158 @@
+"""opencode and Kilo (an opencode fork), driven offline against the scripted server
+(ops/scripted/anthropic.py).
+
+Both read a config file in ~/.config/<agent>/ (`opencode.json`, `kilo.json`): provider `anthropic`
+with `options.baseURL` = the scripted server, one model whose `limit.context` is small (50,000) so
+the reported 150k input on prompt 2's answer overflows it and the CLI auto-compacts before prompt 3.
+One process per prompt: `<cli> run "PROMPT"`, then `<cli> run --continue "PROMPT"`. The plan
+(base.standard_plan): prompt 1 (glob, read), prompt 2 (edit, bash; its answer reports the big
+input), prompt 3 (a sub-agent through the `task` tool: a child session of its own, prompt cv-sub-1
+with a read). A title call (no tools) is a side call; the compaction call is its own assistant
+message (`summary: true`) in the store: the fold's cost, not a main call.
+
+The folder a user imports: ~/.local/share/<agent>/ (the database `<agent>.db` with its -wal and
+-shm), copied out of the temp HOME.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ops.drivers.base import MAIN, SUB, Allowance, Run, Toolset, base_env, end_daemons, run_step, standard_plan, workspace
+from ops.drivers.pins import PINS, Pin
+from ops.scripted.plan import Plan, Prompt, Tool
+from ops.scripted.server import ScriptedServer
+
+MODEL = "claude-sonnet-4-5"
+CONTEXT = 50_000  # the model's limit.context: opencode folds when a call's input passes it less the reserve
+OUTPUT = 8_000
+COMPACT_AT = 150_000  # reported on prompt 2's answer
+TIMEOUT = 90.0
+# What an opencode compaction request says (its summarization prompt), beside the plan's own.
+COMPACTION_MARKERS = ("create a new anchored summary from the conversation history",)
+# After an automatic fold opencode goes on by itself: a synthetic user message (its part's metadata
+# `compaction_continue`) and a main call with tools, answered as a prompt of the plan.
+CONTINUE = "Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed."
+CONTINUE_MARKER = "Continue if you have next steps"
+
+
+def toolset() -> Toolset:
+    return Toolset(
+        # `read` lists a folder (glob and grep need ripgrep, which opencode downloads: not offline)
+        list_files=lambda project: Tool("read", {"filePath": str(project)}),
+        read=lambda path: Tool("read", {"filePath": str(path)}),
+        edit=lambda path, old, new: Tool("edit", {"filePath": str(path), "oldString": old, "newString": new}),
+        shell=lambda cmd, cwd: Tool("bash", {"command": cmd, "description": "Run the command"}),
+        subagent=lambda text: Tool("task", {"description": "Read app.py", "prompt": text, "subagent_type": "general"}),
+    )
+
+
+def config(url: str) -> dict:
+    return {
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {
+            "anthropic": {
+                "options": {"baseURL": f"{url}/v1", "apiKey": "sk-ant-scripted"},
+                "models": {MODEL: {"name": MODEL, "limit": {"context": CONTEXT, "output": OUTPUT}}},
+            }
+        },
+        "model": f"anthropic/{MODEL}",
+        "small_model": f"anthropic/{MODEL}",
+        "autoupdate": False,
+        "share": "disabled",
+        "permission": {"edit": "allow", "bash": "allow", "webfetch": "allow"},
+    }
+
+
+@dataclass
+class OpencodeDriver:
+    pin: Pin
+    app: str  # the CLI's own name: its config folder, data folder and database are named after it
+    label: str  # the agent contextviewer must name
+
+    @property
+    def key(self) -> str:
+        return self.pin.key
+
+    def quiet_env(self) -> dict[str, str]:
+        """Switches off what reaches out (updates, the models.dev list, sharing, plugin installs, LSP
+        downloads; Kilo's codebase indexing, session upload and presence): nothing of it is offline,
+        and it slows each start."""
+        switches = ["AUTOUPDATE", "MODELS_FETCH", "SHARE", "LSP_DOWNLOAD", "DEFAULT_PLUGINS"]
+        if self.app == "kilo":
+            switches += ["CODEBASE_INDEXING", "SESSION_INGEST", "PRESENCE"]
+        return {f"{self.app.upper()}_DISABLE_{name}": "1" for name in switches}
+
+    def plan(self, project: Path) -> Plan:
+        plan = standard_plan(toolset(), project, compact_at=COMPACT_AT)
+        plan.compaction_markers = (*plan.compaction_markers, *COMPACTION_MARKERS)
+        plan.prompts.append(Prompt(CONTINUE, CONTINUE_MARKER, [], "Nothing is left to do."))
+        return plan
+
+    def run(self) -> Run:
+        missing = self.pin.missing()
+        if missing:
+            raise RuntimeError(missing)
+        with workspace(self.key) as (home, project):
+            plan = self.plan(project)
+            with ScriptedServer(plan) as srv:
+                conf = home / ".config" / self.app
+                conf.mkdir(parents=True, exist_ok=True)
+                (conf / f"{self.app}.json").write_text(json.dumps(config(srv.url), indent=1))
+                env = base_env(home, **self.quiet_env())
+                steps = []
+                prompts = [p.text for p in plan.prompts if p.agent == MAIN and p.marker != CONTINUE_MARKER]
+                for i, text in enumerate(prompts):
+                    cmd = [str(self.pin.exe), "run", *(["--continue"] if i else []), text]
+                    step = run_step(cmd, project, env, timeout=TIMEOUT)
+                    steps.append(step)
+                    if step.returncode != 0:
+                        break
+                end_daemons(home)
+                src = home / ".local" / "share" / self.app
+                folder = Path(tempfile.mkdtemp(prefix=f"cv-run-{self.key}-"))
+                for name in (f"{self.app}.db", f"{self.app}.db-wal", f"{self.app}.db-shm"):
+                    if (src / name).exists():
+                        shutil.copy2(src / name, folder / name)
+            return Run(
+                key=self.key,
+                version=self.pin.version,
+                label=self.label,
+                folder=folder,
+                server=srv,
+                plan=plan,
+                steps=steps,
+                parents={SUB: MAIN},
+                triggers={MAIN: ["auto"]},
+                allowances=allowances(self.app),
+            )
+
+
+def allowances(app: str) -> list[Allowance]:
+    """Request items an opencode (or Kilo) store cannot hold."""
+    kilo = [
+        Allowance(
+            "environment-details",
+            "Kilo appends an <environment_details> text (the message time, the working directory) to each user "
+            "message it sends; the store keeps the prompt's parts, not that text",
+            ("<environment_details>",),
+        ),
+    ]
+    return (kilo if app == "kilo" else []) + [
+        Allowance(
+            "compaction-question",
+            "after a fold opencode sends its compaction message (a user message holding only a `compaction` part) "
+            "as the text 'What did we do so far?' before the summary; the store keeps the part, not the text, and "
+            "the window shows the fold's summary first",
+            ("What did we do so far?",),
+        ),
+    ]
+
+
+DRIVER = OpencodeDriver(PINS["opencode"], "opencode", "opencode")
+KILO_DRIVER = OpencodeDriver(PINS["kilo"], "kilo", "kilo")
+DRIVERS = [DRIVER, KILO_DRIVER]
