@@ -67,7 +67,7 @@ TOOLS = Toolset(
 
 class GeminiDriver:
     key = "gemini"
-    label = "Gemini CLI"
+    label = "gemini"  # the format's name, as contextviewer labels the conversations
 
     @property
     def pin(self):
@@ -118,10 +118,33 @@ class GeminiDriver:
                 run.folder = out
                 run.triggers = {"main": ["auto"]}
                 run.parents = {SUB: "main"}
-                run.allowances = ALLOWANCES
+                run.allowances = allowances(srv)
         return run
 
 
-ALLOWANCES: list[Allowance] = []
+def allowances(srv: ScriptedServer) -> list[Allowance]:
+    """The results a resumed session sent twice (the texts of those items, nothing else)."""
+    twice: set[str] = set()
+    for ex in srv.calls("main"):
+        seen: set[str] = set()
+        for item in ex.view.items if ex.view else []:
+            if item.kind == "tool_result" and item.tool_id:
+                if item.tool_id in seen and item.text:
+                    twice.add(item.text)
+                seen.add(item.tool_id)
+    if not twice:
+        return []
+    return [
+        Allowance(
+            "gemini-resume-repeats-results",
+            "After `--resume`, Gemini CLI 0.61 rebuilds the history with each earlier tool result twice (the "
+            "`<message id>_response` copy it makes from the call's record, and the user turn that sent the result) "
+            "and sends both parts from then on; the log cannot place the copy (it is in a `$set.messages` written "
+            "after the calls it precedes), so the window shows each result once. Only the results a request "
+            "carried twice are named.",
+            contains=tuple(sorted(twice)),
+        )
+    ]
+
 
 DRIVER = GeminiDriver()

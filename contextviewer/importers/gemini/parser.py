@@ -109,6 +109,20 @@ WHAT = "a Gemini CLI chat"
 # -- parts and blocks ----------------------------------------------------------------------------
 
 
+def call_id(raw: Any, name: Any) -> str | None:
+    """The id of a tool call as the model API carries it. Gemini CLI (0.4x+) keeps a call's id as
+    ``<tool name>__<id the model gave>`` in its log and sends the model's own id back (the request's
+    ``functionCall.id``): the prefix is taken off, so the call, its result and the request agree."""
+    value = str_or_none(raw)
+    if value is None:
+        return None
+    prefix = f"{name}__" if name.__class__ is str and name else None
+    if prefix and value.startswith(prefix) and len(value) > len(prefix):
+        return value[len(prefix):]
+    return value
+
+
+
 def _response_text(response: Any) -> tuple[str, bool]:
     """(text, is_error) of a functionResponse's ``response``."""
     if response.__class__ is str:
@@ -140,14 +154,14 @@ def _part_block(part: dict) -> Block:
         )
     call = part.get("functionCall")
     if call.__class__ is dict:
-        return tool_call(str_or_none(call.get("id")), str_or_none(call.get("name")), call.get("args"))
+        return tool_call(call_id(call.get("id"), call.get("name")), str_or_none(call.get("name")), call.get("args"))
     response = part.get("functionResponse")
     if response.__class__ is dict:
         text, is_error = _response_text(response.get("response"))
         return Block(
             "tool_result",
             text=text,
-            tool_id=str_or_none(response.get("id")),
+            tool_id=call_id(response.get("id"), response.get("name")),
             tool_name=str_or_none(response.get("name")),
             is_error=is_error,
         )
@@ -222,6 +236,64 @@ def _result_block(call: dict, call_id: str) -> Block | None:
                  is_error=is_error, images=images)
 
 
+def _parts(obj: dict) -> list:
+    content = obj.get("content") if "content" in obj else obj.get("parts")
+    if content.__class__ is str:
+        return [{"text": content}] if content else []
+    return [p for p in content if p.__class__ is dict] if content.__class__ is list else []
+
+
+def _response_ids(obj: dict) -> set[str]:
+    """The call ids a message's functionResponse parts answer."""
+    out = set()
+    for part in _parts(obj):
+        response = part.get("functionResponse")
+        if response.__class__ is dict:
+            cid = call_id(response.get("id"), response.get("name"))
+            if cid:
+                out.add(cid)
+    return out
+
+
+def _signature(obj: dict) -> tuple | None:
+    """What a message says, whatever its shape: its type, its text, the ids of its tool calls (from
+    ``toolCalls`` or functionCall parts) and results. A compression's copy of a message has the same."""
+    texts, calls = [], []
+    for part in _parts(obj):
+        if part.get("text").__class__ is str and part.get("thought") is not True:
+            texts.append(part["text"])
+        call = part.get("functionCall")
+        if call.__class__ is dict:
+            calls.append(call_id(call.get("id"), call.get("name")))
+    for call in obj.get("toolCalls") if obj.get("toolCalls").__class__ is list else []:
+        if call.__class__ is dict:
+            calls.append(call_id(call.get("id"), call.get("name")))
+    kind = obj.get("type") or obj.get("role")
+    if kind == "model":
+        kind = "gemini"
+    text = "".join(texts).strip()
+    responses = tuple(sorted(_response_ids(obj)))
+    if not (text or calls or responses):
+        return None
+    return (kind, text, tuple(calls), responses)
+
+
+def _trigger(last: _Entry | None) -> str | None:
+    """Gemini CLI writes no trigger: a compression is automatic when it comes inside a turn (after
+    the user's prompt, or after a call that asked for tools: it runs before the next request), and
+    manual (``/compress``) after a finished answer."""
+    if last is None:
+        return None
+    kind = last.obj.get("type")
+    if kind == "user":
+        return "auto"
+    if kind in ("gemini", "model"):
+        calls = last.obj.get("toolCalls")
+        has_calls = calls.__class__ is list and bool(calls)
+        return "auto" if has_calls or any("functionCall" in p for p in _parts(last.obj)) else "manual"
+    return None
+
+
 # -- the chat ------------------------------------------------------------------------------------
 
 
@@ -260,6 +332,11 @@ class _Chat:
         self.lines = 0
         self.size = 0
         self.agent_id = agent_id
+        self.headers = 0  # metadata lines read: every process that opens the chat writes one
+        self.restarting = False  # a later metadata line, until the next message line: a resume
+        self.alias: dict[str, str] = {}  # a compression's copy of a kept message -> the message
+        self.skipped = 0  # a resume's copies of tool results already stored (not stored again)
+        self.last: _Entry | None = None  # the last message line read
 
     # -- input
 
@@ -268,8 +345,18 @@ class _Chat:
             if key != "messages":
                 self.meta[key] = value
 
+    def header(self, obj: dict) -> None:
+        """A metadata line: the first opens the chat; a later one is a process resuming it (0.61
+        writes it, then its fresh history, then the history it resumed, as ``$set.messages``)."""
+        self.headers += 1
+        if self.headers > 1:
+            self.restarting = True
+        self.metadata(obj)
+
     def message(self, obj: dict, line_no: int, offset: int, raw: str) -> None:
+        self.restarting = False
         mid = str_or_none(obj.get("id")) or f"{self.stem}:{line_no}"
+        mid = self.alias.get(mid, mid)
         entry = self.entries.get(mid)
         if entry is not None:
             self.duplicates += 1
@@ -277,10 +364,12 @@ class _Chat:
             if entry.rewound_at is not None or mid not in self.view:
                 entry.rewound_at = None
                 self.view.append(mid)
+            self.last = entry
             return
         entry = self.entries[mid] = _Entry(mid, obj, raw, line_no, offset)
         self.sequence.append(entry)
         self.view.append(mid)
+        self.last = entry
 
     def rewind(self, target: str, line_no: int) -> None:
         if target in self.view:
@@ -292,7 +381,17 @@ class _Chat:
             self.entries[mid].rewound_at = line_no
 
     def rewrite(self, items: list, line_no: int, offset: int, raw: str) -> None:
-        """``$set.messages``: the recorder's new history list."""
+        """``$set.messages``: the recorder's new history list.
+
+        - A list that leaves out nothing of the view, or one written while a resume opens the chat
+          (after a later metadata line: the history the new process starts from, then the one it
+          resumed), is not a fold: the view becomes it. A resumed list repeats each earlier tool
+          result as ``<message id>_response`` (0.61 sends both copies from then on): a copy of a
+          result already stored is not stored again (``skipped``).
+        - Otherwise a list that leaves out messages of the view is a fold (a compression): its
+          first new user message is the summary; the messages it keeps come back under new ids
+          (same content), which are the kept messages themselves (``alias``), not new ones.
+        """
         before = set(self.entries)
         new_ids: list[str] = []
         fresh: list[tuple[str, dict]] = []
@@ -301,6 +400,7 @@ class _Chat:
                 self.bad.append(BadLine(line_no, offset, f"line {line_no}: message {i + 1} of $set.messages is {json_kind(item)}, not a JSON object"))
                 continue
             mid = str_or_none(item.get("id")) or f"{self.stem}:{line_no}.{i + 1}"
+            mid = self.alias.get(mid, mid)
             if mid in new_ids:
                 continue
             new_ids.append(mid)
@@ -308,12 +408,27 @@ class _Chat:
                 fresh.append((mid, item))
         kept = set(new_ids)
         archived = [mid for mid in self.view if mid not in kept]
+        if self.restarting or not archived:
+            answered = self._answered()
+            for mid, item in fresh:
+                if item.get("type") == "user" and _response_ids(item) and _response_ids(item) <= answered:
+                    self.skipped += 1
+                    new_ids.remove(mid)
+                    continue
+                entry = self.entries[mid] = _Entry(mid, item, compact_json(item), line_no, offset)
+                entry.rewrite = True
+                self.sequence.append(entry)
+            self._set_view(new_ids)
+            return
+        if archived and fresh:
+            fresh = self._copies(fresh, archived)
+            new_ids = [self.alias.get(mid, mid) for mid in new_ids]
         marker = None
         if archived:
             preserved = [mid for mid in new_ids if mid in before]
             text = (
-                f"History rewritten by Gemini CLI: {len(archived)} message(s) folded away, "
-                f"{len(preserved)} kept, {len(fresh)} new"
+                f"History rewritten by Gemini CLI: {sum(1 for m in archived if m not in preserved)} message(s) "
+                f"folded away, {len(preserved)} kept, {len(fresh)} new"
             )
             ts = timestamp(self.meta.get("lastUpdated"))
             marker = _Marker(f"{self.stem}:set:{line_no}", raw, line_no, offset, text, ts)
@@ -326,27 +441,66 @@ class _Chat:
             if marker is not None and summary is None and item.get("type") == "user":
                 entry.summary = True
                 summary = entry
-        for mid in new_ids:
-            entry = self.entries[mid]
-            if entry.rewound_at is not None:
-                entry.rewound_at = None
-        self.view = new_ids
+        last = self.last
+        self._set_view(new_ids)
         if marker is not None:
+            tokens = last.obj.get("tokens") if last is not None and last.obj.get("type") in ("gemini", "model") else None
+            before_tokens = pos_int(tokens.get("input")) or None if tokens.__class__ is dict else None
             self.folds.append(
                 FoldRecord(
                     line_no=line_no,
                     boundary_uuid=marker.uuid,
                     kind="compact",
-                    trigger=None,
-                    tokens_before=None,
-                    preserved_uuids=[mid for mid in new_ids if mid in before],
+                    trigger=_trigger(last),
+                    tokens_before=before_tokens,
+                    # The new list in its order (the summary where it stands: after the session
+                    # context, before the model's "Got it"): what the next request carries first.
+                    preserved_uuids=[mid for mid in new_ids if mid in self.entries],
                     summary_uuid=summary.id if summary else None,
                     summary_text=text_of(_content_blocks(summary.obj.get("content"))) if summary else "",
                     timestamp=marker.timestamp,
                     agent_id=self.agent_id,
-                    metadata={"source": "$set.messages", "archived": len(archived)},
+                    metadata={"source": "$set.messages", "archived": len(archived),
+                              "tokens_before": "the last call's input before the compression" if before_tokens else None,
+                              "trigger": "inferred: a compression within a turn is automatic"},
                 )
             )
+
+    def _set_view(self, ids: list[str]) -> None:
+        for mid in ids:
+            entry = self.entries.get(mid)
+            if entry is not None and entry.rewound_at is not None:
+                entry.rewound_at = None
+        self.view = [mid for mid in ids if mid in self.entries]
+
+    def _copies(self, fresh: list[tuple[str, dict]], archived: list[str]) -> list[tuple[str, dict]]:
+        """The fresh items of a compression list that are copies of messages of the view (same
+        type, same text, same tool call or result ids), in order: noted in ``alias``; the rest."""
+        candidates = [mid for mid in self.view if mid in archived]
+        at = 0
+        rest = []
+        for mid, item in fresh:
+            sig = _signature(item)
+            match = None
+            if sig is not None:
+                for k in range(at, len(candidates)):
+                    if _signature(self.entries[candidates[k]].obj) == sig:
+                        match = k
+                        break
+            if match is None:
+                rest.append((mid, item))
+                continue
+            self.alias[mid] = candidates[match]
+            at = match + 1
+        return rest
+
+    def _answered(self) -> set[str]:
+        """The tool call ids the stored user messages answer (functionResponse parts)."""
+        out: set[str] = set()
+        for entry in self.entries.values():
+            if entry.obj.get("type") == "user":
+                out |= _response_ids(entry.obj)
+        return out
 
     def content_list(self, items: list, base_line: int = 0) -> None:
         """A checkpoint's ``Content[]``: {role, parts} turns without ids."""
@@ -381,6 +535,7 @@ class _Chat:
                 agent_id = session
                 session = parent
         out = _Output(session, agent_id)
+        out.answered = self._answered()
         for item in self.sequence:
             if isinstance(item, _Marker):
                 yield MessageRecord(
@@ -415,6 +570,8 @@ class _Chat:
         record = _message(entry, ts, out, calls)
         yield record
         for call, block in calls:
+            if block.tool_id in out.answered:
+                continue  # 0.61 records the result as its own user message too: that one is it
             result = _result_block(call, block.tool_id or "")
             if result is None:
                 continue
@@ -467,7 +624,7 @@ class _Output:
     belong to, the usage, sub-agent links and models met, and (checkpoints) the tool calls without
     ids still waiting for their response."""
 
-    __slots__ = ("session", "agent_id", "usage", "links", "models", "open_calls")
+    __slots__ = ("session", "agent_id", "usage", "links", "models", "open_calls", "answered")
 
     def __init__(self, session: str, agent_id: str | None):
         self.session = session
@@ -476,6 +633,7 @@ class _Output:
         self.links: list[AgentLink] = []
         self.models: dict[str, None] = {}
         self.open_calls = OpenCalls()  # checkpoints: tool calls without ids
+        self.answered: set[str] = set()  # call ids a user message's functionResponse answers
 
 
 def _message(entry: _Entry, ts: datetime | None, out: _Output, calls: list[tuple[dict, Block]]) -> MessageRecord:
@@ -575,13 +733,13 @@ def _tool_calls(entry: _Entry, tool_calls: list, blocks: list[Block], calls: lis
         if call.__class__ is not dict:
             blocks.append(Block("other", text=compact_json(call), raw_type="toolCall"))
             continue
-        call_id = str_or_none(call.get("id")) or f"{entry.id}:call{n + 1}"
-        block = tool_call(call_id, str_or_none(call.get("name")), call.get("args"))
+        cid = call_id(call.get("id"), call.get("name")) or f"{entry.id}:call{n + 1}"
+        block = tool_call(cid, str_or_none(call.get("name")), call.get("args"))
         blocks.append(block)
         calls.append((call, block))
         linked = str_or_none(call.get("agentId"))
         if linked:
-            links.append(AgentLink(agent_id=linked, tool_use_id=call_id, line_no=entry.line_no,
+            links.append(AgentLink(agent_id=linked, tool_use_id=cid, line_no=entry.line_no,
                                    description=str_or_none(call.get("description"))))
 
 
@@ -712,7 +870,7 @@ def _line(obj: dict, number: int, offset: int, raw: str, chat: _Chat) -> None:
         chat.message(obj, number, offset, raw)
         return
     if "sessionId" in obj or "projectHash" in obj or "startTime" in obj:
-        chat.metadata(obj)
+        chat.header(obj)
         messages = obj.get("messages")
         if messages.__class__ is list and messages:
             chat.message_list(messages)
