@@ -5,11 +5,12 @@ CLI (GOOGLE_GEMINI_BASE_URL) calls it.
 A request's `contents[]` holds turns of role user / model whose `parts` are `text` (`thought: true`
 makes it thinking), `functionCall {name, args, id?}`, `functionResponse {name, response, id?}` or
 `inlineData`. Tool ids: the server answers every functionCall with an `id` (`call_scrNNNN`); Gemini
-CLI then keeps that id as the call's id (its own `<name>_<time>_<n>` is used only when the model sends
-none) in its log and in every later request, so calls and results pair by id. A part without an id
+CLI 0.61 keeps that id (in its log as `<name>__<id>`: the importer takes the prefix off) and sends it
+back on the call and its functionResponse in every later main request, so calls and results pair by
+id (its own `<name>_<time>_<n>` is used only when the model sends none). A part without an id
 gets `<name>#<ordinal>`: the function name and how many calls of that name came before it in the
-request (results pair with the calls of their name in order), which a log of the same history can
-produce the same way.
+request; a functionResponse without an id answers the oldest call of its name not answered yet
+(and takes that call's id), which a log of the same history can produce the same way.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def _response_text(response: Any) -> str:
 def items_of(contents: list) -> list[Item]:
     out: list[Item] = []
     called: dict[str, int] = {}  # name -> calls without id so far
-    answered: dict[str, int] = {}  # name -> responses without id so far
+    open_calls: dict[str, list[str]] = {}  # name -> ids of the calls not answered yet, oldest first
     for c in contents or []:
         if not isinstance(c, dict):
             continue
@@ -66,14 +67,17 @@ def items_of(contents: list) -> list[Item]:
                 if not tid:
                     tid = f"{name}#{called.get(name, 0)}"
                     called[name] = called.get(name, 0) + 1
+                open_calls.setdefault(name, []).append(tid)
                 out.append(Item(role, "tool_call", json.dumps(fc.get("args"), ensure_ascii=False), tid, name))
             elif isinstance(p.get("functionResponse"), dict):
                 fr = p["functionResponse"]
                 name = fr.get("name") or ""
+                waiting = open_calls.get(name) or []
                 tid = fr.get("id")
-                if not tid:
-                    tid = f"{name}#{answered.get(name, 0)}"
-                    answered[name] = answered.get(name, 0) + 1
+                if tid and tid in waiting:
+                    waiting.remove(tid)
+                elif not tid:
+                    tid = waiting.pop(0) if waiting else f"{name}#unanswered"
                 out.append(Item("tool", "tool_result", _response_text(fr.get("response")), tid, name))
             elif isinstance(p.get("inlineData"), dict):
                 out.append(Item(role, "image"))

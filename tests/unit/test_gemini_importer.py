@@ -149,7 +149,9 @@ def test_jsonl_last_write_wins_rewinds_are_flagged_and_a_history_rewrite_is_a_fo
     (fold,) = of(records, FoldRecord)
     assert (fold.kind, fold.boundary_uuid, fold.summary_uuid) == ("compact", marker.uuid, "sum")
     assert fold.summary_text == "<state_snapshot>goal: list files</state_snapshot>"
-    assert fold.preserved_uuids == ["u3"] and fold.metadata["archived"] == 2  # u1 and g1 (u2, g2 were rewound)
+    # The new list in its order (what the next request carries first), the summary where it stands.
+    assert fold.preserved_uuids == ["sum", "ack", "u3"] and fold.metadata["archived"] == 2  # u1 and g1 (u2, g2 were rewound)
+    assert fold.tokens_before == TOKENS["input"] and fold.trigger == "auto"  # the last call's input; after the user's turn
 
     calls = of(records, UsageRecord)
     assert [c.api_message_id for c in calls] == ["g1", "g2"]  # a rewound call was still made
@@ -311,3 +313,64 @@ def test_a_message_whose_type_is_a_list_or_object_is_other_and_the_rest_of_the_f
     messages = of(records, MessageRecord)
     assert [m.role for m in messages][-3:] == ["user", "other", "user"]
     assert not [b for b in of(records, BadLine) if b.line_no == 0]
+
+
+def _call(mid: str, cid: str, name: str, output: str, tokens: int) -> dict:
+    """A 0.61 model turn that asked for one tool: the call id as the log keeps it (<name>__<model's id>)."""
+    return {"id": mid, "type": "gemini", "content": "", "model": "gemini-2.5-flash", "tokens": {**TOKENS, "input": tokens, "cached": 0},
+            "toolCalls": [{"id": f"{name}__{cid}", "name": name, "args": {}, "status": "success",
+                           "result": [{"functionResponse": {"id": f"{name}__{cid}", "name": name, "response": {"output": output}}}]}]}
+
+
+def _response(mid: str, cid: str, name: str, output: str) -> dict:
+    return {"id": mid, "type": "user", "content": [{"functionResponse": {"id": f"{name}__{cid}", "name": name, "response": {"output": output}}}]}
+
+
+def test_gemini_0_61_resumes_are_not_folds_a_compression_is_and_each_result_is_stored_once(tmp_path):
+    """Gemini CLI 0.61 as it writes its JSONL (ops/drivers/gemini.py ran it): every process opening the
+    chat writes a metadata line and `$set.messages` (its fresh history, then the one it resumed, which
+    repeats each result as `<id>_response`); a compression writes the new list with the kept messages
+    under new ids; a result is in the call's record and in the user turn that sent it."""
+    path = tmp_path / "chats" / "session-2026-12-07T06-11-06986e12.jsonl"
+    path.parent.mkdir()
+    meta = {"sessionId": "s-61", "projectHash": "h", "startTime": "2026-12-07T06:11:00Z", "lastUpdated": "2026-12-07T06:11:00Z", "kind": "main"}
+    ctx = {"id": "ctx", "type": "user", "content": [{"text": "<session_context>..."}]}
+    p1 = {"id": "p1", "type": "user", "content": [{"text": "prompt one"}]}
+    g1 = _call("g1", "c1", "list_directory", "a b", 100)
+    r1 = _response("r1", "c1", "list_directory", "a b")
+    a1 = {"id": "a1", "type": "gemini", "content": "answer one", "tokens": {**TOKENS, "input": 110, "cached": 0}}
+    p2 = {"id": "p2", "type": "user", "content": [{"text": "prompt two"}]}
+    g2 = _call("g2", "c2", "run_shell_command", "ok", 600_000)
+    as_content = [
+        ctx, p1, {"id": "g1", "type": "gemini", "content": [{"functionCall": {"id": "list_directory__c1", "name": "list_directory", "args": {}}}]},
+        {**_response("g1_response", "c1", "list_directory", "a b")}, r1, {"id": "a1", "type": "gemini", "content": [{"text": "answer one"}]},
+    ]
+    data = jsonl(
+        meta, {"$set": {"messages": [ctx]}}, p1, {"$set": {"lastUpdated": "x"}}, g1, r1, a1,
+        # the resume: a metadata line, the fresh history, the resumed one (with a copy of r1)
+        meta, {"$set": {"messages": [ctx]}}, {"$set": {"sessionId": "s-61"}}, {"$set": {"messages": as_content}},
+        p2, g2,
+        # the compression, within prompt 2: the kept messages come back under new ids
+        {"$set": {"sessionId": "s-61"}},
+        {"$set": {"messages": [
+            ctx, {"id": "sum", "type": "user", "content": [{"text": "<state_snapshot>s</state_snapshot>"}]},
+            {"id": "ack", "type": "gemini", "content": [{"text": "Got it. Thanks for the additional context!"}]},
+            {"id": "p2copy", "type": "user", "content": [{"text": "prompt two"}]},
+            {"id": "g2copy", "type": "gemini", "content": [{"functionCall": {"id": "run_shell_command__c2", "name": "run_shell_command", "args": {}}}]},
+        ]}},
+        _response("r2", "c2", "run_shell_command", "ok"),
+        {"id": "a2", "type": "gemini", "content": "answer two", "tokens": {**TOKENS, "input": 120, "cached": 0}},
+    )
+    records = run(path, data)
+    messages = of(records, MessageRecord)
+    assert [m.uuid for m in messages] == [
+        "ctx", "p1", "g1", "r1", "a1", "p2", "g2", "session-2026-12-07T06-11-06986e12:set:15", "sum", "ack", "r2", "a2",
+    ]
+    # Tool ids as the API carried them; each call and each result once.
+    calls = [b.tool_id for m in messages for b in m.blocks if b.kind == "tool_call"]
+    results = [b.tool_id for m in messages for b in m.blocks if b.kind == "tool_result"]
+    assert calls == results == ["c1", "c2"]
+    (fold,) = of(records, FoldRecord)
+    assert fold.summary_uuid == "sum" and fold.preserved_uuids == ["ctx", "sum", "ack", "p2", "g2"]
+    assert (fold.trigger, fold.tokens_before) == ("auto", 600_000)
+    assert [c.api_message_id for c in of(records, UsageRecord)] == ["g1", "a1", "g2", "a2"]

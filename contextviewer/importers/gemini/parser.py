@@ -337,6 +337,7 @@ class _Chat:
         self.alias: dict[str, str] = {}  # a compression's copy of a kept message -> the message
         self.skipped = 0  # a resume's copies of tool results already stored (not stored again)
         self.last: _Entry | None = None  # the last message line read
+        self.last_input: int | None = None  # the input of the last model call read
 
     # -- input
 
@@ -355,6 +356,9 @@ class _Chat:
 
     def message(self, obj: dict, line_no: int, offset: int, raw: str) -> None:
         self.restarting = False
+        tokens = obj.get("tokens")
+        if obj.get("type") in ("gemini", "model") and tokens.__class__ is dict and pos_int(tokens.get("input")):
+            self.last_input = pos_int(tokens.get("input"))
         mid = str_or_none(obj.get("id")) or f"{self.stem}:{line_no}"
         mid = self.alias.get(mid, mid)
         entry = self.entries.get(mid)
@@ -444,8 +448,7 @@ class _Chat:
         last = self.last
         self._set_view(new_ids)
         if marker is not None:
-            tokens = last.obj.get("tokens") if last is not None and last.obj.get("type") in ("gemini", "model") else None
-            before_tokens = pos_int(tokens.get("input")) or None if tokens.__class__ is dict else None
+            before_tokens = self.last_input
             self.folds.append(
                 FoldRecord(
                     line_no=line_no,
