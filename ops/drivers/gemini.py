@@ -83,8 +83,9 @@ class GeminiDriver:
                 p.tools = [*p.tools, Tool("complete_task", {"result": {"response": p.answer}})]
         return plan
 
-    def run(self) -> Run:
-        pin = self.pin
+    def run(self, pin=None) -> Run:
+        """One run of the pinned CLI, or of `pin` (another install of the package: `agents check --latest`)."""
+        pin = pin or self.pin
         with workspace(self.key) as (home, project):
             plan = self.plan(project)
             settings = home / ".gemini" / "settings.json"
