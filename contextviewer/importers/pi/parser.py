@@ -103,6 +103,7 @@ class _Parser(JsonParser, TimeSpan):
         self.parents: dict[str, str | None] = {}
         self.made: dict[str, str] = {}  # entry id -> message uuid (sent roles only)
         self.last_id: str | None = None
+        self.duplicates = 0
 
     def run(self, stream, start_offset: int, start_line: int) -> Iterator[Record]:
         for record in super().run(stream, start_offset, start_line):
@@ -130,6 +131,9 @@ class _Parser(JsonParser, TimeSpan):
             self.version = obj.get("version") if obj.get("version").__class__ is int else self.version
             return None
         entry_id = str_or_none(obj.get("id")) or f"{self.session_id or 'pi'}:{line_no}"
+        if entry_id in self.parents:  # an entry written twice: the first is kept
+            self.duplicates += 1
+            return None
         # v1 entries have no parentId: each follows the one before.
         parent = str_or_none(obj.get("parentId")) if "parentId" in obj else self.last_id
         self.parents[entry_id] = parent
@@ -282,6 +286,7 @@ class _Parser(JsonParser, TimeSpan):
             ended_at=self.ended_at,
             lines=self.consumed_lines,
             bytes_consumed=self.consumed_offset,
+            duplicate_uuids=self.duplicates,
         )
 
 

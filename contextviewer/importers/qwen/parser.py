@@ -152,6 +152,8 @@ class _Parser(JsonParser, TimeSpan):
         self.side_calls: list[dict] = []  # api_response telemetry since the last assistant line
         self.folds: list[FoldRecord] = []
         self.links: dict[str, AgentLink] = {}
+        self.seen: set[str] = set()
+        self.duplicates = 0
 
     # -- the driver
 
@@ -182,6 +184,12 @@ class _Parser(JsonParser, TimeSpan):
 
     def process(self, obj: dict, line_no: int, offset: int, raw: str) -> None:
         kind = obj.get("type")
+        uuid = str_or_none(obj.get("uuid"))
+        if uuid is not None:
+            if uuid in self.seen:  # a line written twice: the first is kept
+                self.duplicates += 1
+                return None
+            self.seen.add(uuid)
         self.session_id = self.session_id or str_or_none(obj.get("sessionId"))
         self.cwd = self.cwd or str_or_none(obj.get("cwd"))
         self.version = str_or_none(obj.get("version")) or self.version
@@ -408,6 +416,7 @@ class _Parser(JsonParser, TimeSpan):
             agent_type=self.agent_type,
             lines=self.consumed_lines,
             bytes_consumed=self.consumed_offset,
+            duplicate_uuids=self.duplicates,
         )
 
 

@@ -45,6 +45,8 @@ from tests.unit import (
     test_opencode_importer as opencode_t,
     test_openhands_importer as openhands_t,
     test_picoclaw_importer as picoclaw_t,
+    test_pi_importer as pi_t,
+    test_qwen_importer as qwen_t,
     test_swe_agent_importer as swe_t,
 )
 
@@ -120,6 +122,14 @@ def _langgraph(tmp: Path, fx) -> Path:
 
 def _openhands(tmp: Path, fx) -> Path:
     return openhands_t.write_v1(tmp / "conversations" / "conv-123")
+
+
+def _qwen(tmp: Path, fx) -> Path:
+    return qwen_t.write_project(tmp / "qwen-project")
+
+
+def _pi(tmp: Path, fx) -> Path:
+    return pi_t.session().write(tmp / "--home-dev-project--" / f"2026-12-07T06-11-46-259Z_{pi_t.SID}.jsonl")
 
 
 def _swe_agent(tmp: Path, fx) -> Path:
@@ -220,6 +230,8 @@ SAMPLES = [
     Sample("opencode", "opencode", _opencode, external_id="ses_001", folds=1),
     Sample("efferent", "efferent", _efferent, external_id="c1", folds=2),
     Sample("picoclaw", "picoclaw", _picoclaw, folds=1),
+    Sample("qwen-code", "qwen-code", _qwen, folds=2),
+    Sample("pi", "pi", _pi, folds=2),
     Sample("mini-swe-agent", "mini-swe-agent", _mini_swe_agent),
     Sample("cline", "cline", _cline, external_id="0199a1b2-roo-task", folds=1),
     Sample("cline-truncation", "cline", _cline_truncation, external_id="1760000000000", folds=1),
