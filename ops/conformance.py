@@ -5,8 +5,9 @@
 - main model calls per conversation (compaction and side calls are not main calls);
 - tool calls per conversation;
 - sub-agents linked under their parent;
-- one fold per compaction, with its trigger; tokens_before = the agent's recorded figure or the
-  last main call's measured input (input, or input + output as Claude Code counts it);
+- one fold per compaction, with its trigger; tokens_before = the agent's recorded figure (the
+  driver reads it from the raw log: Run.recorded_before) or the last main call's measured input
+  (input, or input + output);
   tokens_after = the input the scripted server reported for the first main call after the fold,
   None when none follows;
 - the window at every main call: the request's items against `conversations.windows.call_window`
@@ -128,18 +129,19 @@ def check_folds(run: Run, key: str, conv: Conversation, exchanges: list[Exchange
         got = [f.trigger for f in folds]
         if got != triggers:
             diffs.append(Difference(key, "trigger", str(triggers), str(got)))
+    recorded = run.recorded_before.get(key) or []
     for n, (fold, ex) in enumerate(zip(folds, compactions), 1):
-        diffs += _fold_figures(key, n, fold, ex, exchanges)
+        diffs += _fold_figures(key, n, fold, ex, exchanges, recorded[n - 1] if n <= len(recorded) else None)
     return diffs
 
 
-def _fold_figures(key: str, n: int, fold: Fold, compaction: Exchange, exchanges: list[Exchange]) -> list[Difference]:
+def _fold_figures(key: str, n: int, fold: Fold, compaction: Exchange, exchanges: list[Exchange], recorded: int | None) -> list[Difference]:
     diffs = []
     before = [e for e in exchanges if e.kind == "main" and e.agent == key and e.n < compaction.n]
     after = [e for e in exchanges if e.kind == "main" and e.agent == key and e.n > compaction.n]
     if before:
         last = before[-1].usage
-        accepted = {last["input"], last["input"] + last["output"]}
+        accepted = {last["input"], last["input"] + last["output"]} | ({recorded} if recorded is not None else set())
         if fold.tokens_before not in accepted:
             diffs.append(Difference(f"{key} fold {n}", "tokens_before", " or ".join(map(str, sorted(accepted))), str(fold.tokens_before)))
     want_after = after[0].usage["input"] if after else None

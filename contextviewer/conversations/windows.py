@@ -74,9 +74,20 @@ def resolve(conv: Conversation, n: int | str) -> tuple[int, int, ModelCall]:
 
 def call_window(conv: Conversation, n: int | str) -> CallWindow:
     number, count, call = resolve(conv, n)
+    items = _request_items(conv, call, number)
+    if items is None:
+        items = _position_items(conv, call)
+    counts = tokens.count_texts([i["text"] for i in items])
+    for item, t in zip(items, counts):
+        item["tokens"] = t
+    measured = call.input_uncached + call.cache_write + call.cache_read
+    return CallWindow(conv.pk, number, count, call.position, call.model, measured or None, call.estimated_context, items)
+
+
+def _position_items(conv: Conversation, call: ModelCall) -> list[dict[str, Any]]:
+    """The window as the positions give it (core/window.py): the fold in effect, what it kept, what followed."""
     folds = [f for f in segment_folds(conv) if f.origin == "imported"]
-    spans = curve_fold_spans(conv)
-    plan = core_window.plan(call.position, spans)
+    plan = core_window.plan(call.position, curve_fold_spans(conv))
     fold = folds[plan.fold_index] if plan.fold_index is not None and plan.fold_index < len(folds) else None
     if fold is not None and (fold.preserved or fold.summary_last):
         at = uuid_positions(conv, fold.preserved or [])
@@ -96,11 +107,33 @@ def call_window(conv: Conversation, n: int | str) -> CallWindow:
         summary = is_summary or position == plan.summary_position
         if summary and not core_window.sent(role, flags):
             role = "user"
-        if not core_window.sent(role, flags):
-            continue
-        items.extend(core_window.message_items(role, blocks, summary=summary))
-    counts = tokens.count_texts([i["text"] for i in items])
-    for item, t in zip(items, counts):
-        item["tokens"] = t
-    measured = call.input_uncached + call.cache_write + call.cache_read
-    return CallWindow(conv.pk, number, count, call.position, call.model, measured or None, call.estimated_context, items)
+        if core_window.sent(role, flags):
+            items.extend(core_window.message_items(role, blocks, summary=summary))
+    return items
+
+
+def _request_items(conv: Conversation, call: ModelCall, number: int) -> list[dict[str, Any]] | None:
+    """The window as the log's own record of the request gives it (Claude Code 2.1.3xx: the call's
+    first message holds `flags.request`, {"keep": n, "tail": entries}: n entries of the request of
+    the call before it, then its own); None where the call has none (the positions tell then)."""
+    own = Message.objects.filter(pk=call.message_id).values_list("flags", flat=True).first() if call.message_id else None
+    if not (own or {}).get("request"):
+        return None
+    requests = [
+        (flags or {}).get("request")
+        for flags in _calls(conv)[:number].values_list("message__flags", flat=True)
+    ]
+    entries = core_window.sent_entries(requests)
+    if entries is None:
+        return None
+    uuids = [u for e in entries for u in e.get("uuids") or ()]
+    by_uuid: dict[str, tuple] = {}
+    for i in range(0, len(uuids), 500):
+        chunk = uuids[i : i + 500]
+        for uuid, role, blocks, is_summary in Message.objects.filter(conversation=conv, uuid__in=chunk).values_list(
+            "uuid", "role", "blocks", "is_compact_summary"
+        ):
+            by_uuid[uuid] = (role, blocks, is_summary)
+    summaries = list(Message.objects.filter(conversation=conv, is_compact_summary=True).values_list("blocks", flat=True))
+    texts = ["\n".join(b.get("text") or "" for b in blocks if isinstance(b, dict)) for blocks in summaries]
+    return core_window.request_items(entries, by_uuid, texts)

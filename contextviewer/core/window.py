@@ -125,3 +125,89 @@ def summary_item(text: str, encrypted: bool = False) -> dict[str, Any]:
     elif not text:
         item["note"] = MISSING_SUMMARY_NOTE
     return item
+
+
+# --- what the log's record of a request says it carried (Claude Code 2.1.3xx) -------------------
+
+HASH_ONLY_NOTE = "the log names this message by its hash only: what it held is not recorded"
+
+
+def sent_entries(requests: Sequence[dict | None]) -> list[dict] | None:
+    """The entries the last request carried, from each call's `flags.request` in call order (None
+    for a call without one): each request keeps `keep` entries of the one before it that has a
+    request, then adds its `tail`. None when the last call has no request, or when its request
+    cannot be rebuilt (it keeps entries no earlier request gave)."""
+    if not requests or not isinstance(requests[-1], dict):
+        return None
+    given: list[dict] | None = []
+    for request in requests:
+        if not isinstance(request, dict):
+            continue
+        keep, tail = request.get("keep"), request.get("tail")
+        if not isinstance(keep, int) or not isinstance(tail, list) or (keep and (given is None or keep > len(given))):
+            given = None
+            continue
+        given = (given or [])[:keep] + [e for e in tail if isinstance(e, dict)]
+    return given
+
+
+def content_items(role: str, content: Any) -> list[dict[str, Any]]:
+    """A message as sent (Anthropic Messages content: a string or blocks) as window items."""
+    if isinstance(content, str):
+        return [_item(role, "text", content)]
+    out = []
+    for b in content if isinstance(content, list) else []:
+        if not isinstance(b, dict):
+            continue
+        kind = b.get("type")
+        if kind == "text":
+            out.append(_item(role, "text", b.get("text") or ""))
+        elif kind == "tool_use":
+            out.append(_item(role, "tool_call", json.dumps(b.get("input"), ensure_ascii=False), b.get("id"), b.get("name")))
+        elif kind == "tool_result":
+            inner = b.get("content")
+            text = inner if isinstance(inner, str) else "\n".join(
+                p.get("text") or "" for p in inner or [] if isinstance(p, dict) and p.get("type") == "text")
+            out.append(_item("tool", "tool_result", text, b.get("tool_use_id")))
+        elif kind in ("thinking", "redacted_thinking"):
+            out.append(_item(role, "thinking", b.get("thinking") or ""))
+        elif kind == "image":
+            out.append(_item(role, "image", ""))
+        else:
+            out.append(_item(role, "other", json.dumps(b, ensure_ascii=False)[:2000]))
+    return out
+
+
+def _item(role: str, kind: str, text: str, tool_id: str | None = None, tool_name: str | None = None) -> dict[str, Any]:
+    return {"role": role, "kind": kind, "tool_id": tool_id, "tool_name": tool_name, "text": text, "note": None}
+
+
+def _is_summary(text: str, summaries: Sequence[str]) -> bool:
+    head = " ".join(text.split())[:SUMMARY_PROBE]
+    return len(head) >= SUMMARY_PROBE // 2 and any(head in s for s in summaries)
+
+
+SUMMARY_PROBE = 200  # characters of a message as sent looked for in the fold summaries
+
+
+def request_items(entries: Sequence[dict], messages: dict[str, tuple], summaries: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Window items of a request's entries: a message as sent (`role`, `content`), the transcript
+    lines it came from (`uuids`: `messages` maps each to (role, blocks, is summary)), or a hash the
+    log does not resolve (an item that says so). A text sent that begins as one of `summaries` (the
+    conversation's fold summaries, whitespace folded) is that summary."""
+    folded = [" ".join(s.split()) for s in summaries if s]
+    out: list[dict[str, Any]] = []
+    for entry in entries:
+        if "content" in entry and isinstance(entry.get("role"), str):
+            for item in content_items(entry["role"], entry["content"]):
+                if item["kind"] == "text" and folded and _is_summary(item["text"], folded):
+                    item["kind"] = "summary"
+                out.append(item)
+        elif entry.get("uuids"):
+            for uuid in entry["uuids"]:
+                if uuid in messages:
+                    role, blocks, is_summary = messages[uuid]
+                    out.extend(message_items("user" if is_summary else role, blocks, summary=bool(is_summary)))
+        else:
+            out.append({**_item("user", "other", ""), "note": HASH_ONLY_NOTE})
+    return out

@@ -86,6 +86,10 @@ class Run:
     triggers: dict[str, list[str]] = field(default_factory=dict)  # conversation key -> fold triggers in order
     allowances: list[Allowance] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # conversation key -> each fold's tokens_before as the agent's own log records it (read by the
+    # driver from the raw file, e.g. Claude Code's compactMetadata.preTokens: the last call's input and
+    # output plus its estimate of a prompt written before it folded); the check accepts it
+    recorded_before: dict[str, list[int | None]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

@@ -113,8 +113,10 @@ class ClaudeCodeDriver:
         out = main[:3] + ["/compact"]
         return out + main[3:]
 
-    def run(self) -> Run:
-        missing = self.pin.missing()
+    def run(self, pin: Pin | None = None) -> Run:
+        """Run the pinned CLI, or `pin` (another install of it: `agents check --latest`)."""
+        pin = pin or self.pin
+        missing = pin.missing()
         if missing:
             raise RuntimeError(missing)
         with workspace(self.key) as (home, project):
@@ -135,7 +137,7 @@ class ClaudeCodeDriver:
                     DISABLE_ERROR_REPORTING="1",
                 )
                 cmd = [
-                    str(self.pin.exe),
+                    str(pin.exe),
                     "-p",
                     "--input-format",
                     "stream-json",
@@ -153,7 +155,7 @@ class ClaudeCodeDriver:
             triggers = ["auto", "manual"]
             return Run(
                 key=self.key,
-                version=self.pin.version,
+                version=pin.installed_version() or pin.version,
                 label=LABEL,
                 folder=folder,
                 server=srv,
@@ -161,13 +163,38 @@ class ClaudeCodeDriver:
                 steps=[step],
                 parents={SUB: MAIN},
                 triggers={MAIN: triggers},
-                allowances=allowances(self.pin.version),
+                allowances=allowances(pin.installed_version() or pin.version),
+                recorded_before={MAIN: pre_tokens(folder)},
                 notes=[] if self.prompt_after_manual else ["the manual /compact is the last step: no call follows it"],
             )
 
 
+def pre_tokens(folder: Path) -> list[int | None]:
+    """Each fold's tokens_before as the main session file records it: compactMetadata.preTokens of its
+    compact_boundary lines, in order (read here from the raw lines, not through the importer)."""
+    out: list[int | None] = []
+    for path in sorted(folder.glob("*.jsonl")):
+        for line in path.read_text(errors="replace").splitlines():
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(obj, dict) and obj.get("subtype") == "compact_boundary" and not obj.get("isSidechain"):
+                out.append((obj.get("compactMetadata") or {}).get("preTokens"))
+    return out
+
+
+def records_requests(version: str) -> bool:
+    """2.1.3xx writes api-request records: the window is what each request carried (flags.request)."""
+    parts = [int(p) if p.isdigit() else 0 for p in version.split(".")[:3]]
+    return parts >= [2, 1, 300]
+
+
 def allowances(version: str) -> list[Allowance]:
-    """Request items a Claude Code log cannot hold as conversation text (docs/agents.md)."""
+    """Request items a Claude Code log cannot hold as conversation text (docs/agents.md): none where it
+    records each request (2.1.3xx), the reminders and system messages where it does not (2.1.197)."""
+    if records_requests(version):
+        return []
     system = (
         "You have been invoked in the following environment",
         "Today's date is",
@@ -179,11 +206,7 @@ def allowances(version: str) -> list[Allowance]:
         "Called the Read tool with the following input",
         "Result of calling the Read tool",
     )
-    kept = (
-        "2.1.332 keeps each of them, as sent, in an api-request-blob record (the call's flags.request), not as a message"
-        if version != "2.1.197"
-        else "2.1.197 never logged them as sent"
-    )
+    kept = "2.1.197 never logged them as sent (2.1.3xx keeps each in an api-request-blob record)"
     return [
         Allowance(
             "system-reminder",

@@ -72,3 +72,32 @@ def test_preserved_messages_listed_by_the_log_keep_its_order_and_a_listed_summar
     assert plan.listed([3, 2, 7], summary_last=True).positions(list(range(20))) == [3, 2, 7, 12, 13]
     assert plan.listed([3, 2, 7]).positions(list(range(20))) == [12, 3, 2, 7, 13]
     assert window.plan(5, [fold]).listed([3, 2]).positions(list(range(20))) == [0, 1, 2, 3, 4]
+
+
+# --- the log's own record of each request (Claude Code 2.1.3xx: flags.request) --------------------
+
+
+def test_each_request_keeps_entries_of_the_one_before_and_adds_its_tail():
+    a, b, c = {"hash": "a", "uuids": ["u1"]}, {"hash": "b", "role": "system", "content": "Today's date is X."}, {"hash": "c"}
+    requests = [{"keep": 0, "tail": [a]}, None, {"keep": 1, "tail": [b]}, {"keep": 2, "tail": [c]}]
+    assert window.sent_entries(requests) == [a, b, c]
+    assert window.sent_entries(requests[:3]) == [a, b]
+    assert window.sent_entries(requests[:2]) is None  # the last call has no request: positions tell
+    assert window.sent_entries([{"keep": 3, "tail": [a]}]) is None  # keeps what no request gave
+
+
+def test_request_entries_become_items_and_a_sent_summary_is_the_summary():
+    summary = "This session is being continued from a previous conversation. " * 5
+    entries = [
+        {"hash": "s", "role": "user", "content": [{"type": "text", "text": summary + "\n<system-reminder>x</system-reminder>"}]},
+        {"hash": "t", "uuids": ["u1", "u2"]},
+        {"hash": "r", "role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "ok"}]}]},
+        {"hash": "h"},
+    ]
+    messages = {"u1": ("assistant", [{"kind": "text", "text": "reading"}], False),
+                "u2": ("assistant", [{"kind": "tool_call", "tool_id": "t1", "tool_name": "Read", "tool_input": {}}], False)}
+    items = window.request_items(entries, messages, [summary])
+    assert [(i["role"], i["kind"], i["tool_id"]) for i in items] == [
+        ("user", "summary", None), ("assistant", "text", None), ("assistant", "tool_call", "t1"), ("tool", "tool_result", "t1"),
+        ("user", "other", None)]
+    assert items[-1]["note"] == window.HASH_ONLY_NOTE
