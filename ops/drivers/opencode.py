@@ -3,12 +3,16 @@
 
 Both read a config file in ~/.config/<agent>/ (`opencode.json`, `kilo.json`): provider `anthropic`
 with `options.baseURL` = the scripted server, one model whose `limit.context` is small (50,000) so
-the reported 150k input on prompt 2's answer overflows it and the CLI auto-compacts before prompt 3.
-One process per prompt: `<cli> run "PROMPT"`, then `<cli> run --continue "PROMPT"`. The plan
-(base.standard_plan): prompt 1 (glob, read), prompt 2 (edit, bash; its answer reports the big
-input), prompt 3 (a sub-agent through the `task` tool: a child session of its own, prompt cv-sub-1
-with a read). A title call (no tools) is a side call; the compaction call is its own assistant
-message (`summary: true`) in the store: the fold's cost, not a main call.
+the reported 150k input on prompt 2's answer overflows it and the CLI auto-compacts. opencode: one
+process per prompt, `opencode run "PROMPT"`, then `opencode run --continue "PROMPT"`; Kilo: the same
+prompts through one `kilo serve` (`kilo run --attach URL [--continue]`), its start being slow. The
+plan (base.standard_plan): prompt 1 (read the folder: glob and grep need ripgrep, which opencode
+would download; then read), prompt 2 (edit, bash; its answer reports the big input), prompt 3 (a
+sub-agent through the `task` tool: a child session of its own, prompt cv-sub-1 with a read).
+opencode folds right after prompt 2's answer and goes on by itself (a synthetic "Continue if you
+have next steps..." prompt: a main call of the plan); Kilo folds before prompt 3 and replays it
+after the summary. A title call (no tools) is a side call; the compaction call is its own
+assistant message (`summary: true`) in the store: the fold's cost, not a main call.
 
 The folder a user imports: ~/.local/share/<agent>/ (the database `<agent>.db` with its -wal and
 -shm), copied out of the temp HOME.
@@ -18,11 +22,27 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
+import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ops.drivers.base import MAIN, SUB, Allowance, Run, Toolset, base_env, end_daemons, run_step, standard_plan, workspace
+from ops.drivers.base import (
+    MAIN,
+    SUB,
+    Allowance,
+    Run,
+    Step,
+    Toolset,
+    base_env,
+    end_daemons,
+    kill_group,
+    run_step,
+    standard_plan,
+    workspace,
+)
 from ops.drivers.pins import PINS, Pin
 from ops.scripted.plan import Plan, Prompt, Tool
 from ops.scripted.server import ScriptedServer
@@ -32,6 +52,7 @@ CONTEXT = 50_000  # the model's limit.context: opencode folds when a call's inpu
 OUTPUT = 8_000
 COMPACT_AT = 150_000  # reported on prompt 2's answer
 TIMEOUT = 90.0
+SERVE_WAIT = 60.0
 # What an opencode compaction request says (its summarization prompt), beside the plan's own.
 COMPACTION_MARKERS = ("create a new anchored summary from the conversation history",)
 # After an automatic fold opencode goes on by itself: a synthetic user message (its part's metadata
@@ -73,6 +94,9 @@ class OpencodeDriver:
     pin: Pin
     app: str  # the CLI's own name: its config folder, data folder and database are named after it
     label: str  # the agent contextviewer must name
+    # Run the prompts through one `<cli> serve` (`run --attach`): a Kilo start takes 10 to 25 s on a
+    # loaded machine, and this pays it once instead of once per prompt. The store is the same.
+    attach: bool = False
 
     @property
     def key(self) -> str:
@@ -93,8 +117,10 @@ class OpencodeDriver:
         plan.prompts.append(Prompt(CONTINUE, CONTINUE_MARKER, [], "Nothing is left to do."))
         return plan
 
-    def run(self) -> Run:
-        missing = self.pin.missing()
+    def run(self, pin: Pin | None = None) -> Run:
+        """Run the plan with the pinned CLI, or `pin` (another install of the same package: today's release)."""
+        pin = pin or self.pin
+        missing = pin.missing()
         if missing:
             raise RuntimeError(missing)
         with workspace(self.key) as (home, project):
@@ -104,15 +130,23 @@ class OpencodeDriver:
                 conf.mkdir(parents=True, exist_ok=True)
                 (conf / f"{self.app}.json").write_text(json.dumps(config(srv.url), indent=1))
                 env = base_env(home, **self.quiet_env())
-                steps = []
-                prompts = [p.text for p in plan.prompts if p.agent == MAIN and p.marker != CONTINUE_MARKER]
-                for i, text in enumerate(prompts):
-                    cmd = [str(self.pin.exe), "run", *(["--continue"] if i else []), text]
-                    step = run_step(cmd, project, env, timeout=TIMEOUT)
-                    steps.append(step)
-                    if step.returncode != 0:
-                        break
-                end_daemons(home)
+                steps: list[Step] = []
+                notes: list[str] = []
+                server = self.serve(pin, project, env, notes) if self.attach else None
+                try:
+                    prompts = [p.text for p in plan.prompts if p.agent == MAIN and p.marker != CONTINUE_MARKER]
+                    for i, text in enumerate(prompts):
+                        where = ["--attach", server[1], "--dir", str(project)] if server else []
+                        cmd = [str(pin.exe), "run", *where, *(["--continue"] if i else []), text]
+                        step = run_step(cmd, project, env, timeout=TIMEOUT)
+                        steps.append(step)
+                        if step.returncode != 0:
+                            break
+                finally:
+                    if server:
+                        kill_group(server[0].pid)
+                        server[0].wait(timeout=10)
+                    end_daemons(home)
                 src = home / ".local" / "share" / self.app
                 folder = Path(tempfile.mkdtemp(prefix=f"cv-run-{self.key}-"))
                 for name in (f"{self.app}.db", f"{self.app}.db-wal", f"{self.app}.db-shm"):
@@ -120,7 +154,7 @@ class OpencodeDriver:
                         shutil.copy2(src / name, folder / name)
             return Run(
                 key=self.key,
-                version=self.pin.version,
+                version=pin.version,
                 label=self.label,
                 folder=folder,
                 server=srv,
@@ -129,7 +163,28 @@ class OpencodeDriver:
                 parents={SUB: MAIN},
                 triggers={MAIN: ["auto"]},
                 allowances=allowances(self.app),
+                notes=notes,
             )
+
+    def serve(self, pin: Pin, project: Path, env: dict[str, str], notes: list[str]) -> tuple[subprocess.Popen, str] | None:
+        """`<cli> serve` on a free port of 127.0.0.1 (its own process group), once it listens: (process,
+        url); None (and a note) when it does not start, and the prompts run without it."""
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        proc = subprocess.Popen([str(pin.exe), "serve", "--hostname", "127.0.0.1", "--port", str(port)], cwd=project,
+                                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        deadline = time.monotonic() + SERVE_WAIT
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                return proc, f"http://127.0.0.1:{port}"
+            except OSError:
+                time.sleep(0.2)
+        kill_group(proc.pid)
+        notes.append(f"`{self.app} serve` did not listen within {SERVE_WAIT:.0f} s: each prompt ran in a process of its own")
+        return None
 
 
 def allowances(app: str) -> list[Allowance]:
@@ -154,5 +209,5 @@ def allowances(app: str) -> list[Allowance]:
 
 
 DRIVER = OpencodeDriver(PINS["opencode"], "opencode", "opencode")
-KILO_DRIVER = OpencodeDriver(PINS["kilo"], "kilo", "kilo")
+KILO_DRIVER = OpencodeDriver(PINS["kilo"], "kilo", "kilo", attach=True)
 DRIVERS = [DRIVER, KILO_DRIVER]

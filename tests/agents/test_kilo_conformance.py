@@ -8,7 +8,8 @@ parent, one auto fold (Kilo folds before the prompt that overflows and replays t
 summary), and the window at every main call. Kilo adds an `<environment_details>` text to each user
 message it sends and does not store it (the Run's allowance `environment-details`).
 
-The run takes 30 to 90 s (Kilo's start is slow on a loaded machine); it runs once per module."""
+The run takes 30 to 60 s (a Kilo start is slow on a loaded machine: the driver pays it once, through
+`kilo serve`); it runs once per module."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ compaction call the fold's cost), tool calls, the `task` sub-agent (a child sess
 one auto fold (opencode records no figure: tokens_before is the last call's input; tokens_after the
 first call after it, its automatic "Continue" call), and the window at every main call.
 
-The run takes about 15 s; it runs once per module."""
+The run takes 15 to 30 s; it runs once per module."""
 
 from __future__ import annotations
 
