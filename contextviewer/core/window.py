@@ -53,10 +53,14 @@ class WindowPlan:
 
     def listed(self, order: Sequence[int], summary_last: bool = False) -> WindowPlan:
         """The plan with the preserved messages in the order the log lists them (Codex's
-        replacement_history), not in position order; the summary heads them, or follows them when
-        the log says so (`summary_last`: Codex 0.171 sends the kept messages, then the summary)."""
+        replacement_history), not in position order; the summary heads them, or sits where the list
+        names it (Gemini CLI), or follows them when the log says so (`summary_last`: Codex 0.171
+        sends the kept messages, then the summary)."""
         if self.fold_index is None:
             return self
+        if self.summary_position in order and not summary_last:
+            # The log lists the summary among what it kept (Gemini CLI: [context, summary, "Got it", kept ...]).
+            return replace(self, head=tuple(dict.fromkeys(p for p in order if p <= self.end)))
         kept = tuple(dict.fromkeys(p for p in order if p <= self.end and p != self.summary_position))
         if self.summary_position is None:
             return replace(self, head=kept)

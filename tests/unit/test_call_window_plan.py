@@ -72,6 +72,8 @@ def test_preserved_messages_listed_by_the_log_keep_its_order_and_a_listed_summar
     assert plan.listed([3, 2, 7], summary_last=True).positions(list(range(20))) == [3, 2, 7, 12, 13]
     assert plan.listed([3, 2, 7]).positions(list(range(20))) == [12, 3, 2, 7, 13]
     assert window.plan(5, [fold]).listed([3, 2]).positions(list(range(20))) == [0, 1, 2, 3, 4]
+    # Gemini CLI lists the summary among what it kept: [context (2), summary (12), "Got it" (3), kept (7)].
+    assert plan.listed([2, 12, 3, 7]).positions(list(range(20))) == [2, 12, 3, 7, 13]
 
 
 # --- the log's own record of each request (Claude Code 2.1.3xx: flags.request) --------------------
