@@ -126,9 +126,12 @@ def test_an_opencode_store_with_a_sub_agent_and_a_fold(project, user, client, tm
     child = Conversation.objects.get(project=project, agent="opencode", external_id="ses_001/ses_002")
     assert child.parent_id == top.id and child.kind == ConversationKind.SUBAGENT
     assert child.parent_tool_use_id == "call_task" and child.agent_type == "explore"
-    assert (top.model_call_count, child.model_call_count, top.fold_count) == (3, 1, 1)
+    # two steps of msg_002; msg_004, the summary the compaction wrote, is the fold's cost, not a call
+    assert (top.model_call_count, child.model_call_count, top.fold_count) == (2, 1, 1)
     fold = top.folds.get()
     assert fold.summary_message.uuid == "msg_004"
+    assert (fold.cost["calls"], fold.cost["input_uncached"], fold.cost["output"]) == (1, 5, 200)
+    assert fold.tokens_before == 50 + 13_000  # the last call's measured input: opencode records none
     assert top.title == "Fix the parser" and top.cwd == "/work/app"
     _page(client, user, top)
     _page(client, user, child)
