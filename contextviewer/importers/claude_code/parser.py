@@ -662,7 +662,7 @@ class _Requests:
                 block = {k: v for k, v in block.items() if k != "cache_control"}
             if run[4]:
                 run[2].update(b",")
-            run[2].update(_canonical(block).encode())
+            run[2].update(_canonical(block).encode("utf-8", "surrogatepass"))  # a lone surrogate (a hostile line) hashes, never raises
             run[4] += 1
         if uuid is not None:
             run[3].append(uuid)
