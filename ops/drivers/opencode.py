@@ -15,7 +15,7 @@ after the summary. A title call (no tools) is a side call; the compaction call i
 assistant message (`summary: true`) in the store: the fold's cost, not a main call.
 
 The folder a user imports: ~/.local/share/<agent>/ (the database `<agent>.db` with its -wal and
--shm), copied out of the temp HOME.
+-shm, the CLI's own logs, Kilo's storage/), copied whole out of the temp HOME.
 """
 
 from __future__ import annotations
@@ -149,9 +149,8 @@ class OpencodeDriver:
                     end_daemons(home)
                 src = home / ".local" / "share" / self.app
                 folder = Path(tempfile.mkdtemp(prefix=f"cv-run-{self.key}-"))
-                for name in (f"{self.app}.db", f"{self.app}.db-wal", f"{self.app}.db-shm"):
-                    if (src / name).exists():
-                        shutil.copy2(src / name, folder / name)
+                if src.is_dir():  # the whole data folder, as a user imports it (its logs are skipped)
+                    shutil.copytree(src, folder, dirs_exist_ok=True, symlinks=True)
             return Run(
                 key=self.key,
                 version=pin.version,
