@@ -23,7 +23,12 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from contextviewer.accounts.services import get_or_create_project
+from contextviewer.conversations import windows
 from contextviewer.conversations.models import Conversation, Fold, FoldKind, FoldOrigin, Message
+from contextviewer.ingest import imports
+from contextviewer.jobs import queue as jobs
+from contextviewer.jobs.models import JobStatus
 from ops.drivers.base import Allowance, Run
 from ops.scripted.server import Exchange
 from ops.scripted.view import Item
@@ -44,10 +49,6 @@ class Difference:
 
 def import_run(run: Run, project_name: str | None = None):
     """Import the run's folder into a new project, as `manage.py import FOLDER` does; the project."""
-    from contextviewer.accounts.services import get_or_create_project  # noqa: PLC0415
-    from contextviewer.ingest import imports  # noqa: PLC0415
-    from contextviewer.jobs import queue as jobs  # noqa: PLC0415
-    from contextviewer.jobs.models import JobStatus  # noqa: PLC0415
 
     project = get_or_create_project(project_name or f"agents check {run.key} {uuid.uuid4().hex[:8]}")
     job, _ = imports.start_import(project, paths=[str(run.folder)], enqueue=False)
@@ -154,8 +155,6 @@ def _fold_figures(key: str, n: int, fold: Fold, compaction: Exchange, exchanges:
 
 
 def check_windows(run: Run, key: str, conv: Conversation, mains: list[Exchange]) -> list[Difference]:
-    from contextviewer.conversations import windows  # noqa: PLC0415
-
     diffs: list[Difference] = []
     count = conv.model_calls.count()
     for i, ex in enumerate(mains, 1):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from ops.scripted.anthropic import Anthropic
+from ops.scripted.chat import Chat
+from ops.scripted.gemini import Gemini
+from ops.scripted.responses import Responses
+
 
 def all_adapters() -> list:
-    from ops.scripted.anthropic import Anthropic  # noqa: PLC0415
-    from ops.scripted.chat import Chat  # noqa: PLC0415
-    from ops.scripted.gemini import Gemini  # noqa: PLC0415
-    from ops.scripted.responses import Responses  # noqa: PLC0415
-
     return [Anthropic(), Responses(), Chat(), Gemini()]

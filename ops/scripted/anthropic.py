@@ -7,7 +7,7 @@ import json
 import uuid
 from typing import Any
 
-from ops.scripted.server import Exchange, estimate, send_json, send_sse
+from ops.scripted.exchange import Exchange, estimate, send_json, send_sse
 from ops.scripted.view import Item, View
 
 

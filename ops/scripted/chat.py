@@ -7,7 +7,7 @@ import json
 import time
 from typing import Any
 
-from ops.scripted.server import Exchange, send_json, send_sse
+from ops.scripted.exchange import Exchange, send_json, send_sse
 from ops.scripted.view import Item, View
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ops.scripted.server import Exchange, estimate, send_json, send_sse
+from ops.scripted.exchange import Exchange, estimate, send_json, send_sse
 from ops.scripted.view import Item, View
 
 _METHODS = (":generateContent", ":streamGenerateContent", ":countTokens")

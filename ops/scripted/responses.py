@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from ops.scripted.plan import Tool
-from ops.scripted.server import Exchange, send_json, send_sse
+from ops.scripted.exchange import Exchange, send_json, send_sse
 from ops.scripted.view import Item, View
 
 # A tool input string holding this is given the id of the agent the request's latest `spawn_agent`

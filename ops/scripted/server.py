@@ -18,65 +18,18 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Protocol
+from typing import Any
 
-from ops.scripted.plan import Plan, Tool
+from ops.scripted.adapters import all_adapters
+from ops.scripted.exchange import Adapter, Exchange, Reply, estimate, send_json
+from ops.scripted.plan import Plan
 from ops.scripted.view import View
-
-
-@dataclass
-class Reply:
-    text: str = ""
-    tool: Tool | None = None
-    tool_id: str | None = None
-
-
-@dataclass
-class Exchange:
-    n: int  # order of arrival, from 0
-    protocol: str  # the adapter's name
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: Any
-    view: View | None = None
-    kind: str = "other"  # main | compaction | side | other
-    prompt: int | None = None  # index into plan.prompts (main)
-    agent: str = ""  # the prompt's agent ("main" or a sub-agent's name); "" for side and other
-    step: int | None = None  # which response of the prompt (0 = first)
-    reply: Reply | None = None
-    usage: dict[str, int] = field(default_factory=dict)  # {"input": n, "output": m} as reported
-
-    @property
-    def is_model_call(self) -> bool:
-        return self.kind in ("main", "compaction", "side")
-
-
-class Adapter(Protocol):
-    name: str
-
-    def handles(self, method: str, path: str, headers: dict[str, str]) -> bool: ...
-
-    def view(self, path: str, body: Any) -> View | None:
-        """The request as a View, or None when it is not a model call (answered by `answer_other`)."""
-
-    def answer(self, handler: BaseHTTPRequestHandler, ex: Exchange) -> None:
-        """Write the response for a model call: ex.reply and ex.usage are set."""
-
-    def answer_other(self, handler: BaseHTTPRequestHandler, ex: Exchange) -> None: ...
-
-
-def estimate(body: Any) -> int:
-    return max(1, len(json.dumps(body, ensure_ascii=False)) // 4)
 
 
 class ScriptedServer:
     def __init__(self, plan: Plan, adapters: list[Adapter] | None = None):
         if adapters is None:
-            from ops.scripted.adapters import all_adapters  # noqa: PLC0415
-
             adapters = all_adapters()
         self.plan = plan
         self.adapters = adapters
@@ -118,7 +71,7 @@ class ScriptedServer:
             ex = Exchange(len(self.exchanges), adapter.name if adapter else "", method, handler.path, headers, body)
             self.exchanges.append(ex)
         if adapter is None:
-            return _json(handler, 404, {"error": {"message": f"no scripted route for {method} {handler.path}"}})
+            return send_json(handler, 404, {"error": {"message": f"no scripted route for {method} {handler.path}"}})
         view = adapter.view(handler.path, body) if method == "POST" else None
         if view is None:
             return adapter.answer_other(handler, ex)
@@ -191,35 +144,3 @@ def _unzstd(raw: bytes) -> bytes:
         return zstandard.ZstdDecompressor().decompress(raw, max_output_size=1 << 28)
     except Exception:
         return raw
-
-
-# -- helpers the adapters share --------------------------------------------------------------
-
-
-def _json(handler, status: int, data) -> None:
-    raw = json.dumps(data).encode()
-    handler.send_response(status)
-    handler.send_header("content-type", "application/json")
-    handler.send_header("content-length", str(len(raw)))
-    handler.end_headers()
-    handler.wfile.write(raw)
-
-
-send_json = _json
-
-
-def send_sse(handler, events: list[tuple[str | None, Any]], done: str | None = None) -> None:
-    """Server-sent events: (event name or None, data) each; `done` ends the stream as a last data line
-    (Chat Completions' "[DONE]")."""
-    handler.send_response(200)
-    handler.send_header("content-type", "text/event-stream")
-    handler.send_header("cache-control", "no-cache")
-    handler.send_header("connection", "close")
-    handler.end_headers()
-    for name, data in events:
-        head = f"event: {name}\n" if name else ""
-        handler.wfile.write(f"{head}data: {json.dumps(data)}\n\n".encode())
-        handler.wfile.flush()
-    if done is not None:
-        handler.wfile.write(f"data: {done}\n\n".encode())
-    handler.close_connection = True

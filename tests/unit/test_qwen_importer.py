@@ -218,8 +218,8 @@ def test_a_compression_is_a_fold_whose_rebuilt_history_comes_before_the_prompt_i
 
 def test_the_fold_cost_is_the_compression_call_the_telemetry_recorded(project):
     folds = of(parse_path(qwen.parse, project / "chats" / f"{SID}.jsonl"), FoldRecord)
-    assert [f.metadata["cost"]["input_uncached"] for f in folds] == [19_000, 19_100]
-    assert [f.metadata["cost"]["calls"] for f in folds] == [1, 1]
+    assert [f.cost["input_uncached"] for f in folds] == [19_000, 19_100]
+    assert [f.cost["calls"] for f in folds] == [1, 1]
 
 
 def test_the_sub_agent_is_linked_and_its_round_is_one_call(project):

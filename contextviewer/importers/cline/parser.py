@@ -55,6 +55,7 @@ from contextviewer.importers.common import (
 from contextviewer.importers.driver import guarded
 from contextviewer.importers.formats import ParseInput, SessionFiles
 from contextviewer.importers.jsondoc import Document, read_json_file
+from contextviewer.importers.cline.cli_session import parse_session_folder
 from contextviewer.importers.cline.entry import (  # noqa: F401 - the light part, re-exported
     ENTRY,
     HISTORY,
@@ -342,8 +343,6 @@ def parse_folder(folder: Path) -> Iterator[Record]:
     if folder.is_file():
         folder = folder.parent
     if not (folder / HISTORY).is_file() and is_cli_session(folder):
-        from contextviewer.importers.cline.cli_session import parse_session_folder  # noqa: PLC0415
-
         yield from parse_session_folder(folder)
         return
     history = _read(folder, HISTORY, bad, required=True)

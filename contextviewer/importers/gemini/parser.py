@@ -413,16 +413,7 @@ class _Chat:
         kept = set(new_ids)
         archived = [mid for mid in self.view if mid not in kept]
         if self.restarting or not archived:
-            answered = self._answered()
-            for mid, item in fresh:
-                if item.get("type") == "user" and _response_ids(item) and _response_ids(item) <= answered:
-                    self.skipped += 1
-                    new_ids.remove(mid)
-                    continue
-                entry = self.entries[mid] = _Entry(mid, item, compact_json(item), line_no, offset)
-                entry.rewrite = True
-                self.sequence.append(entry)
-            self._set_view(new_ids)
+            self._adopt(fresh, new_ids, line_no, offset)
             return
         if archived and fresh:
             fresh = self._copies(fresh, archived)
@@ -448,26 +439,41 @@ class _Chat:
         last = self.last
         self._set_view(new_ids)
         if marker is not None:
-            before_tokens = self.last_input
-            self.folds.append(
-                FoldRecord(
-                    line_no=line_no,
-                    boundary_uuid=marker.uuid,
-                    kind="compact",
-                    trigger=_trigger(last),
-                    tokens_before=before_tokens,
-                    # The new list in its order (the summary where it stands: after the session
-                    # context, before the model's "Got it"): what the next request carries first.
-                    preserved_uuids=[mid for mid in new_ids if mid in self.entries],
-                    summary_uuid=summary.id if summary else None,
-                    summary_text=text_of(_content_blocks(summary.obj.get("content"))) if summary else "",
-                    timestamp=marker.timestamp,
-                    agent_id=self.agent_id,
-                    metadata={"source": "$set.messages", "archived": len(archived),
-                              "tokens_before": "the last call's input before the compression" if before_tokens else None,
-                              "trigger": "inferred: a compression within a turn is automatic"},
-                )
-            )
+            self.folds.append(self._fold_record(marker, line_no, last, new_ids, summary, len(archived)))
+
+    def _adopt(self, fresh: list[tuple[str, dict]], new_ids: list[str], line_no: int, offset: int) -> None:
+        """A new history list that is no fold: the view becomes it; a resumed list's copy of a
+        result already stored (``<message id>_response``) is not stored again (``skipped``)."""
+        answered = self._answered()
+        for mid, item in fresh:
+            if item.get("type") == "user" and _response_ids(item) and _response_ids(item) <= answered:
+                self.skipped += 1
+                new_ids.remove(mid)
+                continue
+            entry = self.entries[mid] = _Entry(mid, item, compact_json(item), line_no, offset)
+            entry.rewrite = True
+            self.sequence.append(entry)
+        self._set_view(new_ids)
+
+    def _fold_record(self, marker, line_no: int, last, new_ids: list[str], summary, archived: int) -> FoldRecord:
+        before_tokens = self.last_input
+        return FoldRecord(
+            line_no=line_no,
+            boundary_uuid=marker.uuid,
+            kind="compact",
+            trigger=_trigger(last),
+            tokens_before=before_tokens,
+            # The new list in its order (the summary where it stands: after the session
+            # context, before the model's "Got it"): what the next request carries first.
+            preserved_uuids=[mid for mid in new_ids if mid in self.entries],
+            summary_uuid=summary.id if summary else None,
+            summary_text=text_of(_content_blocks(summary.obj.get("content"))) if summary else "",
+            timestamp=marker.timestamp,
+            agent_id=self.agent_id,
+            metadata={"source": "$set.messages", "archived": archived,
+                      "tokens_before": "the last call's input before the compression" if before_tokens else None,
+                      "trigger": "inferred: a compression within a turn is automatic"},
+        )
 
     def _set_view(self, ids: list[str]) -> None:
         for mid in ids:

@@ -37,7 +37,7 @@ prompt (its copy in ``compressedHistory`` is not emitted twice). ``tokens_before
 measured on the last call before the fold (Qwen Code's ``originalTokenCount`` is its estimate of
 that plus the new prompt: kept in the fold's metadata with ``newTokenCount``); ``tokens_after`` is
 left to ingest (the first call after). The compaction call(s) are only in the telemetry (an
-``api_response`` with no assistant line after it): their usage is the fold's ``metadata["cost"]``.
+``api_response`` with no assistant line after it): their usage is the fold's ``cost``.
 
 Sub-agents: ``subagents/<sessionId>/agent-<agentId>.jsonl`` (lines with ``agentId`` and
 ``isSidechain``), ``agentId = <resolved agent name>-<tool call id>``; the parent's ``agent`` tool
@@ -368,18 +368,7 @@ class _Parser(JsonParser, TimeSpan):
             "qwen_new_tokens_estimated": estimated_after,
             "compression_status": info.get("compressionStatus"),
         }
-        cost = None
-        if self.side_calls:
-            calls = self.side_calls
-            cost = metadata["cost"] = {
-                "calls": len(calls),
-                "input_uncached": sum(max(c["input"] - c["cache_read"], 0) for c in calls),
-                "cache_write": 0,
-                "cache_read": sum(c["cache_read"] for c in calls),
-                "output": sum(c["output"] for c in calls),
-                "model": calls[0]["model"],
-            }
-            self.side_calls = []
+        cost = self._side_cost()
         before = self.last_input
         if before is None and info.get("originalTokenCount").__class__ is int and not estimated_before:
             before = info["originalTokenCount"]
@@ -397,12 +386,25 @@ class _Parser(JsonParser, TimeSpan):
             agent_id=marker.agent_id,
             metadata=metadata,
         )
-        if cost is not None and hasattr(fold, "cost"):
-            fold.cost = cost  # the compaction call's usage: the fold's cost, not a call of the conversation
+        fold.cost = cost  # the compaction call's usage: the fold's cost, not a call of the conversation
         self.folds.append(fold)
         self.out.extend(records)
         self._release()
         self.open_call = None
+
+    def _side_cost(self) -> dict | None:
+        """The usage of the calls made since the last main call (the compression's own): Fold.cost."""
+        calls, self.side_calls = self.side_calls, []
+        if not calls:
+            return None
+        return {
+            "calls": len(calls),
+            "input_uncached": sum(max(c["input"] - c["cache_read"], 0) for c in calls),
+            "cache_write": 0,
+            "cache_read": sum(c["cache_read"] for c in calls),
+            "output": sum(c["output"] for c in calls),
+            "model": calls[0]["model"],
+        }
 
     def session_info(self) -> SessionInfo:
         return SessionInfo(

@@ -45,7 +45,9 @@ def latest_pin(pin: Pin) -> tuple[Pin | None, str]:
     latest.folder.mkdir(parents=True, exist_ok=True)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     if p.returncode != 0 or latest.missing():
-        return None, f"npm install {pin.package}@{version} failed: {(p.stderr or p.stdout).strip()[-300:]}"
+        said = [line.removeprefix("npm error ").strip() for line in (p.stderr or p.stdout).splitlines()]
+        said = [line for line in said if line and "complete log" not in line]
+        return None, f"npm install {pin.package}@{version} failed: {said[0] if said else f'exit {p.returncode}'}"
     return latest, ""
 
 

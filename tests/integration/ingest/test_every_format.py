@@ -148,6 +148,21 @@ def _opencode(tmp: Path, fx) -> Path:
     return opencode_t.write_storage(tmp / "storage")
 
 
+def _kilo(tmp: Path, fx) -> Path:
+    from tests.unit.test_kilo_importer import _with_board
+
+    (tmp / "kilo").mkdir()
+    return _with_board(opencode_t.write_database(tmp / "kilo" / "kilo.db"))
+
+
+def _cline_cli(tmp: Path, fx) -> Path:
+    from tests.unit.test_cline_cli_sessions import make_session
+
+    (tmp / "sessions").mkdir()
+    make_session(tmp / "sessions")
+    return tmp / "sessions" / "1800000000000_abcde"
+
+
 def _efferent(tmp: Path, fx) -> Path:
     folder = tmp / "proj" / ".efferent"
     folder.mkdir(parents=True)
@@ -228,6 +243,7 @@ SAMPLES = [
     Sample("swe-agent", "swe-agent", _swe_agent),
     Sample("aider", "aider", _aider, external_id=".aider.chat.history@2024-08-20 09:34:31"),
     Sample("opencode", "opencode", _opencode, external_id="ses_001", folds=1),
+    Sample("kilo", "kilo", _kilo, external_id="ses_001", folds=1),
     Sample("efferent", "efferent", _efferent, external_id="c1", folds=2),
     Sample("picoclaw", "picoclaw", _picoclaw, folds=1),
     Sample("qwen-code", "qwen-code", _qwen, folds=2),
@@ -235,6 +251,7 @@ SAMPLES = [
     Sample("mini-swe-agent", "mini-swe-agent", _mini_swe_agent),
     Sample("cline", "cline", _cline, external_id="0199a1b2-roo-task", folds=1),
     Sample("cline-truncation", "cline", _cline_truncation, external_id="1760000000000", folds=1),
+    Sample("cline-cli", "cline", _cline_cli, external_id="1800000000000_abcde"),
     Sample("crush", "crush", _crush, external_id="s1", folds=1),
     Sample("opencode-go", "opencode-go", _opencode_go, external_id="s1", folds=1),
 ]
