@@ -84,6 +84,11 @@
     var i = all.indexOf(here);
     if (i < 0) {
       i = step > 0 ? 0 : all.length - 1;
+      // The first j on a page that begins with a closed archived segment enters its first turn.
+      if (step > 0 && all[0].matches("details.segment") && !all[0].open) {
+        enter(all[0]);
+        return;
+      }
     } else {
       i = Math.max(0, Math.min(all.length - 1, i + step));
     }
@@ -168,8 +173,13 @@
         break;
       case "h": {
         // Handoff: the button's form asks first (a dialog; Enter confirms).
+        // The button is on the bar's card: a closed bar opens first (its dialog would not show
+        // inside a closed bar).
         var handoffButton = document.getElementById("handoff-button");
         if (!handoffButton) return;
+        var bar = handoffButton.closest("details.overview");
+        if (bar && !bar.open) bar.open = true;
+        handoffButton.scrollIntoView({ block: "nearest" });
         handoffButton.click();
         break;
       }
