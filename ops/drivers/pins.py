@@ -51,7 +51,8 @@ PINS: dict[str, Pin] = {
         Pin("claude-code", "@anthropic-ai/claude-code", "2.1.332", "claude"),
         Pin("claude-code-2.1.197", "@anthropic-ai/claude-code", "2.1.197", "claude"),
         Pin("codex", "@openai/codex", "0.171.0", "codex"),
-        Pin("gemini", "@google/gemini-cli", "0.61.0", "gemini"),
+        # Its optional png-img does not build against Node 20's headers; the CLI runs without it.
+        Pin("gemini", "@google/gemini-cli", "0.61.0", "gemini", flags=("--omit=optional",)),
         Pin("qwen", "@qwen-code/qwen-code", "0.24.4", "qwen"),
         Pin("opencode", "opencode-ai", "1.18.33", "opencode"),
         # 7.8.1 has no linux-x64 package; the platform binary is its own package (stack-notes.md).
