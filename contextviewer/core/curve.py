@@ -2,7 +2,7 @@
 
 Pure and streaming: the ingest service feeds (position, token_total) pairs in position order on
 every import; the pages feed the stored calls back in to draw the curve, its severity bands, the
-drops at folds, the velocity (tokens per turn) and where a fold policy would have fired; and the
+drops at folds, the growth (tokens per turn, or per call within one long turn) and where a fold policy would have fired; and the
 chart's geometry (SVG coordinates, the severity bands, the axis ticks, which points to draw).
 """
 
@@ -148,6 +148,13 @@ def turns_until_critical(
 ) -> int | None:
     """Turns left before the latest point's context reaches the critical level, at the current
     velocity; 0 when already critical; None when unknown (no window, no growth)."""
+    return left_until_critical(points, velocity(points, last_turns=last_turns), window)
+
+
+def left_until_critical(points: Sequence[Point], rate: float | None, window: int | None = None) -> int | None:
+    """Steps (turns or calls: the unit of `rate`, tokens per step) left before the latest point's
+    context reaches the critical level; 0 when already critical; None when unknown (no window, no
+    growth)."""
     if not points:
         return None
     last = points[-1]
@@ -157,10 +164,48 @@ def turns_until_critical(
     remaining = CRITICAL_AT * window - last.used
     if remaining <= 0:
         return 0
-    speed = velocity(points, last_turns=last_turns)
-    if speed is None or speed <= 0:
+    if rate is None or rate <= 0:
         return None
-    return math.ceil(remaining / speed)
+    return math.ceil(remaining / rate)
+
+
+TURN, CALL = "turn", "call"
+
+
+@dataclass(frozen=True, slots=True)
+class Growth:
+    """How fast the context grows since the latest drop: `rate` tokens per `per` (turn or call),
+    measured over the last `span` turns or calls. `turns`: the turns with a model call since the
+    drop (per call when fewer than two, or when the log has no turns: `turns` is then 0);
+    `since_drop`: whether a drop (a fold) starts the run."""
+
+    rate: float
+    per: str  # TURN | CALL
+    span: int
+    turns: int
+    since_drop: bool
+
+
+def growth(points: Sequence[Point], *, last_turns: int = 5, last_calls: int = 10) -> Growth | None:
+    """The growth since the latest drop: per turn over the last `last_turns` turns (the last point
+    of each turn, as `velocity`) when the run holds two turns or more; else per model call over the
+    last `last_calls` calls (a run that is one long turn still grows call by call). None with fewer
+    than two calls since the drop."""
+    if not points:
+        return None
+    cut = drops(points)
+    run = points[cut[-1] :] if cut else points
+    per_turn: dict[int, int] = {p.turn: p.used for p in run if p.turn is not None}
+    turned = all(p.turn is not None for p in run)
+    turns = sorted(per_turn) if turned else []
+    if len(turns) >= 2:
+        turns = turns[-(last_turns + 1) :]
+        span = turns[-1] - turns[0]
+        return Growth((per_turn[turns[-1]] - per_turn[turns[0]]) / span, TURN, span, len(per_turn), bool(cut))
+    if len(run) < 2:
+        return None
+    span = min(last_calls, len(run) - 1)
+    return Growth((run[-1].used - run[-1 - span].used) / span, CALL, span, len(turns), bool(cut))
 
 
 def fold_preview(points: Sequence[Point], threshold_fraction: float, window: int | None = None) -> list[int]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from django.template.defaultfilters import pluralize
 
 from contextviewer.core import curve as core_curve
+from contextviewer.display.templatetags.cv import tok
 from contextviewer.importers import formats
 
 from contextviewer.conversations import segments as loader
@@ -50,8 +51,10 @@ class CurveView:
     ticks: list[tuple[float, str]]
     thresholds: list[tuple[str, int, float]] = field(default_factory=list)  # the harness's auto-fold: (label, tokens, y)
     x_labels: list[tuple[float, str]] = field(default_factory=list)  # (x, "turn N" / "call N") under the axis
-    velocity: float | None = None  # tokens per turn over the last VELOCITY_TURNS turns (core.curve.velocity)
+    velocity: float | None = None  # tokens per turn over the last VELOCITY_TURNS turns; None when measured per call
     turns_left: int | None = None  # turns until CRITICAL_AT of the window at that velocity; 0: there already
+    growth: core_curve.Growth | None = None  # per turn, or per call where turns are too few (core.curve.growth)
+    left: int | None = None  # turns or calls (growth.per) until CRITICAL_AT of the window; 0: there already
     critical_pct: int = int(core_curve.CRITICAL_AT * 100)
     estimate_share: float | None = None  # median estimated / measured over the calls that have both
 
@@ -66,6 +69,38 @@ class CurveView:
         )
 
     @property
+    def growth_text(self) -> str:
+        """"+1.8k tokens per turn" or "+1.7k tokens per call"."""
+        g = self.growth
+        return f"{'+' if g.rate >= 0 else ''}{tok(g.rate)} tokens per {g.per}" if g else ""
+
+    @property
+    def growth_note(self) -> str:
+        """Over what the growth is measured, and why per call when it is: "(last 5 turns)", "(last
+        10 calls; fewer than two turns since the last fold)"; without a growth, why."""
+        g = self.growth
+        since = "since the last fold" if (g.since_drop if g else self.folds) else "so far"
+        if g is None:
+            return f"growth: one model call {since}, nothing to measure yet"
+        over = f"last {g.span} {g.per}{pluralize(g.span)}"
+        if g.per == core_curve.TURN:
+            return f"({over})"
+        why = "the log has no turns" if not g.turns else f"fewer than two turns {since}"
+        return f"({over}; {why})"
+
+    @property
+    def left_text(self) -> str:
+        """"about 34 turns until 90 % of the window" (or calls); without a count, why."""
+        if self.left is not None:
+            unit = f"{self.growth.per}{pluralize(self.left)}"
+            return f"about {self.left} {unit} until {self.critical_pct} % of the window"
+        if not self.window:
+            return f"window unknown: no count to {self.critical_pct} %"
+        if self.growth is None:
+            return f"no count to {self.critical_pct} % yet"
+        return f"not growing: no {self.growth.per} count to {self.critical_pct} %"
+
+    @property
     def calls_note(self) -> str:
         """The calls in the curve, and how many of them are drawn when not all are."""
         drawn = f" ({len(self.points)} drawn: maxima, minima and folds kept)" if len(self.points) < self.total_calls else ""
@@ -73,6 +108,7 @@ class CurveView:
 
 
 VELOCITY_TURNS = 5
+VELOCITY_CALLS = 10  # calls the growth is measured over where turns are too few
 X_LABELS = 6  # labels under the x-axis, at most
 
 
@@ -160,7 +196,17 @@ def curve_view(conv: Conversation, spec, folds: list[Fold]) -> CurveView | None:
     return CurveView(
         frame.width, frame.height, points, measured_path, estimated_path, bands, fold_marks, frame.ymax, window,
         frame.n, data, ticks, thresholds, x_labels=_x_labels(points, frame),
-        velocity=core_curve.velocity(calls, last_turns=VELOCITY_TURNS),
-        turns_left=core_curve.turns_until_critical(calls, window, last_turns=VELOCITY_TURNS),
-        estimate_share=_estimate_share(calls),
+        estimate_share=_estimate_share(calls), **_growth(calls, window),
     )  # fmt: skip
+
+
+def _growth(calls, window) -> dict:
+    """The growth since the latest drop and what is left to CRITICAL_AT, in its unit (turn or
+    call); `velocity` and `turns_left` (the overview bar's, which says "per turn") only per turn."""
+    g = core_curve.growth(calls, last_turns=VELOCITY_TURNS, last_calls=VELOCITY_CALLS)
+    left = core_curve.left_until_critical(calls, g.rate if g else None, window)
+    per_turn = g is not None and g.per == core_curve.TURN
+    return {
+        "growth": g, "left": left, "velocity": g.rate if per_turn else None,
+        "turns_left": left if per_turn or left == 0 else None,
+    }

@@ -56,3 +56,32 @@ def test_the_curve_has_figures_axes_and_a_tooltip_inside(page, live_server, fixt
     assert items.count() > 10 and items.first.locator(".kind").inner_text() == "summary"
     page.screenshot(path=str(SCREENSHOTS / "call-window.png"))
     watch.assert_clean()
+
+
+LONG_TURN = "claude-code/marot__spotter__ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
+
+
+def test_one_long_turn_after_the_fold_grows_per_call(page, live_server, fixtures_dir):
+    """Issue 36, item 5: after its compaction this session is one long turn (turn 4, 79 calls, 45k
+    to 102k), where the page said "fewer than two turns" and "not growing". Per call, checked by hand
+    on the stored calls (python manage.py shell: segments.call_points of the conversation, the run
+    after core.curve.drops' last index): the last 11 calls hold 99,054 ... 102,168 tokens, so the
+    last 10 calls grew by 3,114 tokens, 311.4 a call; the window is 1,000,000 (claude-opus-4-6 with
+    1M context), 90 % is 900,000: 797,832 to go at 311.4 a call is 2,562.1, so 2563 calls."""
+    project = make_project("curve-calls")
+    user = make_user("curve-calls-viewer", project=project)
+    ingest.import_path(project, fixtures_dir / LONG_TURN)
+    conv = Conversation.objects.get(project=project, parent__isnull=True, external_id__startswith="ae4a77f8")
+    login(page.context, live_server, user)
+    watch = Watch(page)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{live_server.url}/c/{conv.pk}/")
+    open_overview(page)
+    card = page.locator("#curve-card")
+    figures = " ".join(card.locator("#curve-figures").inner_text().split())
+    assert "+311 tokens per call (last 10 calls; fewer than two turns since the last fold)" in figures
+    assert "about 2563 calls until 90 % of the window" in figures
+    assert "not growing" not in figures and "per turn" not in figures
+    card.scroll_into_view_if_needed()
+    card.screenshot(path=str(SCREENSHOTS / "curve-per-call.png"))
+    watch.assert_clean()
