@@ -356,7 +356,9 @@ SHOWN_OUTPUT = 6000  # characters of stdout and of stderr the bash view shows (t
 
 
 def _colour(r: BashResult) -> None:
-    """stdout and stderr with their terminal colours, as segments (escape codes never shown)."""
+    """stdout and stderr with LF line ends (a Windows shell's CRLF) and their terminal colours, as
+    segments (escape codes never shown)."""
+    r.stdout, r.stderr = r.stdout.replace("\r\n", "\n"), r.stderr.replace("\r\n", "\n")
     if rendering.has_ansi(r.stdout):
         r.stdout_ansi = rendering.ansi_segments(_shown(r.stdout))
     if rendering.has_ansi(r.stderr):

@@ -185,6 +185,22 @@ def shell_result(text: str, extra: dict | None = None) -> BashResult | None:
 
 
 
+def logged_output(text: str) -> str | None:
+    """The output a shell tool's result holds where the log wrote the result as JSON (Codex's
+    `{"output": ..., "metadata": {"exit_code": ...}}`, as on Windows, `\\r\\n` and all): the text
+    the command printed, line breaks normalised to `\\n`. None: not that shape (the text is shown as
+    it is)."""
+    if not text.lstrip().startswith('{"output"'):
+        return None
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict) or not isinstance(obj.get("output"), str) or not isinstance(obj.get("metadata"), dict):
+        return None
+    return obj["output"].replace("\r\n", "\n")
+
+
 def agent_shell_result(text: str, is_error: bool, extra: dict | None) -> BashResult:
     """Another agent's shell result: a Codex-shaped one (some harnesses borrow it) as Codex's,
     else by the agent's own shape (tool_agents.shell_output)."""

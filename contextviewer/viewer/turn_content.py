@@ -13,7 +13,7 @@ from typing import Any
 from contextviewer.importers import formats
 
 from contextviewer.display import rendering
-from contextviewer.viewer import tool_agents, tool_display as tools
+from contextviewer.viewer import tool_agents, tool_display as tools, tool_shell
 from contextviewer.viewer.conversation_page import branch_marks
 from contextviewer.conversations.models import Conversation, Message
 
@@ -63,6 +63,7 @@ class BlockView:
     subagent: Conversation | None = None
     tool_input: Any = None
     extra: dict | None = None  # a tool result's run as the log records it beside the text (Block.extra)
+    logged_text: str | None = None  # a tool result's text as logged, where `text` shows it otherwise
     tool: tools.ToolView | None = None  # a tool call as people read it (None: the generic view)
 
     @property
@@ -116,10 +117,8 @@ def block_view(message: Message, index: int, block: dict, image_index: int | Non
     view.raw_type = str(block.get("raw_type") or "")
     if kind == "tool_result" and isinstance(block.get("extra"), dict):
         view.extra = block["extra"]
-    if kind == "tool_result":  # a result the log wrote as a JSON string: its text, line breaks and all
-        decoded = tool_agents.decode_escapes(text)
-        if decoded != text and "\n" in decoded:
-            view.text = decoded
+    if kind == "tool_result":
+        _readable_result(view, text)
     if kind == "tool_call":
         view.mode = "json"
         view.tool_input = block.get("tool_input")
@@ -150,6 +149,19 @@ def block_view(message: Message, index: int, block: dict, image_index: int | Non
             view.ansi_tail = rendering.ansi_segments(view.clip.tail)
         view.clip = rendering.Clip("", rendering.strip_ansi(view.clip.tail), view.clip.hidden)
     return view
+
+
+def _readable_result(view: BlockView, text: str) -> None:
+    """A result as it reads: a shell's output the log wrote as JSON (Codex's `{"output": ...}`) as
+    that output; a result the log wrote as a JSON string as its text, line breaks and all; CRLF line
+    ends as LF. The text as logged stays in `logged_text` for the tool's view, which reads its shape."""
+    output = tool_shell.logged_output(text)
+    if output is None:
+        decoded = tool_agents.decode_escapes(text)
+        output = decoded if decoded != text and "\n" in decoded else text
+    output = output.replace("\r\n", "\n")
+    if output != text:
+        view.text, view.logged_text = output, text
 
 
 def _message_blocks(message: Message, full: bool = False) -> list[BlockView]:
@@ -237,7 +249,7 @@ def _tool_views(calls: list[BlockView]) -> None:
         c.tool = tools.tool_view(
             c.tool_name,
             c.tool_input,
-            r.text if r is not None else None,
+            (r.text if r.logged_text is None else r.logged_text) if r is not None else None,
             r.is_error if r is not None else False,
             r.extra if r is not None else None,
         )

@@ -163,3 +163,67 @@ def test_diff_checklist_and_bash_as_people_read_them(page, live_server, seeded):
     tool.screenshot(path=str(SCREENSHOTS / "tool-codex-shell.png"))
 
     watch.assert_clean()
+
+
+# --- issue 36, item 6: what a Windows Codex session and other agents' own tools look like -------
+
+WIN_SID = "0199aaaa-0000-7000-8000-0000000000d7"
+WIN_LISTING = "\r\n\r\n    Directory: C:\\Users\\dev\\parser\r\n\r\n\r\nMode                 LastWriteTime         Length Name\r\n" + "".join(
+    f"-a----          3/1/2026  12:{i % 60:02d} PM           {1000 + i:4d} module_{i:03d}.py\r\n" for i in range(60)
+)  # fmt: skip
+
+
+def _codex_output(output: str, code: int = 0) -> str:
+    """A Codex 0.39 shell result as it logs it: a JSON string (here, a Windows shell's CRLF lines)."""
+    return json.dumps({"output": output, "metadata": {"exit_code": code, "duration_seconds": 0.4}}, separators=(",", ":"))
+
+
+WIN_LINES = [
+    ("session_meta", {"id": WIN_SID, "cwd": "C:\\Users\\dev\\parser", "cli_version": "0.39.0"}),
+    ("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Which Python version?"}]}),
+    ("response_item", {"type": "function_call", "name": "shell", "call_id": "w1", "arguments": json.dumps(
+        {"command": ["powershell.exe", "-Command", "python --version; git status --short"], "workdir": "C:\\Users\\dev\\parser"})}),
+    ("response_item", {"type": "function_call_output", "call_id": "w1", "output": _codex_output("Python 3.12.4\r\n M src/parser.py\r\n")}),
+    ("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "List the folder"}]}),
+    ("response_item", {"type": "function_call", "name": "shell", "call_id": "w2", "arguments": json.dumps(
+        {"command": ["powershell.exe", "-Command", "Get-ChildItem"], "workdir": "C:\\Users\\dev\\parser"})}),
+    ("response_item", {"type": "function_call_output", "call_id": "w2", "output": _codex_output(WIN_LISTING)}),
+]  # fmt: skip
+
+
+@pytest.fixture
+def windows(live_server, tmp_path):
+    project = make_project("win", "Windows")
+    user = make_user("wanda", project=project)
+    path = tmp_path / f"rollout-2026-03-01T12-00-00-{WIN_SID}.jsonl"
+    write_lines(path, [json.dumps({"timestamp": f"2026-03-01T12:00:{i:02d}Z", "type": kind, "payload": payload})
+                       for i, (kind, payload) in enumerate(WIN_LINES)])  # fmt: skip
+    ingest.import_file(project, path)
+    return {"user": user, "conv": Conversation.objects.get(project=project, external_id=WIN_SID)}
+
+
+def test_a_windows_codex_shell_call_shows_what_the_command_printed(page, live_server, windows):
+    """Issue 36: the output of a Codex `shell` call on Windows read as the raw JSON string, `\\r\\n`
+    and all. Short or long, it reads as the lines the command printed."""
+    watch = Watch(page)
+    login(page.context, live_server, windows["user"])
+    page.goto(f"{live_server.url}/c/{windows['conv'].id}/")
+    page.wait_for_selector("#turn-0")
+
+    tool = _open_turn(page, 0)
+    assert tool.locator("pre.bash-command").inner_text() == "$ python --version; git status --short"
+    assert tool.locator(".bash-workdir").inner_text() == "in C:\\Users\\dev\\parser"
+    assert tool.locator(".exit-code").inner_text() == "exit code 0"
+    assert tool.locator("pre.stdout").inner_text().splitlines() == ["Python 3.12.4", " M src/parser.py"]
+    tool.screenshot(path=str(SCREENSHOTS / "tool-codex-windows-shell.png"))
+
+    # A long listing: the result block under the call shows the lines, not the JSON it was logged as
+    tool = _open_turn(page, 1)
+    assert tool.locator(".exit-code").inner_text() == "exit code 0"
+    shown = tool.locator(".tool-result .block-content").first.inner_text()
+    assert shown.lstrip().startswith("Directory: C:\\Users\\dev\\parser")
+    assert "module_000.py" in shown.splitlines()[5]
+    for raw in ('{"output"', "\\r\\n", "\\n", '\\"'):
+        assert raw not in shown, raw
+    tool.screenshot(path=str(SCREENSHOTS / "tool-codex-windows-listing.png"))
+    watch.assert_clean()
