@@ -30,7 +30,8 @@ class ProbeOut(Schema):
     per_kind: dict
     compression_ratio: float | None
     folded_tokens: int
-    summary_tokens: int
+    summary_tokens: int | None  # None: hidden (blind review), or the summary is encrypted
+    summary_encrypted: bool = False  # the log keeps the summary encrypted (Codex's remote compaction): no size known
     facts: list[dict]
     lost: list[dict] = []  # tiers A and B lost: kind, text, turn, position, tier, used_after (as `manage.py probes --json`)
     background: list[dict] = []  # tier C: kind, text, turn, position, tier, used_after, kept
@@ -100,17 +101,19 @@ BLIND_KEYS = ("kept", "how", "used_after")  # used_after is set on lost facts on
 
 
 def _probe_out(probe, hidden: bool = False) -> dict:
-    if hidden:  # the facts of the segment stay readable; what the summary kept (and what followed) does not
+    if hidden:  # the facts of the segment stay readable; what the summary kept (and what followed) does not,
+        # nor its size and compression (they differ by summary: a size tells the one written again)
         return {
-            "fold_id": probe.fold_id, "retention": None, "per_kind": {}, "compression_ratio": probe.compression_ratio,
-            "folded_tokens": probe.folded_tokens, "summary_tokens": probe.summary_tokens,
+            "fold_id": probe.fold_id, "retention": None, "per_kind": {}, "compression_ratio": None,
+            "folded_tokens": probe.folded_tokens, "summary_tokens": None,
             "facts": [{k: v for k, v in f.items() if k not in BLIND_KEYS} for f in probe.facts], "hidden": True,
         }
     row = fact_probes.probe_row(probe)
     return {
         "fold_id": probe.fold_id, "retention": probe.retention, "per_kind": probe.per_kind,
         "compression_ratio": probe.compression_ratio, "folded_tokens": probe.folded_tokens,
-        "summary_tokens": probe.summary_tokens, "facts": probe.facts, "lost": row["lost"], "background": row["background"],
+        "summary_tokens": None if probe.summary_encrypted else probe.summary_tokens, "summary_encrypted": probe.summary_encrypted,
+        "facts": probe.facts, "lost": row["lost"], "background": row["background"],
         "reread_after": row["reread_after"], "anticipated": row["anticipated"],
         "calls_before_first_edit": row["calls_before_first_edit"],
     }

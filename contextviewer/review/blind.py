@@ -1,6 +1,5 @@
 """Blind review shows two summaries of one segment without telling which harness wrote them: the
-wording a harness wraps every summary in goes, and both sides get the same heading form. Nothing
-else of the text changes. Pure: no Django.
+wording a harness wraps every summary in goes, and both sides get one neutral layout. Pure: no Django.
 
 - Claude Code opens its summaries with "This session is being continued from a previous
   conversation that ran out of context. The summary below covers the earlier portion of the
@@ -8,23 +7,34 @@ else of the text changes. Pure: no Django.
   need specific details from before compaction ..., read the full transcript at: <path>" and
   "Please continue the conversation from where we left off without asking the user any further
   questions. Continue with the last task that you were asked to work on." Its sections are label
-  lines: "Analysis:", "Summary:", "1. Primary Request and Intent:" ... "9. Optional Next Step:".
+  lines: "Analysis:" (opened by "Let me chronologically analyze the conversation:"), "Summary:",
+  "1. Primary Request and Intent:" ... "9. Optional Next Step:".
+- Codex opens a summary it hands on with "Another language model started to solve this problem ...".
 - The builtin summarizer (providers/builtin.py through core/handoff.format_sections) writes
   Markdown sections: "## Goal", "## State and what is done", "## Next steps", "## Constraints and
   preferences".
+- Gemini CLI and Qwen Code write XML sections: <overall_goal>, <key_knowledge>,
+  <file_system_state>, <recent_actions>, <current_plan> inside <state_snapshot>.
 
-Both become "## <name>" sections (numbering, colons and emphasis dropped; a heading with nothing
-under it before the next one goes), so neither the opening sentence nor the heading style names
-the origin.
+The neutral layout: every section becomes "## <name>" with its name in one shared vocabulary
+(NEUTRAL: "Primary Request and Intent", "Goal" and <overall_goal> are all "Goal"), sections of the
+same name are one section, and the sections come in NEUTRAL's order (a name outside it keeps its
+words and comes after them; Claude Code's analysis is "Notes", last). A heading with nothing under
+it goes. Every other line is kept as it was written, less the indentation its section shares.
 """
 
 from __future__ import annotations
 
 import re
+import textwrap
 
 _PREAMBLE = re.compile(
     r"\A\s*This session is being continued from a previous conversation(?: that ran out of context)?\.?[ \t]*"
     r"(?:The conversation is summarized below:|The summary below covers the earlier portion of the conversation\.)?[ \t]*\n?",
+    re.IGNORECASE,
+)
+_CODEX_PREFIX = re.compile(
+    r"\A\s*Another language model started to solve this problem and produced a summary of its thinking process\.[^\n]*\n?",
     re.IGNORECASE,
 )
 _CLOSINGS = (
@@ -40,6 +50,36 @@ _BOLD_LINE = re.compile(r"^\*\*(?P<name>[^*\n]{1,80}?):?\*\*:?[ \t]*$")
 # A label line at the start of a line: "Analysis:", "Summary:", "3. Files and Code Sections:".
 _LABEL = re.compile(r"^(?:\d{1,2}[.)][ \t]+)?(?P<name>[A-Z][A-Za-z/&' -]{0,58}?):[ \t]*$")
 _LABEL_WORDS = 6
+# Gemini CLI's and Qwen Code's sections: a tag alone on its line.
+_TAG = re.compile(r"^[ \t]*<(?P<close>/?)(?P<name>[a-z][a-z_]{2,40})>[ \t]*$")
+_TAGS = frozenset({"overall_goal", "key_knowledge", "file_system_state", "recent_actions", "current_plan"})
+_WRAPPERS = frozenset({"state_snapshot", "summary", "analysis"})
+# Claude Code's analysis opens with a sentence of its prompt's: "Let me chronologically analyze the conversation:".
+_ANALYSIS_OPENING = re.compile(r"^Let me (?:\w+ ){0,3}analy[sz]e\b[^\n]{0,80}:[ \t]*$", re.IGNORECASE)
+
+# The shared vocabulary, in the order the sections are shown; each name with the words that map to
+# it, tried in this order ("Pending Tasks" is a next step, not a goal; "file_system_state" a file).
+NEUTRAL = ("Goal", "Constraints", "Context", "Files", "Errors", "State", "User messages", "Next steps", "Notes")
+_WORDS = (
+    ("User messages", ("user message",)),
+    ("Next steps", ("next", "pending", "plan", "todo", "to do", "remaining")),
+    ("Files", ("file",)),
+    ("Errors", ("error",)),
+    ("Constraints", ("constraint", "preference", "instruction")),
+    ("Goal", ("goal", "request", "intent", "task")),
+    ("Context", ("concept", "knowledge", "discover", "context", "background")),
+    ("State", ("state", "done", "current work", "problem solving", "accomplish", "progress", "action", "status", "work")),
+    ("Notes", ("analysis", "note")),
+)
+
+
+def neutral_name(name: str) -> str:
+    """A section's name in the shared vocabulary (NEUTRAL); a name it has no word for, as written."""
+    low = name.lower().replace("_", " ")
+    for neutral, words in _WORDS:
+        if any(w in low for w in words):
+            return neutral
+    return name
 
 
 def _heading(line: str) -> str | None:
@@ -51,41 +91,62 @@ def _heading(line: str) -> str | None:
     m = _LABEL.match(line)
     if m and len(m.group("name").split()) <= _LABEL_WORDS and not m.group("name").lower().startswith("let me"):
         return m.group("name").strip()
+    m = _TAG.match(line)
+    if m and not m.group("close") and m.group("name") in _TAGS:
+        return m.group("name").replace("_", " ")
     return None
 
 
 def strip_boilerplate(text: str) -> str:
     """The summary without the harness's opening and closing sentences."""
     out = _PREAMBLE.sub("", text or "", count=1)
+    out = _CODEX_PREFIX.sub("", out, count=1)
     for pattern in _CLOSINGS:
         out = pattern.sub("", out)
     return out
 
 
-def disguise(text: str) -> str:
-    """`text` as blind review shows it: boilerplate stripped, every section heading "## <name>",
-    a heading directly followed by another heading dropped, runs of blank lines made one."""
-    lines = strip_boilerplate(text).replace("\r\n", "\n").split("\n")
-    out: list[str] = []
+def _sections(text: str) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """The lines before the first heading, and each section as (neutral name, its lines)."""
+    head: list[str] = []
+    sections: list[tuple[str, list[str]]] = []
     in_code = False
-    for line in lines:
+    for line in strip_boilerplate(text).replace("\r\n", "\n").split("\n"):
         if line.lstrip().startswith("```"):
             in_code = not in_code
         name = None if in_code else _heading(line)
-        if name is None:
-            out.append(line.rstrip())
+        if name is not None:
+            sections.append((neutral_name(name), []))
             continue
-        # A heading with nothing under it (Claude Code's "Summary:" over "1. Primary Request..."): dropped.
-        while out and not out[-1].strip():
-            out.pop()
-        if out and out[-1].startswith("## "):
-            out.pop()
-        if out:
-            out.append("")
-        out.append(f"## {name}")
-    while out and not out[-1].strip():
-        out.pop()
-    if out and out[-1].startswith("## "):
-        out.pop()
-    text_out = "\n".join(out)
-    return re.sub(r"\n{3,}", "\n\n", text_out).strip() + "\n" if text_out.strip() else ""
+        tag = None if in_code else _TAG.match(line)
+        if tag and (tag.group("name") in _TAGS or tag.group("name") in _WRAPPERS):
+            continue  # a closing tag, or the wrapper around the sections
+        body = sections[-1][1] if sections else head
+        if not any(x.strip() for x in body) and _ANALYSIS_OPENING.match(line.strip()):
+            continue
+        body.append(line.rstrip())
+    return head, sections
+
+
+def _block(lines: list[str]) -> str:
+    """A section's lines as one text, without the indentation they share (Claude Code indents its
+    sections' lines, Gemini CLI its tags' contents; Markdown would read four spaces as code)."""
+    return textwrap.dedent("\n".join(lines)).strip("\n")
+
+
+def disguise(text: str) -> str:
+    """`text` as blind review shows it: boilerplate stripped, the sections in the neutral layout
+    (see the module's docstring), runs of blank lines made one."""
+    head, sections = _sections(text)
+    merged: dict[str, list[str]] = {}
+    for name, lines in sections:
+        body = _block(lines)
+        if body.strip():
+            merged.setdefault(name, []).append(body)
+    order = {name: i for i, name in enumerate(NEUTRAL)}
+    other = order["Notes"] - 0.5  # a name outside the vocabulary: after the others, before the notes
+    names = sorted(merged, key=lambda n: order.get(n, other))  # stable: in the order they came
+    parts = [_block(head)] if _block(head).strip() else []
+    parts += [f"## {name}\n" + "\n\n".join(merged[name]) for name in names]
+    out = re.sub(r"\n{3,}", "\n\n", "\n\n".join(parts)).strip()
+    return out + "\n" if out else ""

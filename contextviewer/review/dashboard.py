@@ -1,5 +1,7 @@
 """The review dashboard: retention per fact kind beside the baseline, compression, summary size
-(p50, p99), human fidelity scores and judge/human agreement, per group and overall."""
+(p50, p99), human fidelity scores and judge/human agreement, per group and overall. An encrypted
+summary (Codex's remote compaction) has no size we know: it is counted apart (`encrypted`) and
+left out of the compression and size figures."""
 
 from __future__ import annotations
 
@@ -91,8 +93,9 @@ def _row(name: str, folds: list[Fold], probes: dict, fidelity: dict, judged: dic
         kinds[kind] = {"total": total, "kept": kept, "retention": kept / total if total else None}
     all_total = sum(k["total"] for k in kinds.values())
     all_kept = sum(k["kept"] for k in kinds.values())
-    ratios = [p.compression_ratio for p in ps if p.compression_ratio is not None]
-    sizes = [p.summary_tokens for p in ps if p.summary_tokens]
+    known = [p for p in ps if not p.summary_encrypted]
+    ratios = [p.compression_ratio for p in known if p.compression_ratio is not None]
+    sizes = [p.summary_tokens for p in known if p.summary_tokens]
     scores = [s for f in folds for s in fidelity.get(f.pk, [])]
     pairs = [
         (judged[f.pk], round(sum(fidelity[f.pk]) / len(fidelity[f.pk])))
@@ -104,6 +107,7 @@ def _row(name: str, folds: list[Fold], probes: dict, fidelity: dict, judged: dic
         "folds": len(folds),
         "kinds": kinds,
         "retention": all_kept / all_total if all_total else None,
+        "encrypted": len(ps) - len(known),
         "compression_p50": median(ratios) if ratios else None,
         "summary_p50": percentile(sizes, 50),
         "summary_p99": percentile(sizes, 99),
@@ -116,7 +120,8 @@ def _row(name: str, folds: list[Fold], probes: dict, fidelity: dict, judged: dic
 
 def dashboard_csv_rows(data: dict) -> list[list]:
     header = [data["group"], "folds", "retention"] + [f"{k}_retention" for k in data["kinds"]] + [
-        "compression_p50", "summary_tokens_p50", "summary_tokens_p99", "fidelity_mean", "reviews", "kappa"
+        "compression_p50", "summary_tokens_p50", "summary_tokens_p99", "fidelity_mean", "reviews", "kappa",
+        "summaries_encrypted",
     ]
     out = [header]
     for row in [*data["rows"], data["total"]]:
@@ -124,6 +129,7 @@ def dashboard_csv_rows(data: dict) -> list[list]:
             [row["name"], row["folds"], row["retention"]]
             + [row["kinds"][k]["retention"] for k in data["kinds"]]
             + [row["compression_p50"], row["summary_p50"], row["summary_p99"], row["fidelity_mean"], row["reviews"], row["kappa"]]
+            + [row["encrypted"]]
         )
     return out
 

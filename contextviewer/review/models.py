@@ -11,9 +11,10 @@ from contextviewer.jobs.models import Job
 
 # Bump when facts.py changes what it extracts: stale probes are recomputed lazily.
 # 3: salience tiers (core/salience.py); 4: tier C stored as `background`, the continuation after the
-# fold (core/continuation.py), a handoff's probe reads the previous summary. Probes of an older
-# version are computed again.
-PROBE_VERSION = 4
+# fold (core/continuation.py), a handoff's probe reads the previous summary; 5: an encrypted summary
+# (Codex's remote compaction) has no size (summary_encrypted). Probes of an older version are
+# computed again.
+PROBE_VERSION = 5
 
 
 class FactProbe(models.Model):
@@ -28,6 +29,9 @@ class FactProbe(models.Model):
     compression_ratio = models.FloatField(null=True, blank=True, help_text="folded tokens / summary tokens")
     folded_tokens = models.IntegerField(default=0)
     summary_tokens = models.IntegerField(default=0)
+    summary_encrypted = models.BooleanField(
+        default=False, help_text="the log keeps the summary encrypted: its size is not known (summary_tokens 0, no compression)"
+    )
     facts = models.JSONField(default=list, help_text="tiers A and B: [{kind, text, key, position, turn, tier, kept, how, used_after}]")
     background = models.JSONField(default=list, blank=True, help_text="tier C facts, as `facts`")
     continuation = models.JSONField(

@@ -25,6 +25,7 @@ from contextviewer.conversations.models import Conversation, Fold, FoldKind, Fol
 from contextviewer.core import continuation as core_continuation
 from contextviewer.core import facts as core_facts
 from contextviewer.core import tokens as core_tokens
+from contextviewer.core.window import ENCRYPTED
 from contextviewer.jobs import queue as jobs
 from contextviewer.jobs.models import Job
 from contextviewer.review.errors import ReviewError
@@ -149,12 +150,15 @@ def compute_probe(fold: Fold) -> FactProbe:
     messages = segment_messages(fold, layout)
     probed, folded_tokens = probed_messages(fold, layout, messages)
     summary = fold.summary_text or ""
+    encrypted = summary_encrypted(fold)
     report = core_facts.probe(
         probed,
         summary,
         cwd=conv.cwd,
         folded_tokens=folded_tokens,
-        summary_tokens=core_tokens.count_text(summary) if summary else 0,
+        # An encrypted summary's text is not what the model read (Codex: the kept items, rendered):
+        # its size is not known, so neither is the compression.
+        summary_tokens=core_tokens.count_text(summary) if summary and not encrypted else 0,
     )
     after = after_messages(fold, layout)
     continuation = core_continuation.measure(probed, summary, after, report, cwd=conv.cwd) if after else None
@@ -168,6 +172,7 @@ def compute_probe(fold: Fold) -> FactProbe:
         "compression_ratio": report.compression_ratio,
         "folded_tokens": report.folded_tokens,
         "summary_tokens": report.summary_tokens,
+        "summary_encrypted": encrypted,
         # Tiers A and B, each with its tier (core/facts.py): what retention and the lost list count.
         "facts": _mark_used([f.as_dict() for f in report.facts], used),
         # Tier C: paths only seen in tool output, vendored trees, lookups; shown apart, hidden.
@@ -181,6 +186,16 @@ def compute_probe(fold: Fold) -> FactProbe:
     except IntegrityError:  # computed at the same moment elsewhere: same result
         probe = FactProbe.objects.get(fold=fold)
     return probe
+
+
+def summary_encrypted(fold: Fold) -> bool:
+    """Whether the log keeps the fold's summary encrypted (Codex's remote compaction: its summary
+    message holds one block of raw_type "encrypted_summary", core/window.py ENCRYPTED). The fold's
+    summary_text is then no summary the model wrote (Codex renders the items the fold kept)."""
+    if fold.summary_message_id is None:
+        return False
+    blocks = Message.objects.filter(pk=fold.summary_message_id).values_list("blocks", flat=True).first() or []
+    return any(isinstance(b, dict) and b.get("raw_type") == ENCRYPTED for b in blocks)
 
 
 def probe_for(fold: Fold) -> FactProbe:
@@ -264,6 +279,7 @@ def probe_report(conv: Conversation) -> list[dict]:
                 "compression_ratio": probe.compression_ratio,
                 "folded_tokens": probe.folded_tokens,
                 "summary_tokens": probe.summary_tokens,
+                "summary_encrypted": probe.summary_encrypted,
                 "facts": len(probe.facts),
                 **probe_row(probe),
             }

@@ -181,6 +181,8 @@ def create_queue(
     folds = folds_matching(project, filters)
     if not folds:
         raise ReviewError("No fold matches these filters.")
+    if blind:
+        folds = _shuffled_segments(folds)
     if mode == QueueMode.PAIRWISE:
         pairs = summary_pairs(folds)
         if not pairs:
@@ -200,6 +202,27 @@ def create_queue(
         members = project.memberships.filter(user__in=list(reviewers)).values_list("user_id", flat=True)
         queue.reviewers.set(list(members))
     return queue
+
+
+def _shuffled_segments(folds: list[Fold], rng: random.Random | None = None) -> list[Fold]:
+    """The folds with the summaries of each segment in a random order: in a blind queue the
+    original is not always the first item of its segment (the folds come by position, then id)."""
+    rng = rng or random.Random()
+    out: list[Fold] = []
+    for i, fold in enumerate(folds):
+        if i and (fold.conversation_id, fold.position) == (folds[i - 1].conversation_id, folds[i - 1].position):
+            out.insert(len(out) - rng.randint(0, _run_length(out, fold)), fold)
+        else:
+            out.append(fold)
+    return out
+
+
+def _run_length(out: list[Fold], fold: Fold) -> int:
+    """How many folds at the end of `out` stand for the same segment as `fold`."""
+    n = 0
+    while n < len(out) and (out[-1 - n].conversation_id, out[-1 - n].position) == (fold.conversation_id, fold.position):
+        n += 1
+    return n
 
 
 def can_review_in(queue: ReviewQueue, user) -> bool:
@@ -307,6 +330,25 @@ def blind_fold_ids(user, conversation_id: int | None = None, *, queue: ReviewQue
     for conv_id, position in segments:
         q |= Q(conversation_id=conv_id, position=position)
     return set(Fold.objects.filter(q).values_list("pk", flat=True))
+
+
+def latest_fold_rows(user, folds: list[Fold]) -> list[dict]:
+    """The review index's rows of the latest folds: {"fold", "probe", "hidden", "pending"}. The
+    summaries of a segment `user` is blind to are one row, at the place of the newest, with no
+    figure that differs by summary (retention, compression, size) and linked to the pending item:
+    rows of their own would tell the one written again (the newer, with its own size)."""
+    blind = blind_fold_ids(user)
+    rows, seen = [], set()
+    for fold in folds:
+        if fold.pk not in blind:
+            rows.append({"fold": fold, "probe": probe_for(fold), "hidden": False, "pending": []})
+            continue
+        segment = (fold.conversation_id, fold.position)
+        if segment in seen:
+            continue
+        seen.add(segment)
+        rows.append({"fold": fold, "probe": probe_for(fold), "hidden": True, "pending": pending_blind_items(user, fold)})
+    return rows
 
 
 def hides_fold(user, fold: Fold, *, queue: ReviewQueue | None = None) -> bool:

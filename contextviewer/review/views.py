@@ -83,8 +83,7 @@ def review_index(request: HttpRequest, project: str) -> HttpResponse:
     recent = list(
         Fold.objects.filter(conversation__project=proj).select_related("conversation").order_by("-created_at", "-pk")[:50]
     )
-    blind = review_queues.blind_fold_ids(request.user)
-    fold_rows = [{"fold": f, "probe": fact_probes.probe_for(f), "hidden": f.pk in blind} for f in recent]
+    fold_rows = review_queues.latest_fold_rows(request.user, recent)
     agents = sorted(set(Fold.objects.filter(conversation__project=proj).values_list("conversation__agent", flat=True)))
     members = proj.memberships.select_related("user").order_by("user__username")
     return render(request, "review/index.html", {

@@ -28,6 +28,17 @@ def num(value, digits: int = 0):
 
 
 @register.filter
+def summary_size(probe) -> str:
+    """A probe's summary size in words: "2,060 tokens", or for an encrypted summary (Codex's remote
+    compaction) that its size is not known."""
+    if probe is None:
+        return "—"
+    if getattr(probe, "summary_encrypted", False):
+        return "encrypted: size unknown"
+    return f"{num(probe.summary_tokens)} tokens"
+
+
+@register.filter
 def get(mapping, key):
     try:
         return mapping.get(key)

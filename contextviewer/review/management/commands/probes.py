@@ -50,9 +50,10 @@ class Command(BaseCommand):
             return
         for row in rows:
             ratio = "—" if row["compression_ratio"] is None else f"{row['compression_ratio']:.1f}x"
+            size = "encrypted (size unknown)" if row["summary_encrypted"] else f"{row['summary_tokens']} tokens"
             self.stdout.write(
                 f"fold {row['fold_id']} at position {row['position']} ({row['origin']}): retention {_pct(row['retention'])} "
-                f"of {row['facts']} facts, compression {ratio}, summary {row['summary_tokens']} tokens"
+                f"of {row['facts']} facts, compression {ratio}, summary {size}"
             )
             for kind in KINDS:
                 k = row["per_kind"].get(kind) or {}
