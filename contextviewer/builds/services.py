@@ -399,6 +399,25 @@ def _with_preserved(conv: Conversation, messages: list[dict], fold) -> list[dict
     return messages[:at] + kept + messages[at:]
 
 
+def _summary_times(conv: Conversation, messages: list[dict]) -> None:
+    """A fold's summary written into the loaded view (a handoff made here has no message of its
+    own) takes the real time of the fold, else of the last message the fold put away: an agent's
+    session file names itself by its first time, which must be the conversation's, never made up."""
+    folds = None
+    for m in messages:
+        if m.get("timestamp") or not m.get("from_fold"):
+            continue
+        if folds is None:
+            folds = build_folds(conv)
+        fold = folds[m["from_fold"] - 1] if 0 < m["from_fold"] <= len(folds) else None
+        if fold is None:
+            continue
+        m["timestamp"] = fold.timestamp or (
+            conv.messages.filter(position__lte=fold.position, timestamp__isnull=False)
+            .order_by("-position").values_list("timestamp", flat=True).first()
+        ) or conv.ended_at
+
+
 def export_messages(conv: Conversation, view: str = "full", notes: list[str] | None = None):
     """The conversation's messages as exporter dicts (raw-enriched), with measured usage on the
     first message of each model call: the whole record, or the loaded view (`view="loaded"`;
@@ -424,6 +443,7 @@ def export_messages(conv: Conversation, view: str = "full", notes: list[str] | N
         plan, infos = selected
         result = assemble(conv, plan, infos)
         loaded = _with_preserved(conv, result.messages, infos[-1])
+        _summary_times(conv, loaded)
         dicts = iter(loaded)
         if notes is not None:
             notes.append(f"Loaded view: fold {infos[-1].number}'s summary, its preserved tail and what followed it "

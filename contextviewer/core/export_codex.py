@@ -120,7 +120,9 @@ def codex_rollout_lines(messages: Sequence[dict], *, session_id: str, cwd: str, 
             notes.add("queued line left out (typed while the agent worked; the agent read it where it was delivered)")
         else:
             kept.append(m)
-    clock = start or next((t for t in (_timestamp(m.get("timestamp")) for m in kept) if t), None) or datetime(2026, 1, 1, tzinfo=UTC)
+    # The conversation's own first time (a summary standing alone carries its fold's); a file whose
+    # messages have no time at all is dated when it is written, as Codex dates a new rollout.
+    clock = start or next((t for t in (_timestamp(m.get("timestamp")) for m in kept) if t), None) or datetime.now(UTC)
     first = clock
     meta_payload: dict = {}
     lines: list[dict] = []
