@@ -483,17 +483,94 @@ def deleted_paths(tool_name: str | None, tool_input: Any) -> list[str]:
     return out
 
 
+# Where a sentence ends: . ! or ? before a space or the end, not after a list number ("1."), a
+# lone letter ("a.") or a common abbreviation ("e.g.").
+_SENTENCE_END = re.compile(r"(?<![\w.])(?!(?:\d+|[A-Za-z]|e\.g|i\.e|etc|vs|cf|Mr|Dr|St|No)[.!?](?:\s|$))\S*?[.!?]['\")\]]*(?=\s|$)")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d+[.)]|[A-Za-z][.)])\s")
+_CLAUSE_BREAK = re.compile(r"[,;:]\s|\s[-–—]\s|\s\(")
+
+
+def _sentences_of(line: str) -> list[str]:
+    """One line of text as its sentences (the line is one when it has no sentence end inside)."""
+    out, start = [], 0
+    for m in _SENTENCE_END.finditer(line):
+        if line[start : m.end()].strip():
+            out.append(line[start : m.end()].strip())
+        start = m.end()
+    if line[start:].strip():
+        out.append(line[start:].strip())
+    return out
+
+
+def _paragraphs(text: str) -> list[list[str]]:
+    """The text's paragraphs (blank-line separated), each as its whole units: the sentences of its
+    prose lines, and each list item or short line whole (a line break ends a unit)."""
+    out = []
+    for block in re.split(r"\n\s*\n", text or ""):
+        units = []
+        for line in block.split("\n"):
+            line = " ".join(line.split())
+            if line:
+                units += [line] if _LIST_ITEM.match(line) else _sentences_of(line)
+        if units:
+            out.append(units)
+    return out
+
+
+def _is_list(units: list[str]) -> bool:
+    return sum(1 for u in units if _LIST_ITEM.match(u)) >= 2
+
+
 def first_sentences(text: str, limit: int = 300) -> str:
-    """The text on one line, cut at a sentence end: as many whole sentences as fit in `limit`
-    characters (at least the first, cut on a word with … when it alone is longer)."""
+    """The text on one line, as whole sentences: as many as fit in `limit` characters, so it never
+    ends mid-phrase. A paragraph is taken whole while it fits; one that does not fit gives its
+    first whole sentences (a list gives none once something is taken: half a list misleads); a line
+    that announces what follows ("Key files:") is not left at the end. Only a first sentence that
+    alone is longer than `limit` is cut, at its last clause break (or word) within it, with "…"."""
     line = " ".join((text or "").split())
     if len(line) <= limit:
         return line
-    ends = [m.end() for m in re.finditer(r"[.!?](?=\s|$)", line) if m.end() <= limit]
-    if ends:
-        return line[: ends[-1]]
-    cut = line[: limit - 1].rsplit(" ", 1)[0]
-    return (cut or line[: limit - 1]) + "…"
+    taken: list[str] = []
+    size = -1
+    for units in _paragraphs(text):
+        whole = len(" ".join(units))
+        if size + 1 + whole <= limit:
+            taken += units
+            size += 1 + whole
+            continue
+        if not (taken and _is_list(units)):
+            for unit in units:
+                if size + 1 + len(unit) > limit:
+                    break
+                taken.append(unit)
+                size += 1 + len(unit)
+        break
+    while taken and taken[-1].endswith(":"):
+        taken.pop()
+    if taken:
+        return " ".join(taken)
+    return _cut_phrase(line, limit)
+
+
+def _cut_phrase(line: str, limit: int) -> str:
+    """A sentence longer than `limit`, cut at its last clause break within it (a word when there is
+    none in its second half), with "…"."""
+    head = line[: limit - 1]
+    breaks = [m.start() for m in _CLAUSE_BREAK.finditer(head) if m.start() >= limit // 2]
+    cut = head[: breaks[-1]] if breaks else head.rsplit(" ", 1)[0]
+    return (cut.rstrip(" ,;:-–—") or head) + "…"
+
+
+def shorten_line(line: str, limit: int) -> str:
+    """A summary line cut to about `limit` characters on whole sentences (first_sentences), its
+    indentation and bullet kept."""
+    body = line.lstrip()
+    indent = line[: len(line) - len(body)]
+    bullet = ""
+    m = re.match(r"(?:[-*>]\s+)+", body)
+    if m:
+        bullet, body = m.group(0), body[m.end() :]
+    return indent + bullet + first_sentences(body, max(20, limit - len(indent) - len(bullet)))
 
 
 def fit_to_budget(render, groups: dict[str, list[str]], drop_order: Sequence[str], budget: int, count) -> str:
@@ -521,7 +598,7 @@ def fit_to_budget(render, groups: dict[str, list[str]], drop_order: Sequence[str
             break
         i = max(body, key=lambda k: len(lines[k]))
         if len(lines[i]) > 40:
-            lines[i] = lines[i][: len(lines[i]) * 2 // 3].rstrip() + "…"
+            lines[i] = shorten_line(lines[i], len(lines[i]) * 2 // 3)
         else:  # the last line of the section with the most lines (each section keeps one)
             sections: list[list[int]] = []
             for k, line in enumerate(lines):

@@ -251,11 +251,11 @@ def _goal(view: _View) -> list[str]:
     if previous.get("Goal"):
         goal_lines = [ln for ln in previous["Goal"].split("\n") if not ln.startswith("Latest request:")]
     elif foreign:  # the earlier summary states the original goal; the view's requests came after
-        goal_lines = ["From the earlier summary: " + _one_line(_intent(foreign[0]), 600)]
+        goal_lines = ["From the earlier summary: " + handoff.first_sentences(_intent(foreign[0]), 600)]
     elif users:
-        goal_lines = [_one_line(users[0].text, 600)]
+        goal_lines = [handoff.first_sentences(users[0].text, 600)]
     if users and (previous.get("Goal") or foreign or len(users) > 1):
-        if view.request not in goal_lines and _one_line(users[-1].text, 600) not in goal_lines:
+        if view.request not in goal_lines and handoff.first_sentences(users[-1].text, 600) not in goal_lines:
             goal_lines.append(f"Latest request: {view.request}")
     return goal_lines or ["Not stated in the transcript (no user request in the loaded view)."]
 
