@@ -11,10 +11,13 @@ changes anything of these makes the conversation's rows stale; the next job repl
 A conversation that fails to replay is stored as failed (one row per policy with the error) at its
 revision, and the job goes on; it is tried again once its revision changes.
 
-Medians of peaks are taken over the conversations where ANY policy acted (elsewhere every policy's
-peak is the recorded one, and the medians would all be the recorded median), leaving out the
-conversations whose calibration failed (their replays are uncalibrated estimates). The replay is
-open loop (replays.OPEN_LOOP_NOTE).
+Median peak: per policy, over the conversations where THAT policy acted, the median of its peak
+(the largest window of its replay) beside the median of the recorded peak over the same
+conversations. Taken over every conversation, or over those where any policy acted, the medians were
+the recorded one for every policy (issue 36: 15k everywhere): most conversations stay small, no
+fold policy acts in them, and picoclaw's and OpenHands' small thresholds put many small ones in
+"any policy acted". Conversations whose calibration failed are left out (their replays are
+uncalibrated estimates). The replay is open loop (replays.OPEN_LOOP_NOTE).
 """
 
 from __future__ import annotations
@@ -243,7 +246,9 @@ class PolicyRow:
     label: str
     conversations: int  # replayed, up to date
     acted: int  # of which the policy acted in
-    median_peak: float | None  # over the median set (see Table)
+    median_peak: float | None  # of its peaks over the calibrated conversations it acted in (None: none)
+    recorded_median_peak: float | None  # of the recorded peaks over the same conversations
+    median_over: int  # the calibrated conversations it acted in: what both medians are taken over
     folds_per_100_calls: float | None
     red_zone_calls: int
     overflow_calls: int
@@ -272,8 +277,6 @@ class Table:
     missing: int = 0
     failed: int = 0
     uncalibrated: int = 0  # up-to-date conversations whose calibration failed
-    median_set: int = 0  # conversations the medians are taken over
-    recorded_median_peak: float | None = None
     page: Page | None = None
     listed: list[ConversationRow] = field(default_factory=list)
 
@@ -320,18 +323,16 @@ def table(project: Project, page: int | str | None = 1) -> Table:
         else:
             out.missing += 1
     out.uncalibrated = sum(1 for rows in fresh if not rows[replays.BASELINE]["calibrated"])
-    median_set = [
-        rows for rows in fresh if rows[replays.BASELINE]["calibrated"] and any(rows[n]["fires"] for n in names)
-    ]
-    out.median_set = len(median_set)
-    out.recorded_median_peak = _median([rows[replays.BASELINE]["peak"] for rows in median_set])
+    calibrated = [rows for rows in fresh if rows[replays.BASELINE]["calibrated"]]
     for n in names:
         mine = [rows[n] for rows in fresh]
         calls = sum(r["calls"] for r in mine)
+        acted = [rows for rows in calibrated if rows[n]["fires"]]  # the median set of this policy
         out.rows.append(
             PolicyRow(
                 name=n, label=get_policy(n).label, conversations=len(mine), acted=sum(1 for r in mine if r["fires"]),
-                median_peak=_median([rows[n]["peak"] for rows in median_set]),
+                median_peak=_median([rows[n]["peak"] for rows in acted]),
+                recorded_median_peak=_median([rows[replays.BASELINE]["peak"] for rows in acted]), median_over=len(acted),
                 folds_per_100_calls=100.0 * sum(r["folds"] for r in mine) / calls if calls else None,
                 red_zone_calls=sum(r["red_zone_calls"] for r in mine),
                 overflow_calls=sum(r["overflow_calls"] for r in mine),

@@ -122,16 +122,16 @@ def test_medians_are_over_the_conversations_where_a_policy_acted_and_differ_by_p
     _run(project)
     t = policy_table.table(project)
     rows = {r.name: r for r in t.rows}
-    assert t.up_to_date == 5 and t.median_set == 2  # the small ones: no policy acts there
-    assert rows["picoclaw"].acted == 2 and rows["claude_code"].acted == 0
-    assert rows["claude_code"].median_peak == t.recorded_median_peak  # it never acts: the recorded peak
-    assert rows["picoclaw"].median_peak < rows["claude_code"].median_peak  # it folds
+    assert t.up_to_date == 5
+    assert rows["picoclaw"].acted == rows["picoclaw"].median_over == 2 and rows["claude_code"].acted == 0
+    assert rows["claude_code"].median_peak is None  # it never acts: no median where it acted
+    assert rows["picoclaw"].median_peak < rows["picoclaw"].recorded_median_peak  # it folds
     assert rows["picoclaw"].folds_per_100_calls > 0 and rows["claude_code"].folds_per_100_calls == 0
     assert rows["picoclaw"].conversations == rows["claude_code"].conversations == 5
 
     client.force_login(make_user(project=project))
     html = _page(client, project).content.decode()
-    assert "over the 2 conversations where any policy acted" in html
+    assert "over the 2 conversations it acted in" in html
     picoclaw = html.split('id="policy-picoclaw"', 1)[1].split("</tr>", 1)[0]
     claude = html.split('id="policy-claude_code"', 1)[1].split("</tr>", 1)[0]
     assert picoclaw != claude
@@ -159,7 +159,8 @@ def test_a_failed_calibration_is_counted_shown_and_left_out_of_the_medians(clien
     assert not PolicyReplay.objects.get(conversation=bad, policy="claude_code").calibrated
     assert PolicyReplay.objects.get(conversation=bad, policy="claude_code").calibration_note == "the fit's slope is out of range"
     t = policy_table.table(project)
-    assert t.uncalibrated == 1 and t.median_set == 1 and t.up_to_date == 2
+    assert t.uncalibrated == 1 and t.up_to_date == 2
+    assert {r.name: r.median_over for r in t.rows}["picoclaw"] == 1  # it acted in both, one calibrated
     assert {r.name: r.conversations for r in t.rows}["claude_code"] == 2  # counted in the other columns
 
     client.force_login(make_user(project=project))
@@ -280,7 +281,9 @@ def test_the_page_reads_500_conversations_rows_in_a_bounded_number_of_queries(cl
     assert "10 conversations could not be calibrated" in html
     t = policy_table.table(project)
     rows_by = {r.name: r for r in t.rows}
-    assert t.median_set == 240 and rows_by["picoclaw"].median_peak < rows_by["codex"].median_peak == t.recorded_median_peak
+    picoclaw = rows_by["picoclaw"]
+    assert picoclaw.median_over == 240 and picoclaw.median_peak == picoclaw.recorded_median_peak - 50_000
+    assert rows_by["codex"].median_peak is None and rows_by["codex"].median_over == 0
 
 
 def test_a_cancelled_job_keeps_the_conversations_it_did():
