@@ -124,6 +124,29 @@ def sqlite_companions(path: Path) -> list[Path]:
     return [path.with_name(path.name + "-wal")]
 
 
+# The files SQLite keeps beside a database while it is open, each with what it is: the reader of
+# the database reads them with it (sqlite_db.py), so they are not files of their own.
+SQLITE_BESIDE = (("-wal", "its SQLite write-ahead log"), ("-shm", "its SQLite shared-memory index"),
+                 ("-journal", "its SQLite rollback journal"))
+
+
+def is_sqlite_file(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
+def sqlite_beside(path: Path) -> list[tuple[Path, str]]:
+    """The -wal, -shm and -journal files beside a SQLite database ``path`` (those that exist),
+    each with what it is; none for a file that is no SQLite database."""
+    if path.is_dir() or not is_sqlite_file(path):
+        return []
+    found = [(path.with_name(path.name + end), what) for end, what in SQLITE_BESIDE]
+    return [(p, what) for p, what in found if p.is_file()]
+
+
 @dataclass(frozen=True)
 class Format:
     name: str  # stored as Conversation.agent and Source.format: "claude-code", "codex", ...
@@ -169,7 +192,8 @@ class Format:
     def companion_files(self, path: Path) -> list[Path]:
         if self.companions is not None:
             return self.companions(path)
-        return sqlite_companions(path) if self.storage == DATABASE else []
+        # A database, or a SQLite file a folder format reads (opencode.db): its -wal.
+        return sqlite_companions(path) if self.storage == DATABASE or is_sqlite_file(path) else []
 
     def sessions(self, paths: list[Path]) -> list[SessionFiles]:
         return (self.group or _each_alone(self.name))(paths)

@@ -113,6 +113,7 @@ def _import_session(project: Project, group: formats.SessionFiles, report: Impor
         if group.main is not None:
             report.add(_import_one(project, group.main, fmt, None, names, done))
             parent = _main_conversation(report.files[-1])
+            _note_read_with(report, fmt, group.main, names)
         else:  # sub-agent files named without their session's main file
             parent = Conversation.objects.filter(
                 project=project, agent=fmt.name, external_id=external_key(group.session_id or "")
@@ -121,6 +122,7 @@ def _import_session(project: Project, group: formats.SessionFiles, report: Impor
             current = sub.path
             kind = ConversationKind.COMPACTION if sub.is_compaction else ConversationKind.SUBAGENT
             report.add(_import_one(project, sub.path, fmt, Subagent(parent, sub.agent_id, sub.agent_type, kind), names, done))
+            _note_read_with(report, fmt, sub.path, names)
         if parent is not None:
             attach_compaction_costs(parent)
     except OperationalError as exc:
@@ -128,6 +130,12 @@ def _import_session(project: Project, group: formats.SessionFiles, report: Impor
             raise
         # This session's file was rolled back whole; the ones before it are committed.
         raise DiskFull(str(current), report) from exc
+
+
+def _note_read_with(report: ImportReport, fmt, path: Path, names) -> None:
+    """The files read with ``path`` (its -wal, its .meta.json), when it was read."""
+    if report.files[-1].status in ("imported", "unchanged"):
+        report.read_with.extend(read_with(fmt, path, names))
 
 
 def _import_one(project: Project, path: Path, fmt, subagent: Subagent | None, names, done: _Done) -> FileReport:
@@ -166,23 +174,53 @@ def import_file_isolated(
 
 
 def skipped_files(found: formats.Discovery) -> list[dict]:
-    """What an import of a folder leaves unread, each {"path", "reason"} (``manage.py formats`` says
-    the same for a folder)."""
-    read_beside = companions_read(found)
-    skipped = [{"path": str(p), "reason": UNREAD} for p, _ in found.skipped if p not in read_beside]
+    """What an import of a folder leaves unread, each {"path", "reason"}: what the file looked like
+    (as a file named alone is refused), or the link not followed (``manage.py formats`` says the
+    same for a folder). A file read with a session's file (a -wal) is not among them."""
+    beside = companions_read(found)
+    skipped = [{"path": str(p), "reason": unread_reason(p)} for p, _ in found.skipped if p not in beside]
     return skipped + [{"path": str(p), "reason": reason} for p, reason in found.not_followed]
 
 
+def unread_reason(path: Path) -> str:
+    """Why a file of a folder is not read: what it looks like (``formats.describe``), as said of a
+    file named alone, without the list of formats."""
+    looked_like = formats.describe(path)
+    if looked_like == "the file is empty":
+        return "the file is empty: nothing to import"
+    if looked_like == formats.ZIP_REFUSAL or looked_like.startswith(formats.WAL_ALONE):  # it says what to do
+        return looked_like
+    return f"{looked_like}: {UNREAD}"
+
+
 def companions_read(found: formats.Discovery) -> dict[Path, Path]:
-    """Files read with a session's file (a sub-agent's .meta.json, a SQLite -wal), by the file they
-    go with: not skipped, though no format reads them alone."""
+    """Files read with a session's file (a sub-agent's .meta.json, a SQLite -wal or -shm), by the
+    file they go with: not skipped, though no format reads them alone."""
     beside: dict[Path, Path] = {}
     for group in found.sessions:
         fmt = formats.get(group.format)
         for path in _group_files(group):
-            for companion in fmt.companion_files(path) if fmt is not None else []:
+            for companion, _what in companions_of(fmt, path):
                 beside.setdefault(companion, path)
     return beside
+
+
+def companions_of(fmt: formats.Format | None, path: Path) -> list[tuple[Path, str]]:
+    """The files beside ``path`` read with it, each with what it is ("" where the name says it):
+    the format's companions, and a SQLite database's -wal, -shm and -journal."""
+    found: dict[Path, str] = {c: "" for c in (fmt.companion_files(path) if fmt is not None else []) if c.is_file()}
+    found.update(formats.sqlite_beside(path))
+    return list(found.items())
+
+
+def read_with(fmt: formats.Format | None, path: Path, names=None) -> list[dict]:
+    """The report's entries of the files read with ``path`` ({"path", "reason"}: "read with
+    opencode.db (its SQLite write-ahead log)"), named as ``names`` names the files."""
+    def shown(p: Path) -> str:
+        return names(p)[1] if names else str(p)
+
+    return [{"path": shown(c), "reason": f"read with {path.name}" + (f" ({what})" if what else "")}
+            for c, what in companions_of(fmt, path)]
 
 
 def refusal_of(path: Path, found: formats.Discovery) -> str:

@@ -308,7 +308,7 @@ def _run_parts(job: Job, plan: _Plan, progress) -> dict:
     on this job's result; the parts have none."""
     ids = jobs.start_parts(job, "import_part", [{"units": units} for units in plan.parts], plan.weights)
     parts = jobs.run_parts(job, ids, progress)
-    result = {"conversations": [], "files": [], "errors": list(plan.errors), "skipped": list(plan.skipped)}
+    result = {"conversations": [], "files": [], "errors": list(plan.errors), "skipped": list(plan.skipped), "read_with": []}
     seen: set[int] = set()
     unfinished = []
     for number, part in enumerate(parts, 1):
@@ -317,7 +317,7 @@ def _run_parts(job: Job, plan: _Plan, progress) -> dict:
             if conv.get("id") not in seen:
                 seen.add(conv.get("id"))
                 result["conversations"].append(conv)
-        for key in ("files", "errors", "skipped"):
+        for key in ("files", "errors", "skipped", "read_with"):
             result[key].extend(done.get(key) or ())
         if part.status != JobStatus.SUCCEEDED:
             units = part.params.get("units") or []
@@ -396,6 +396,7 @@ def import_result(report: ImportReport) -> dict:
         ],
         "errors": report.errors,
         "skipped": report.skipped,
+        "read_with": report.read_with,  # files read with a session's file (a -wal), not on their own
     }
 
 

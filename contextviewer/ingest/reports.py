@@ -34,6 +34,9 @@ class ImportReport:
     # Files in a folder that were not read, each {"path", "reason"}: no format reads it, or it is a
     # link out of the chosen folder (formats.discover does not follow those).
     skipped: list[dict] = field(default_factory=list)
+    # Files read with a session's file, not on their own (a SQLite -wal or -shm, a sub-agent's
+    # .meta.json), each {"path", "reason"}: "read with opencode.db (its SQLite write-ahead log)".
+    read_with: list[dict] = field(default_factory=list)
     refused: bool = False  # nothing named was read by any format: nothing was stored
 
     def add(self, report: FileReport) -> None:
@@ -49,6 +52,7 @@ class ImportReport:
         self.files.extend(other.files)
         self.errors.extend(other.errors)
         self.skipped.extend(other.skipped)
+        self.read_with.extend(other.read_with)
         self.conversation_ids.extend(c for c in other.conversation_ids if c not in self.conversation_ids)
 
 

@@ -65,11 +65,12 @@ def test_the_folder_and_each_of_its_files_are_claimed_as_the_task(tmp_path):
     found = formats.discover(tmp_path)
     assert sorted(s.main.name for s in found.sessions if s.format == "cline") == sorted(
         p.name for p in (tmp_path / "tasks").iterdir())
-    # Without ui_messages.json beside it, the history is an ordinary message array.
+    # Without ui_messages.json beside it, the history is still Cline's (read alone, issue 36), not
+    # an ordinary message array.
     lone = tmp_path / "lone"
     lone.mkdir()
     shutil.copy(written.folder / "api_conversation_history.json", lone)
-    assert formats.claim(lone / "api_conversation_history.json").name == "messages"
+    assert formats.claim(lone / "api_conversation_history.json").name == "cline"
 
 
 @pytest.mark.parametrize("mode", [True, "destructive"])

@@ -1,11 +1,12 @@
 """Cline / Roo Code: the light entry of ``importers/cline/parser.py`` (its name, label, where its logs are, the
 file endings it reads, and its sniff); see ``importers/formats.py``. Two layouts: the VS Code
-extensions' task folders (``api_conversation_history.json`` beside ``ui_messages.json``), and the
-Cline CLI's session folders (``~/.cline/data/sessions/<id>/<id>.messages.json``, read by
-``cli_session.py``)."""
+extensions' task folders (``api_conversation_history.json`` beside ``ui_messages.json``; the history
+file alone is read too), and the Cline CLI's session folders
+(``~/.cline/data/sessions/<id>/<id>.messages.json``, read by ``cli_session.py``)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from contextviewer.importers.formats import Entry, FOLDER
@@ -44,17 +45,38 @@ def is_cli_file(path: Path) -> bool:
     return own and is_cli_session(path.parent)
 
 
+def in_session_folder(path: Path) -> bool:
+    """A file of a task folder or of a CLI session folder (the folder is read, not the file)."""
+    return (path.name in TASK_FILES and _is_task_folder(path.parent)) or is_cli_file(path)
+
+
+# Cline's own keys on a history message (``ClineStorageMessage``: the model that wrote it, the
+# tokens and cost of its call), in a history that no longer has its name.
+_CLINE_KEYS = re.compile(rb'"(?:modelInfo"\s*:\s*\{\s*"modelId"|metrics"\s*:\s*\{\s*"tokens")')
+
+
+def lone_history(path: Path, head: bytes) -> float:
+    """An ``api_conversation_history.json`` on its own (its task folder left behind): a JSON array
+    of messages, by its name, or by Cline's keys on its messages under another name. It wins over
+    the plain message array it also is: its assistant messages' ``metrics`` are its model calls."""
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if not text.startswith(b"[") or b'"role"' not in text:
+        return 0.0
+    if path.name == HISTORY:
+        return 0.8
+    return 0.7 if _CLINE_KEYS.search(text) else 0.0
+
+
 def sniff(path: Path, head: bytes) -> float:
     """A task folder (``api_conversation_history.json`` beside ``ui_messages.json``), or one of its
     files: the folder is read (this wins over the plain message array the history also is). A CLI
-    session folder (``<id>/<id>.messages.json``), or one of its files: the folder is read."""
+    session folder (``<id>/<id>.messages.json``), or one of its files: the folder is read. A history
+    file on its own: the file is read (``lone_history``)."""
     if path.is_dir():
         return 0.9 if _is_task_folder(path) or is_cli_session(path) else 0.0
-    if path.name in TASK_FILES and _is_task_folder(path.parent):
+    if in_session_folder(path):
         return 0.9
-    if is_cli_file(path):
-        return 0.9
-    return 0.0
+    return lone_history(path, head)
 
 
 ENTRY = Entry(

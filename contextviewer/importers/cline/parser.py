@@ -17,7 +17,12 @@ Cline (VS Code extension ``saoudrizwan.claude-dev``) and its fork Roo Code
 - ``task_metadata.json``: ``{files_in_context[], model_usage[{ts, model_id, model_provider_id,
   mode}]}``.
 
-The folder is the session (storage FOLDER; pointing at one of its files reads the folder).
+The folder is the session (storage FOLDER; pointing at one of its files reads the folder). An
+``api_conversation_history.json`` on its own (uploaded without its folder) is a session too: its
+messages as above, and a model call for each assistant message with Cline's ``metrics``
+(``tokens{prompt, completion, cached}``: ``prompt`` counts the cached tokens, which are taken out;
+no cache write is recorded), its id the task folder's name when it is in one, else its first
+message's hash.
 Mapping: each history message is a message (a user message made only of tool_result blocks is a
 ``tool`` message); uuids are the message's ``ts`` where the history has it (Roo), else its
 position. Usage: one ``UsageRecord`` per ``api_req_started`` with token figures (measured):
@@ -36,7 +41,9 @@ requests before and after as tokens before/after.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -66,6 +73,7 @@ from contextviewer.importers.cline.entry import (  # noqa: F401 - the light part
     TASK_FILES,
     UI,
     _is_task_folder,
+    in_session_folder,
     sniff,
 )
 
@@ -74,6 +82,9 @@ def group(paths: list[Path]) -> list[SessionFiles]:
     """Each path as its task folder, each folder once."""
     folders: dict[Path, None] = {}
     for path in paths:
+        if path.is_file() and not in_session_folder(path):
+            folders.setdefault(path, None)  # a history file on its own: the file
+            continue
         folders.setdefault(path if path.is_dir() else path.parent, None)  # a task's or a CLI session's file: its folder
     return [SessionFiles(format=NAME, main=folder) for folder in sorted(folders)]
 
@@ -276,6 +287,31 @@ class _Task:
             matched[k] = i
         return matched
 
+    def metrics_usage(self, items: list) -> list[UsageRecord]:
+        """A lone history's model calls: an assistant message's ``metrics`` (``tokens{prompt,
+        completion, cached}``, ``prompt`` counting the cached tokens; ``cost``)."""
+        out: list[UsageRecord] = []
+        for record, index in zip(self.messages, self.history_index, strict=True):
+            if index < 0 or record.role != "assistant" or record.is_compact_summary:
+                continue
+            metrics = _dict(items[index].get("metrics"))
+            tokens = _dict(metrics.get("tokens"))
+            if not tokens:
+                continue
+            cached = pos_int(tokens.get("cached"))
+            call_id = f"history:{index + 1}"
+            record.api_message_id = record.api_message_id or call_id
+            cost = metrics.get("cost")
+            if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+                record.flags["cost"] = cost
+            if record.model and record.model not in self.models:
+                self.models.append(record.model)
+            out.append(UsageRecord(api_message_id=call_id, request_id=None, message_uuid=record.uuid, line_no=record.line_no,
+                                   model=record.model, input_uncached=max(0, pos_int(tokens.get("prompt")) - cached),
+                                   cache_write=0, cache_read=cached, output=pos_int(tokens.get("completion")),
+                                   timestamp=record.timestamp))
+        return out
+
     # -- folds
 
     def folds(self, ui: list) -> list[FoldRecord]:
@@ -338,8 +374,54 @@ def _title(ui: list) -> str | None:
     return None
 
 
+_TASK_TEXT = re.compile(r"<task>\s*(.*?)\s*</task>", re.S)
+
+
+def _history_title(messages: list[MessageRecord]) -> str | None:
+    """A lone history's task: the ``<task>`` of its first user message (its first line)."""
+    first = next((m for m in messages if m.role == "user"), None)
+    text = "\n".join(b.text or "" for b in first.blocks if b.kind == "text") if first else ""
+    found = _TASK_TEXT.search(text)
+    lines = found.group(1).strip().splitlines() if found else []
+    return lines[0][:200] if lines else None
+
+
+def _history_id(path: Path, items: list) -> str:
+    """A lone history's session: its task folder's name (a Cline task id, epoch ms) where it is in
+    one, else a hash of its first message (the same file grown keeps it)."""
+    if path.parent.name.isdigit():
+        return path.parent.name
+    first = compact_json(items[0]) if items else path.name
+    return "history-" + hashlib.sha256(first.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def parse_history_file(path: Path) -> Iterator[Record]:
+    """An ``api_conversation_history.json`` without its task folder: its messages, and its
+    assistant messages' ``metrics`` as their model calls."""
+    bad: list[BadLine] = []
+    items = _read(path.parent, path.name, bad, required=True)
+    if items is not None and not isinstance(items, list):
+        bad.append(BadLine(0, 0, f"{path.name} is {json_kind(items) if not isinstance(items, dict) else 'a JSON object'}, not a message array"))
+        items = None
+    items = items or []
+    task = _Task(path.parent, bad)
+    task.session_id = _history_id(path, items)
+    task.history(items)
+    usage = task.metrics_usage(items)
+    folds = task.folds([])
+    yield from bad
+    yield from task.messages
+    yield from usage
+    yield from folds
+    yield SessionInfo(external_id=task.session_id, title=_history_title(task.messages), models=task.models,
+                      started_at=task.span.started_at, ended_at=task.span.ended_at)
+
+
 def parse_folder(folder: Path) -> Iterator[Record]:
     bad: list[BadLine] = []
+    if folder.is_file() and not in_session_folder(folder):
+        yield from parse_history_file(folder)
+        return
     if folder.is_file():
         folder = folder.parent
     if not (folder / HISTORY).is_file() and is_cli_session(folder):
