@@ -32,6 +32,9 @@ class ToolVocabulary:
     browse: Names = NONE  # opens a web page: {url} or browser code
     think: Names = NONE  # a thought with no effect: {thought}
     code: Names = NONE  # runs code in a kernel: {code}
+    note: Names = NONE  # a note the agent keeps or shows, with no effect on files: a topic {title, summary,
+    # strategic_intent}, a memory {fact}
+    ask: Names = NONE  # asks the user: {questions: [{question, header, options: [{label, description}]}]}
     commands: Names = NONE  # the agent's own commands when it writes a call as an action line (SWE-agent)
     exec: Names = NONE  # a shell tool taking {cmd|command: argv or line, workdir}, answered in its own shape
     patch: Names = NONE  # applies a patch (a shell call that sends an apply_patch heredoc is one too)

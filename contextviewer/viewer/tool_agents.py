@@ -20,12 +20,14 @@ from contextviewer.importers import formats
 # Bash {command, description, workdir} · Edit {file_path, old_string, new_string, note} ·
 # MultiEdit {file_path, edits} · Write {file_path, content} · Read {file_path, offset} ·
 # Search {pattern, path} · TodoWrite {todos} · Task {prompt, description, subagent_type} ·
-# Browse {url, code} · Think {thought} · Code {code} · Patch {patch} · Submit {} (its result is a diff)
+# Browse {url, code} · Think {thought} · Code {code} · Patch {patch} · Submit {} (its result is a diff) ·
+# Note {label, title, intent, text} · Ask {questions: [{header, question, options: [{label, description}], multi}]}
 # Which name is which kind: every format's tool vocabulary (importers/<format>/tools.py), together.
 _TOOLS = formats.tool_vocabulary()
 SHELL, EDITORS, WRITES, READS, MULTI = _TOOLS.shell, _TOOLS.edit, _TOOLS.write, _TOOLS.read, _TOOLS.multi_edit
 SEARCHES, TODOS, TASKS, BROWSE, THINK, CODE = _TOOLS.search, _TOOLS.todo, _TOOLS.task, _TOOLS.browse, _TOOLS.think, _TOOLS.code
 SWE_COMMANDS = _TOOLS.commands
+NOTES, ASKS = _TOOLS.note, _TOOLS.ask
 TODO_STATUS = {"todo": "pending", "done": "completed", "complete": "completed", "in-progress": "in_progress",
                "cancelled": "cancelled", "canceled": "cancelled"}  # fmt: skip
 
@@ -105,6 +107,10 @@ def normalize(name: str, tool_input: Any) -> tuple[str, dict] | None:
         return "Think", {"thought": _s(tool_input, "thought", "content")}
     if key in CODE and _s(tool_input, "code"):
         return "Code", {"code": _s(tool_input, "code")}
+    if key in NOTES:
+        return _note(tool_input)
+    if key in ASKS and isinstance(tool_input.get("questions"), list):
+        return "Ask", {"questions": [_question(q) for q in tool_input["questions"] if isinstance(q, dict)]}
     if key == "submit":
         return "Submit", {}
     return None
@@ -144,6 +150,30 @@ def _file_call(key: str, d: dict, path: str) -> tuple[str, dict] | None:
         note = f"lines {start}-{end} rewritten" if start is not None and end is not None and end >= 0 else ""
         return "Write", {"file_path": path, "content": content, "note": note}
     return None
+
+
+def _note(d: dict) -> tuple[str, dict] | None:
+    """A note by its shape: a topic (a title, a summary, an intent: Gemini CLI's update_topic), a
+    memory (a fact: its save_memory). None: neither."""
+    title, intent = _s(d, "title", "topic"), _s(d, "strategic_intent", "intent")
+    fact = _s(d, "fact")
+    if fact:
+        return "Note", {"label": "remembered", "title": "", "intent": "", "text": fact}
+    if title or intent or _s(d, "summary"):
+        label = "topic" if title else "intent"
+        return "Note", {"label": label, "title": title, "intent": intent, "text": _s(d, "summary")}
+    return None
+
+
+def _question(q: dict) -> dict:
+    options = q.get("options") if isinstance(q.get("options"), list) else []
+    return {
+        "header": _s(q, "header"),
+        "question": _s(q, "question", "text"),
+        "options": [{"label": _s(o, "label"), "description": _s(o, "description")} for o in options if isinstance(o, dict)],
+        "multi": q.get("multiSelect") is True or q.get("multi_select") is True,
+        "type": _s(q, "type"),
+    }
 
 
 _EDIT_RANGE = re.compile(r"^edit\s+(\d+):(\d+)\s*\n(.*?)(?:\nend_of_edit)?\s*$", re.S)
@@ -192,6 +222,9 @@ _CWD_TAG = re.compile(r"\s*<cwd>([^<\n]*)</cwd>\s*$")
 _OH_EXIT = re.compile(r"\n?\[(?:The command completed with exit code|Command finished with exit code) (-?\d+)\.?\]\s*")
 _OH_META = re.compile(r"\n?\[(Current working directory|Python interpreter): ([^\]\n]*)\]")
 _OH_TIMEOUT = re.compile(r"\n?\[(The command (?:timed out|has no new output)[^\]\n]*)\]")
+_DEEP_EXIT = re.compile(r"\n?\[Command (?:succeeded|failed) with exit code (-?\d+)\]")
+_DEEP_CUT = "[Output was truncated due to size limits]"
+_STDERR = "[stderr]"
 _MINI = re.compile(r"^<returncode>(-?\d+)</returncode>\s*(?:<output>\n?(.*?)\n?</output>)?(.*)$", re.S)
 _GEMINI_KEYS = ("Command", "Directory", "Output", "Error", "Exit Code", "Signal", "Background PIDs", "Process Group PGID")
 _GEMINI_LINE = re.compile(r"^(" + "|".join(re.escape(k) for k in _GEMINI_KEYS) + r"): ?(.*)$")
@@ -219,7 +252,8 @@ def shell_output(text: str) -> ShellOutput:
     `<returncode>N</returncode><output>...</output>`, Gemini CLI's `Command: / Directory: / Output: /
     Error: / Exit Code:` lines, OpenHands' `[The command completed with exit code N.]` and
     `[Current working directory: D]` lines, SWE-agent's `(Open file: F)(Current directory: D)bash-$`
-    trailer, Crush's `<cwd>D</cwd>`; else the text as output (exit code unknown)."""
+    trailer, Crush's `<cwd>D</cwd>`, deepagents' `[Command failed with exit code N]` (its stderr lines
+marked `[stderr] `); else the text as output (exit code unknown)."""
     text = decode_escapes(text, loose=True).replace("\r\n", "\n")
     if m := _MINI.match(text.strip()):
         rest = m.group(3).strip()
@@ -236,6 +270,8 @@ def shell_output(text: str) -> ShellOutput:
     if m := _OH_EXIT.search(out.output):
         out.exit_code = int(m.group(1))
         out.output = out.output[: m.start()] + out.output[m.end() :]
+    if out.exit_code is None and (m := _DEEP_EXIT.search(out.output)):
+        _deepagents(out, m)
     for m in list(_OH_META.finditer(out.output)):
         if m.group(1) == "Current working directory":
             out.workdir = m.group(2).strip()
@@ -245,6 +281,21 @@ def shell_output(text: str) -> ShellOutput:
         out.output = out.output[: m.start()] + out.output[m.end() :]
     out.output = out.output.strip("\n")
     return out
+
+
+def _deepagents(out: ShellOutput, m: re.Match) -> None:
+    """deepagents' execute result: the output, `[Command succeeded|failed with exit code N]`, and
+    `[Output was truncated due to size limits]` where it was cut; the lines a sandbox's shell wrote
+    to stderr marked `[stderr] ` (set apart as stderr)."""
+    out.exit_code = int(m.group(1))
+    if _DEEP_CUT in out.output[m.end() :]:
+        out.note = "output cut to the sandbox's size limit"
+    lines = out.output[: m.start()].split("\n")
+    err = [line[len(_STDERR) :].removeprefix(" ") for line in lines if line.startswith(_STDERR)]
+    if err:
+        out.stderr = "\n".join(err).strip("\n")
+        lines = [line for line in lines if not line.startswith(_STDERR)]
+    out.output = "\n".join(lines)
 
 
 def _gemini(text: str) -> ShellOutput | None:
@@ -274,6 +325,27 @@ def _gemini(text: str) -> ShellOutput | None:
     if signal and signal not in ("(none)", "0"):
         out.note = f"signal {signal}"
     return out
+
+
+def answers(text: str) -> tuple[dict[int, str], str] | None:
+    """The user's answers to a tool's questions, by question index, from its result: Gemini CLI's
+    `{"answers": {"0": "PostgreSQL", "1": "my-app"}}`, with a note where the user dismissed the
+    questions or answered none. None: not such a result (it is shown as it is)."""
+    stripped = decode_escapes(text).strip()
+    if stripped.startswith("User dismissed") and "without answering" in stripped:
+        return {}, "dismissed without an answer"
+    try:
+        obj = json.loads(stripped) if stripped.startswith("{") else None
+    except ValueError:
+        obj = None
+    if not isinstance(obj, dict) or not isinstance(obj.get("answers"), dict):
+        return None
+    found = {}
+    for key, value in obj["answers"].items():
+        index = _int(key)
+        if index is not None:
+            found[index] = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return found, "" if found else "submitted without an answer"
 
 
 _CAT_N = re.compile(r"^Here's the result of running `cat -n` on [^\n]*:\n")

@@ -103,8 +103,23 @@ class Arg:
 
 
 @dataclass
+class Option:
+    label: str
+    description: str = ""
+    chosen: bool = False  # the user's answer is (or, several chosen, holds) this option
+
+
+@dataclass
+class Question:
+    header: str  # a short label ("Database")
+    text: str
+    options: list[Option] = field(default_factory=list)
+    answer: str | None = None  # None: no answer known (no result yet, or none given)
+
+
+@dataclass
 class ToolView:
-    kind: str  # edit | write | read | code | bash | todos | search | task | browse | think | args
+    kind: str  # edit | write | read | code | bash | todos | search | task | browse | think | note | ask | args
     path: str = ""
     description: str = ""
     command: str = ""
@@ -121,6 +136,9 @@ class ToolView:
     url: str = ""  # browse: the address the agent opened (shown as text, never fetched)
     note: str = ""  # what the view cannot show by itself: "inserted after line 12", "lines 5-7 replaced"
     args: list[Arg] = field(default_factory=list)  # args: an unknown tool's arguments, one by one
+    label: str = ""  # note: what the note is (topic, intent, remembered)
+    intent: str = ""  # note: the one-line intent a topic states
+    questions: list[Question] = field(default_factory=list)  # ask: the questions put to the user, with the answers
     shows_result: bool = False  # the view renders the result itself (no generic result block)
 
 
@@ -454,6 +472,8 @@ def _agent_view(call: str, args: dict, result_text: str | None, result_error: bo
     """Another agent's call, mapped by tool_agents.normalize, as the view of the tool it maps onto."""
     path = args.get("file_path") or ""
     ok = bool(result_text) and not result_error
+    if call in ("Note", "Ask"):
+        return _talk_view(call, args, result_text if ok else None)
     if call in ("TodoWrite", "Task", "MultiEdit"):
         return _view(call, args, result_text, result_error, result_extra)
     if call == "Edit":
@@ -513,6 +533,27 @@ def _agent_view(call: str, args: dict, result_text: str | None, result_error: bo
         return ToolView("edit", diffs=diffs, shows_result=True, note="submitted") if diffs else None
     return None
 
+
+def _talk_view(call: str, args: dict, result_text: str | None) -> ToolView:
+    """A note the agent writes (a topic and its intent, a fact remembered) or its questions to the
+    user with the answers its (successful) result gives."""
+    if call == "Note":
+        return ToolView("note", label=args["label"], description=args["title"], intent=args["intent"],
+                        report=args["text"], shows_result=result_text is not None)  # fmt: skip
+    view = ToolView("ask")
+    for q in args["questions"]:
+        options = [Option(o["label"], o["description"]) for o in q["options"] if o["label"]]
+        view.questions.append(Question(q["header"], q["question"], options))
+    found = tool_agents.answers(result_text) if result_text is not None else None
+    if found is not None:
+        given, view.note = found
+        for i, q in enumerate(view.questions):
+            q.answer = given.get(i)
+            picked = {p.strip() for p in (q.answer or "").split(",")} | {q.answer}
+            for o in q.options:
+                o.chosen = o.label in picked
+        view.shows_result = True
+    return view
 
 
 ARGS_MAX = 30  # an unknown tool's arguments shown one by one, at most

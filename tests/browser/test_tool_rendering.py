@@ -227,3 +227,88 @@ def test_a_windows_codex_shell_call_shows_what_the_command_printed(page, live_se
         assert raw not in shown, raw
     tool.screenshot(path=str(SCREENSHOTS / "tool-codex-windows-listing.png"))
     watch.assert_clean()
+
+
+def _gemini_call(call_id: str, name: str, args: dict, output: str) -> dict:
+    return {"id": call_id, "name": name, "args": args, "status": "success",
+            "result": [{"functionResponse": {"id": call_id, "name": name, "response": {"output": output}}}]}  # fmt: skip
+
+
+GEMINI_CALLS = [
+    _gemini_call("t1", "update_topic", {"title": "Fix the parser", "strategic_intent": "Make parse() return [] for empty input.",
+                                        "summary": "The **empty-input** test fails: parse() returns None."},  # fmt: skip
+                 'Current topic: "Fix the parser"\nTopic summary: The **empty-input** test fails.'),
+    _gemini_call("t2", "save_memory", {"fact": "The user wants type hints on every new function."},
+                 '{"success":true,"message":"Okay, I\'ve remembered that."}'),
+    _gemini_call("t3", "ask_user", {"questions": [
+        {"header": "Empty input", "question": "What should parse('') return?", "type": "choice",
+         "options": [{"label": "None", "description": "as today"}, {"label": "[]", "description": "an empty list"}]},
+        {"header": "Tests", "question": "Anything else to cover?", "type": "text"}]},  # fmt: skip
+        '{"answers":{"0":"[]","1":"lines with only spaces"}}'),
+]
+
+
+@pytest.fixture
+def own_tools(live_server, tmp_path):
+    """A Gemini CLI session with a topic, a memory and a question; a deepagents run (a LangChain
+    message array) with its sandbox's `execute`."""
+    project = make_project("own", "Own tools")
+    user = make_user("otto", project=project)
+    messages = [{"id": "u1", "timestamp": "2026-01-16T18:34:01.000Z", "type": "user", "content": [{"text": "Fix the parser"}]}]
+    messages += [{"id": f"g{i}", "timestamp": f"2026-01-16T18:35:{i:02d}.000Z", "type": "gemini", "content": "",
+                  "model": "gemini-2.5-pro", "toolCalls": [call]} for i, call in enumerate(GEMINI_CALLS)]  # fmt: skip
+    gemini = tmp_path / "session-2026-01-16T18-34-3739ef95.json"
+    gemini.write_text(json.dumps({"sessionId": "3739ef95-aaaa-bbbb-cccc-0000000000bb", "projectHash": "cd" * 32,
+                                  "startTime": "2026-01-16T18:34:00.000Z", "lastUpdated": "2026-01-16T18:40:00.000Z",
+                                  "messages": messages}))  # fmt: skip
+    ingest.import_file(project, gemini)
+    deep = tmp_path / "deepagents-run.json"
+    deep.write_text(json.dumps([
+        {"type": "human", "content": "Run the parser tests"},
+        {"type": "ai", "content": "Running them.", "tool_calls": [{"name": "execute", "args": {"command": "pytest -q tests", "timeout": 120},
+                                                                   "id": "call_x1"}]},  # fmt: skip
+        {"type": "tool", "tool_call_id": "call_x1", "content": "..F\n1 failed, 2 passed\n[stderr] DeprecationWarning: <parser> is deprecated"
+                                                                 "\n\n[Command failed with exit code 1]"},  # fmt: skip
+    ]))
+    ingest.import_file(project, deep)
+    return {"user": user, "gemini": Conversation.objects.get(project=project, agent="gemini"),
+            "deep": Conversation.objects.get(project=project, external_id="deepagents-run")}  # fmt: skip
+
+
+def test_deepagents_execute_and_geminis_topic_memory_and_question_have_views(page, live_server, own_tools):
+    """Issue 36: deepagents' `execute` and Gemini's `update_topic`, `save_memory` and `ask_user` were
+    shown as raw JSON. Now: a shell run; a note; the questions with the answers given."""
+    watch = Watch(page)
+    login(page.context, live_server, own_tools["user"])
+    page.goto(f"{live_server.url}/c/{own_tools['deep'].id}/")
+    page.wait_for_selector("#turn-0")
+    tool = _open_turn(page, 0)
+    assert tool.locator("pre.bash-command").inner_text() == "$ pytest -q tests"
+    assert tool.locator(".exit-code").inner_text() == "exit code 1"
+    assert tool.locator("pre.stdout").inner_text() == "..F\n1 failed, 2 passed"
+    assert tool.locator("pre.stderr").inner_text() == "DeprecationWarning: <parser> is deprecated"
+    assert not tool.locator(".tool-view pre.json").count()
+    tool.screenshot(path=str(SCREENSHOTS / "tool-deepagents-execute.png"))
+
+    page.goto(f"{live_server.url}/c/{own_tools['gemini'].id}/")
+    page.wait_for_selector("#turn-0")
+    _open_turn(page, 0)
+    tools = page.locator("#turn-0 .block-tool")
+    topic, memory, ask = tools.nth(0), tools.nth(1), tools.nth(2)
+    assert topic.locator(".note-label").inner_text() == "topic"
+    assert topic.locator(".note-title").inner_text() == "Fix the parser"
+    assert topic.locator(".note-intent").inner_text() == "Make parse() return [] for empty input."
+    assert topic.locator(".note-text strong").inner_text() == "empty-input"  # the summary as Markdown
+    assert memory.locator(".note-label").inner_text() == "remembered"
+    assert memory.locator(".note-text").inner_text().strip() == "The user wants type hints on every new function."
+    questions = ask.locator("li.ask-question")
+    assert questions.count() == 2
+    assert questions.nth(0).locator(".ask-text").inner_text() == "Empty input What should parse('') return?"
+    chosen = questions.nth(0).locator(".ask-option.chosen")
+    assert chosen.count() == 1 and "an empty list" in chosen.inner_text() and "as today" not in chosen.inner_text()
+    assert questions.nth(0).locator(".ask-option").count() == 2
+    assert questions.nth(1).locator(".ask-answer").inner_text() == "ANSWER lines with only spaces"
+    for t in (topic, memory, ask):  # the result the tool gave the model: one click away, not in the way
+        assert not t.locator(".tool-result").first.is_visible()
+    page.locator("#turn-0").screenshot(path=str(SCREENSHOTS / "tool-gemini-note-ask.png"))
+    watch.assert_clean()

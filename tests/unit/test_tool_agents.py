@@ -144,14 +144,14 @@ def test_a_truncated_gemini_read_starts_at_its_own_first_line():
 
 
 def test_an_unknown_tool_gets_its_arguments_one_by_one_only_when_some_text_spans_lines():
-    view = tool_view("save_memory", {"fact": "line one\nline two", "scope": ["a", 1]})
+    view = tool_view("remember_lines", {"fact": "line one\nline two", "scope": ["a", 1]})
     assert view.kind == "args"
     assert [(a.name, a.text, a.multiline) for a in view.args] == [
         ("fact", "line one\nline two", True),
         ("scope", '["a", 1]', False),
     ]
-    assert tool_view("save_memory", {"fact": "one line"}) is None  # the raw JSON reads as well
-    long = tool_view("save_memory", {"fact": "x\n" * 5000})
+    assert tool_view("remember_lines", {"fact": "one line"}) is None  # the raw JSON reads as well
+    long = tool_view("remember_lines", {"fact": "x\n" * 5000})
     assert len(long.args[0].text) == 6000 and long.args[0].more == 4000
 
 

@@ -1,4 +1,5 @@
-"""Gemini CLI's tools (tool_vocabulary.py)."""
+"""Gemini CLI's tools (tool_vocabulary.py): its file and shell tools, its notes (a topic, a memory) and
+its questions to the user."""
 
 from contextviewer.importers.tool_vocabulary import ToolVocabulary, names
 
@@ -9,4 +10,6 @@ TOOLS = ToolVocabulary(
     read=names("read_file"),
     search=names("glob", "list_directory", "search_file_content"),
     todo=names("write_todos"),
+    note=names("update_topic", "save_memory"),
+    ask=names("ask_user"),
 )
