@@ -67,6 +67,7 @@ def conversation_live(request: HttpRequest, pk: int) -> HttpResponse:
         "conv": conv,
         "page": page,
         "live": live,
+        "loaded": loaded,
         "turns_page": turns_page,
         "grown": grown,
         "grown_body": grown_body,

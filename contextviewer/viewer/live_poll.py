@@ -10,7 +10,7 @@ from django.db.models import Max
 from django.urls import reverse
 
 from contextviewer.viewer import conversation_page
-from contextviewer.conversations.models import Conversation, Message
+from contextviewer.conversations.models import Conversation, Message, Source
 
 POLL_EVERY = "2s"
 # A page whose conversation stopped being live keeps asking, slowly: a file that grows again (the
@@ -46,16 +46,32 @@ class PollState:
     def every(self) -> str:
         return DORMANT_EVERY if self.dormant else POLL_EVERY
 
+    @property
+    def every_text(self) -> str:
+        return self.every.replace("s", " s")
+
 
 def last_position(conv: Conversation) -> int:
     found = Message.objects.filter(conversation=conv).aggregate(hi=Max("position"))["hi"]
     return -1 if found is None else found
 
 
+def may_grow(conv: Conversation) -> bool:
+    """Whether the session's file can grow again: it was live once, or it is read from a file on
+    disk (a watcher may be looking at it). An upload or a build never grows."""
+    if conv.live_until is not None:
+        return True
+    path = Source.objects.filter(pk=conv.source_id).values_list("path", flat=True).first() if conv.source_id else None
+    return bool(path) and not path.startswith("upload:")
+
+
 def poll_state(page: conversation_page.ConversationPage, segment: conversation_page.SegmentView) -> PollState | None:
-    """The poll of a page showing ``segment`` (the loaded one), or None when it is not live."""
+    """The poll of a page showing ``segment`` (the loaded one): every POLL_EVERY while the
+    conversation is live; every DORMANT_EVERY while it is idle but its file may grow again (a page
+    opened between two turns of the agent follows it when it goes on); None when it cannot grow."""
     conv = page.conversation
-    if not conv.is_live:
+    live = conv.is_live
+    if not live and not may_grow(conv):
         return None
     turns_page = segment.turns
     shown = turns_page.turns[-1].turn if turns_page and turns_page.turns else None
@@ -65,4 +81,5 @@ def poll_state(page: conversation_page.ConversationPage, segment: conversation_p
         turn=shown,
         append=turns_page is not None and turns_page.later_from is None,
         folds=len(page.folds),
+        dormant=not live,
     )

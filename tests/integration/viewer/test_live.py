@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from contextviewer.ingest import files as ingest
-from contextviewer.conversations.models import Conversation
+from contextviewer.conversations.models import Conversation, Source
 from tests.sessions import SessionBuilder, write_lines
 
 pytestmark = pytest.mark.django_db
@@ -47,8 +47,17 @@ def test_the_page_of_a_live_conversation_polls_and_the_index_says_live(client, u
 
     Conversation.objects.filter(pk=conv.pk).update(live_until=timezone.now() - timedelta(seconds=1))
     page = client.get(f"/c/{conv.pk}/").content.decode()
-    assert "live-badge" not in page and "data-live-poll" not in page
+    assert 'id="live-badge"' not in page
     assert ">live</span>" not in client.get("/").content.decode()
+    # Idle, its file may grow again: the page looks every 20 s (issue 36, item 1).
+    assert "data-live-poll" in page and 'hx-trigger="every 20s"' in page and "looks every 20 s" in page
+
+    # Never live, read from a file on disk (a watcher may be looking at it): the same slow poll.
+    Conversation.objects.filter(pk=conv.pk).update(live_until=None)
+    assert 'hx-trigger="every 20s"' in client.get(f"/c/{conv.pk}/").content.decode()
+    # An upload never grows: no poll.
+    Source.objects.filter(pk=conv.source_id).update(path="upload:" + "0" * 64 + "/s.jsonl")
+    assert "data-live-poll" not in client.get(f"/c/{conv.pk}/").content.decode()
 
 
 def test_nothing_new_is_204_and_a_conversation_no_longer_live_slows_the_poll_down(client, user, session, project):
@@ -104,6 +113,8 @@ def test_new_turns_come_with_the_gauge_and_curve_and_the_next_poll(client, user,
     assert 'id="gauge-card" aria-labelledby="gauge-title" hx-swap-oob="true"' in html
     assert 'id="curve-card" aria-labelledby="curve-title" hx-swap-oob="true"' in html
     assert f'id="turn-stats-{shown}" hx-swap-oob="true"' in html
+    bar = html.split('hx-swap-oob="innerHTML:#overview-bar"', 1)[1].split("</div>", 1)[0]  # the bar follows (issue 36)
+    assert "6 calls" in bar
     assert 'id="live-poll"' in html  # the next poll, after the new turns
     assert html.index(f'id="turn-{new_turn}"') < html.index('id="live-poll"')
     # The gauge and curve count the model calls of the new turn: 2 more (6 in all).
