@@ -10,7 +10,10 @@ the last message position of the last turn when that turn is open.
 
 Nothing changed: 204 (htmx keeps polling). No longer live: the poll element is swapped for a
 dormant one (every 20 s, live_poll.DORMANT_EVERY), which gets 204 until the file grows again; then
-the page is sent what came and follows the session again at the live pace.
+the page is sent what came and follows the session again at the live pace. A page opened while
+its conversation is idle starts with the dormant poll (live_poll.poll_state) when its file may grow.
+The header's counts, the bar, the gauge, the curve, the loaded segment's turn range and the "Last
+turn" link come with every answer that has something new, so they never tell different figures.
 """
 
 from __future__ import annotations
