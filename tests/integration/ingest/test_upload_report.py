@@ -9,6 +9,7 @@ import io
 import json
 import shutil
 import sqlite3
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -39,8 +40,7 @@ def wal_database(folder: Path) -> list[Path]:
     """opencode.db as a running opencode leaves it: every row still in its -wal (the database file
     itself holds no table), with the -shm beside them. Returns the three files."""
     folder.mkdir(parents=True, exist_ok=True)
-    live = folder.parent / f".live-{folder.name}"
-    live.mkdir()
+    live = Path(tempfile.mkdtemp(prefix="live-opencode-"))  # where opencode is "running": not in the folder
     db = live / "opencode.db"
     holder = sqlite3.connect(db)
     holder.execute("PRAGMA journal_mode=WAL")
@@ -54,6 +54,7 @@ def wal_database(folder: Path) -> list[Path]:
             shutil.copyfile(live / name, folder / name)
     finally:
         holder.close()
+        shutil.rmtree(live, ignore_errors=True)
     return [folder / name for name in names]
 
 
