@@ -1,7 +1,8 @@
 """The agent CLIs the conformance runs drive (ops/drivers/), each pinned to one version and installed
 by `bin/setup --agents` into its own folder, var/agents/<key>/ (two versions of one package can sit
 side by side). `python -m ops.drivers.pins` prints one line per pin for bin/setup:
-`key<TAB>package@version [extra package@version ...]<TAB>npm flags<TAB>bin`.
+`key|package@version [extra package@version ...]|npm flags|bin` (an empty field stays a field: a tab,
+being whitespace to `read`, would fold two separators into one).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ PINS: dict[str, Pin] = {
 
 def main() -> None:
     for p in PINS.values():
-        print("\t".join([p.key, " ".join([f"{p.package}@{p.version}", *p.extra]), " ".join(p.flags), p.bin]))
+        print("|".join([p.key, " ".join([f"{p.package}@{p.version}", *p.extra]), " ".join(p.flags), p.bin]))
 
 
 if __name__ == "__main__":
