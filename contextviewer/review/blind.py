@@ -48,7 +48,7 @@ _CLOSINGS = (
 _ATX = re.compile(r"^#{1,6}[ \t]+(?P<name>.+?)[ \t]*#*[ \t]*$")
 _BOLD_LINE = re.compile(r"^\*\*(?P<name>[^*\n]{1,80}?):?\*\*:?[ \t]*$")
 # A label line at the start of a line: "Analysis:", "Summary:", "3. Files and Code Sections:".
-_LABEL = re.compile(r"^(?:\d{1,2}[.)][ \t]+)?(?P<name>[A-Z][A-Za-z/&' -]{0,58}?):[ \t]*$")
+_LABEL = re.compile(r"^(?P<number>\d{1,2}[.)][ \t]+)?(?P<name>[A-Z][A-Za-z/&' -]{0,58}?):[ \t]*$")
 _LABEL_WORDS = 6
 # Gemini CLI's and Qwen Code's sections: a tag alone on its line.
 _TAG = re.compile(r"^[ \t]*<(?P<close>/?)(?P<name>[a-z][a-z_]{2,40})>[ \t]*$")
@@ -82,18 +82,35 @@ def neutral_name(name: str) -> str:
     return name
 
 
-def _heading(line: str) -> str | None:
-    """The section name when `line` is a heading in any of the summarizers' forms, else None."""
-    for pattern in (_ATX, _BOLD_LINE):
-        m = pattern.match(line)
-        if m:
-            return m.group("name").strip().rstrip(":").strip("*_ ").strip()
+def _heading(line: str) -> tuple[str, str] | None:
+    """(form, section name) when `line` is a heading in one of the summarizers' forms, else None.
+    Forms: "label" (Claude Code: "3. Files and Code Sections:", and its unnumbered "Analysis:" and
+    "Summary:"), "tag" (<overall_goal>), "atx1".."atx6" (Markdown "## Goal"), "bold" ("**Goal:**")."""
+    m = _ATX.match(line)
+    if m:
+        return f"atx{len(line) - len(line.lstrip('#'))}", m.group("name").strip().rstrip(":").strip("*_ ").strip()
     m = _LABEL.match(line)
-    if m and len(m.group("name").split()) <= _LABEL_WORDS and not m.group("name").lower().startswith("let me"):
-        return m.group("name").strip()
+    if m and len(m.group("name").split()) <= _LABEL_WORDS:
+        name = m.group("name").strip()
+        if m.group("number") or name.lower() in _WRAPPERS:  # "Still need to:" inside a section is text
+            return "label", name
     m = _TAG.match(line)
     if m and not m.group("close") and m.group("name") in _TAGS:
-        return m.group("name").replace("_", " ")
+        return "tag", m.group("name").replace("_", " ")
+    m = _BOLD_LINE.match(line)
+    if m:
+        return "bold", m.group("name").strip().rstrip(":").strip("*_ ").strip()
+    return None
+
+
+def _section_form(found: list[tuple[str, str] | None]) -> str | None:
+    """The form the summary writes its sections in: Claude Code's labels, else the tags, else the
+    shallowest Markdown heading, else bold lines. Headings of another form are text of a section
+    (a "### src/a.py" under "## Files", a bold "**Files modified:**" under a label)."""
+    forms = {f[0] for f in found if f is not None}
+    for form in ("label", "tag", *(f"atx{n}" for n in range(1, 7)), "bold"):
+        if form in forms:
+            return form
     return None
 
 
@@ -108,15 +125,19 @@ def strip_boilerplate(text: str) -> str:
 
 def _sections(text: str) -> tuple[list[str], list[tuple[str, list[str]]]]:
     """The lines before the first heading, and each section as (neutral name, its lines)."""
+    lines = strip_boilerplate(text).replace("\r\n", "\n").split("\n")
+    in_code, code = False, []
+    for line in lines:
+        fence = line.lstrip().startswith("```")
+        code.append(in_code or fence)
+        in_code = in_code != fence
+    found = [None if in_code else _heading(line) for line, in_code in zip(lines, code, strict=True)]
+    form = _section_form(found)
     head: list[str] = []
     sections: list[tuple[str, list[str]]] = []
-    in_code = False
-    for line in strip_boilerplate(text).replace("\r\n", "\n").split("\n"):
-        if line.lstrip().startswith("```"):
-            in_code = not in_code
-        name = None if in_code else _heading(line)
-        if name is not None:
-            sections.append((neutral_name(name), []))
+    for line, heading, in_code in zip(lines, found, code, strict=True):
+        if heading is not None and heading[0] == form:
+            sections.append((neutral_name(heading[1]), []))
             continue
         tag = None if in_code else _TAG.match(line)
         if tag and (tag.group("name") in _TAGS or tag.group("name") in _WRAPPERS):
