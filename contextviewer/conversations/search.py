@@ -11,6 +11,7 @@ user's own hits behind someone else's.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from contextviewer.core.records import text_of_blocks
 from contextviewer.core.secrets import mask_text
 
 from contextviewer.conversations import page_cache
-from contextviewer.conversations.models import Conversation, Message
+from contextviewer.conversations.models import Conversation, ConversationKind, Message
 
 FTS_TABLE = "conversations_message_fts"  # SQLite: contentless FTS5, rowid = message id
 PG_TABLE = "conversations_message_search"  # PostgreSQL: (message_id, conversation_id, document)
@@ -166,6 +167,8 @@ class Hit:
     before: str
     match: str
     after: str
+    parent_title: str = ""  # a sub-agent's hit: the title of the conversation that started it ...
+    task: str = ""  # ... and the sub-agent's own task (conversation_title is both: "parent › task")
 
 
 ORDERS = {"date": "newest first", "rank": "best match first"}  # the index's orders; the first is the default
@@ -286,19 +289,23 @@ def hits_of(ids: list[int], words: list[str]) -> list[Hit]:
     rows = {
         m.id: m
         for m in Message.objects.filter(id__in=ids)
-        .select_related("conversation")
-        .only("id", "position", "turn", "role", "timestamp", "blocks", "conversation__id", "conversation__title", "conversation__external_id")
+        .select_related("conversation", "conversation__parent")
+        .only("id", "position", "turn", "role", "timestamp", "blocks", "conversation__id", "conversation__title",
+              "conversation__external_id", "conversation__kind", "conversation__agent_id", "conversation__agent_type",
+              "conversation__parent__id", "conversation__parent__title", "conversation__parent__external_id",
+              "conversation__parent__agent_links")  # fmt: skip
     }
     hits = []
     for mid in ids:
         m = rows.get(mid)
         if m is None:
             continue
-        before, match, after = snippet(mask_text(text_of_blocks(m.blocks)), words)  # rows stored before masking too
+        before, match, after = message_snippet(m.blocks, words)
+        parent_title, task = _subagent_title(m.conversation)
         hits.append(
             Hit(
                 conversation_id=m.conversation_id,
-                conversation_title=str(m.conversation),
+                conversation_title=f"{parent_title} › {task}" if parent_title else str(m.conversation),
                 message_id=m.id,
                 position=m.position,
                 turn=m.turn,
@@ -307,13 +314,90 @@ def hits_of(ids: list[int], words: list[str]) -> list[Hit]:
                 before=before,
                 match=match,
                 after=after,
+                parent_title=parent_title,
+                task=task,
             )
         )
     return hits
 
 
+def _subagent_title(conv: Conversation) -> tuple[str, str]:
+    """A sub-agent's (or compaction run's) hit: (its parent's title, its own task: the description
+    the call that started it gives, else its own title, else its type). ("", "") for any other."""
+    parent = conv.parent
+    if parent is None:
+        return "", ""
+    if conv.kind == ConversationKind.COMPACTION:
+        task = "compaction run (a fold's summary)"
+    else:
+        link = (parent.agent_links or {}).get(conv.agent_id) if isinstance(parent.agent_links, dict) else None
+        described = link.get("description") if isinstance(link, dict) else None
+        own = conv.title if conv.title and conv.title != conv.external_id else ""
+        task = described or own or conv.agent_type or "sub-agent"
+        if conv.agent_type and conv.agent_type.lower() not in task.lower():
+            task = f"{conv.agent_type}: {task}"
+    return str(parent), task
+
+
+_ESCAPE = re.compile(r"\\(?:r\\n|[nrt])")
+
+
+def readable_text(blocks) -> str:
+    """A message's text as a snippet shows it: like text_of_blocks, but a tool's input and a result
+    the log wrote as JSON read as their values (`command: ls -la`), not as JSON with `\\n` escapes."""
+    parts: list[str] = []
+    for block in blocks or ():
+        if not isinstance(block, dict):
+            continue
+        if block.get("tool_name"):
+            parts.append(str(block["tool_name"]))
+        text = block.get("text")
+        if block.get("kind") == "tool_call" and isinstance(block.get("tool_input"), (dict, list)):
+            parts.append(_values(block["tool_input"]))
+        elif isinstance(text, str) and text:
+            parts.append(_tool_text(text) if block.get("kind") in ("tool_call", "tool_result") else text)
+    return "\n".join(parts)
+
+
+def _tool_text(text: str) -> str:
+    """A tool's input or result as it reads: JSON as its values; a text escaped once more than it
+    should be (no line break, `\\n` between its lines) with its line breaks."""
+    head = text.lstrip()[:1]
+    if head not in ("{", "[", '"'):
+        return _ESCAPE.sub("\n", text) if "\n" not in text and text.count("\\n") >= 2 else text
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return _values(value)
+
+
+def _values(value, depth: int = 0) -> str:
+    """A JSON value as words: strings as they are, an object's items as `key: value`."""
+    if isinstance(value, str):
+        return value
+    if depth > 8:
+        return ""
+    if isinstance(value, dict):
+        return "\n".join(f"{k}: {_values(v, depth + 1)}" for k, v in value.items())
+    if isinstance(value, list):
+        return "\n".join(_values(v, depth + 1) for v in value)
+    return "" if value is None else str(value)
+
+
+def message_snippet(blocks, words: list[str]) -> tuple[str, str, str]:
+    """(before, match, after) of a message's hit, from its readable text (masked: rows stored before
+    masking too); where the words are only in its text as stored (a JSON key, a word after an
+    escape), from that, its `\\n` escapes read as spaces."""
+    found = snippet(mask_text(readable_text(blocks)), words)
+    if found[1] or not words:
+        return found
+    return snippet(_ESCAPE.sub(" ", mask_text(text_of_blocks(blocks))), words)
+
+
 def snippet(text: str, words: list[str], width: int = 90) -> tuple[str, str, str]:
-    """(before, match, after) around the first word found; the template escapes all three."""
+    """(before, match, after) around the first word found, each run of white space (line breaks and
+    all) one space, the spaces beside the match kept; the template escapes all three."""
     lower = text.lower()
     for w in words:
         at = lower.find(w.lower())
@@ -322,8 +406,11 @@ def snippet(text: str, words: list[str], width: int = 90) -> tuple[str, str, str
             end = min(len(text), at + len(w) + width)
             before = ("…" if start else "") + text[start:at]
             after = text[at + len(w) : end] + ("…" if end < len(text) else "")
-            return " ".join(before.split()), text[at : at + len(w)], " ".join(after.split())
+            return _SPACES.sub(" ", before).lstrip(), text[at : at + len(w)], _SPACES.sub(" ", after).rstrip()
     return " ".join(text[: 2 * width].split()), "", ""
+
+
+_SPACES = re.compile(r"\s+")
 
 
 @dataclass(frozen=True, slots=True)
