@@ -52,6 +52,9 @@ class Command(BaseCommand):
                 f"Created the admin account. Log in at {url} as 'admin' with password: {password}\n"
                 "(shown once; change it in the admin, or run `python manage.py changepassword admin`)"
             ))
+        note = root_note() if running_as_root() else None
+        if note:  # the worker leaves out Celery's superuser warning: why it may, said once
+            self.stdout.write(note)
         env = {**os.environ}
         limits = {"give_up_after": int(os.environ.get("CONTEXTVIEWER_SERVE_GIVE_UP_AFTER", GIVE_UP_AFTER)),
                   "max_delay": float(os.environ.get("CONTEXTVIEWER_SERVE_MAX_DELAY", MAX_DELAY))}
@@ -111,6 +114,18 @@ class Command(BaseCommand):
                 signal.signal(sig, handler)
         if gave_up is not None and not stopping:
             sys.exit(1)
+
+
+def running_as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def root_note() -> str | None:
+    """Why the worker may run as root, where it may (contextviewer/celery.py leaves Celery's
+    warning out then)."""
+    from contextviewer import celery  # Celery's app, loaded here only when serve runs as root
+
+    return celery.root_note()
 
 
 def worker_command() -> list[str]:
