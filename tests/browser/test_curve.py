@@ -82,6 +82,8 @@ def test_one_long_turn_after_the_fold_grows_per_call(page, live_server, fixtures
     assert "+311 tokens per call (last 10 calls; fewer than two turns since the last fold)" in figures
     assert "about 2563 calls until 90 % of the window" in figures
     assert "not growing" not in figures and "per turn" not in figures
+    bar = " ".join(page.locator("#overview-bar").inner_text().split())  # the bar says the same, per call
+    assert "+311 per call" in bar and "~2563 calls to 90 %" in bar and "per turn" not in bar
     card.scroll_into_view_if_needed()
     card.screenshot(path=str(SCREENSHOTS / "curve-per-call.png"))
     watch.assert_clean()
