@@ -56,7 +56,7 @@ def selection_html(selection: dict, source: Conversation | None) -> str:
         "turn_ranges": ranges,
         "turn_count": len(turns),
         "more_turns": len(turns) - shown,
-        "after": {"number": int(after), "url": fold_url(int(after))} if after not in (None, "") else None,
+        "after": {"number_text": str(int(after)), "url": fold_url(int(after))} if after not in (None, "") else None,
     })
 
 

@@ -1,7 +1,8 @@
 /* contextviewer build.js (no build step, no dependencies; loaded with defer; CSP: script-src 'self').
  * The build selection on the conversation page: turn boxes (or space on the current turn) and
  * "use summary" boxes. A fold's summary and the turns it stands for exclude each other: checking
- * one clears the other, and turns behind a chosen summary are marked. A turn that holds a fold's
+ * one clears the other, says why beside the box it cleared (until the next change), and turns behind
+ * a chosen summary are marked. A turn that holds a fold's
  * summary (the message opening it) excludes the turns that fold put away, as the server's rule
  * says: while one side is selected the other's boxes are disabled, with the reason beside them.
  * The server checks again.
@@ -74,44 +75,94 @@
     return "";
   }
 
+  // Why the latest change cleared a box, shown beside that box until the next change:
+  // "fold:N" or "turn:N" -> the words.
+  var clearedWhy = {};
+
   function selectTurn(turn, on) {
-    var cleared = [];
+    var replaced = [];
+    var held = [];
     if (on) {
       state.turns[turn] = true;
       keys(state.folds).forEach(function (f) {
-        if (covers(f, turn)) {
-          delete state.folds[f];
-          cleared.push(f);
+        if (!covers(f, turn)) return;
+        delete state.folds[f];
+        // The turn that opens with a fold's summary brings that summary itself; the others are
+        // turns the summary replaced.
+        if (holders[f] === turn) {
+          held.push(f);
+          clearedWhy["fold:" + f] = "Cleared: turn " + turn + ", which you selected, begins with this summary, so the build has it already.";
+        } else {
+          replaced.push(f);
+          clearedWhy["fold:" + f] = "Cleared: you selected turn " + turn + ", one of the turns this summary replaced (a build holds one or the other).";
         }
       });
     } else {
       delete state.turns[turn];
     }
     // A build holds a summary or the turns it replaced, never both: say which one went, and how to get it back.
-    return cleared.length
-      ? "Turn " + turn + " is one of the turns the summary of fold " + cleared.join(", ") +
+    var said = [];
+    if (held.length) {
+      said.push("Turn " + turn + " begins with the summary of fold " + held.join(", ") +
+        ", so that fold\u2019s \u201cuse summary\u201d box was cleared: the turn brings the summary with it, and a build holds it once. " +
+        "To build from the summary without the rest of turn " + turn + ", tick \u201cuse summary\u201d again.");
+    }
+    if (replaced.length) {
+      said.push("Turn " + turn + " is one of the turns the summary of fold " + replaced.join(", ") +
         " replaced, so that summary is no longer selected (a build holds the summary or its turns, not both). " +
-        "To build from the summary instead, tick its \u201cuse summary\u201d box again."
-      : "";
+        "To build from the summary instead, tick its \u201cuse summary\u201d box again.");
+    }
+    return said.join(" ");
   }
 
   function selectFold(fold, on) {
-    var cleared = [];
+    var replaced = [];
+    var holder = null;
     if (on) {
       state.folds[fold] = true;
       keys(state.turns).forEach(function (t) {
-        if (covers(fold, t)) {
-          delete state.turns[t];
-          cleared.push(t);
+        if (!covers(fold, t)) return;
+        delete state.turns[t];
+        if (holders[fold] === t) {
+          holder = t;
+          clearedWhy["turn:" + t] = "Cleared: this turn begins with the summary of fold " + fold + ", which you selected on its own.";
+        } else {
+          replaced.push(t);
+          clearedWhy["turn:" + t] = "Cleared: the summary of fold " + fold + ", which you selected, replaced this turn.";
         }
       });
     } else {
       delete state.folds[fold];
     }
-    return cleared.length
-      ? "The summary of fold " + fold + " replaces turn" + (cleared.length > 1 ? "s " : " ") + ranges(cleared) +
-        ", so " + (cleared.length > 1 ? "they are" : "it is") + " no longer selected (a build holds the summary or its turns, not both)."
-      : "";
+    var said = [];
+    if (replaced.length) {
+      said.push("The summary of fold " + fold + " replaces turn" + (replaced.length > 1 ? "s " : " ") + ranges(replaced) +
+        ", so " + (replaced.length > 1 ? "they are" : "it is") + " no longer selected (a build holds the summary or its turns, not both).");
+    }
+    if (holder !== null) {
+      said.push("Turn " + holder + " begins with that summary, so it is no longer selected: the build holds the summary once.");
+    }
+    return said.join(" ");
+  }
+
+  // The words beside a cleared box (after its label for a "use summary" box, after the box in a
+  // turn's header), or none.
+  function showCleared(box, key) {
+    var anchor = box.closest("label") || box;
+    if (!anchor.parentNode) return;
+    var note = anchor.parentNode.querySelector(":scope > .pick-cleared");
+    var why = clearedWhy[key];
+    if (!why) {
+      if (note) note.remove();
+      return;
+    }
+    if (!note) {
+      note = document.createElement("span");
+      note.className = "pick-cleared small";
+      note.setAttribute("role", "status");
+      anchor.insertAdjacentElement("afterend", note);
+    }
+    note.textContent = why;
   }
 
   // The page shows the state: boxes checked, turns behind a chosen summary marked.
@@ -135,6 +186,7 @@
         note.textContent = why;
         note.hidden = !why;
       }
+      showCleared(box, "turn:" + turn);
       var behind = keys(state.folds).filter(function (f) { return covers(f, turn); });
       var head = box.closest("details.turn");
       if (head) {
@@ -149,6 +201,7 @@
     });
     all("input.pick-fold").forEach(function (box) {
       box.checked = !!state.folds[Number(box.value)];
+      showCleared(box, "fold:" + box.value);
       var seg = box.closest(".segment");
       if (seg) seg.classList.toggle("summary-picked", all(".pick-fold:checked").some(function (b) { return seg.contains(b); }));
     });
@@ -206,6 +259,7 @@
   document.addEventListener("change", function (event) {
     var box = event.target;
     if (!(box instanceof HTMLInputElement)) return;
+    if (box.classList.contains("pick-turn") || box.classList.contains("pick-fold")) clearedWhy = {};
     if (box.classList.contains("pick-turn")) {
       changed(selectTurn(Number(box.value), box.checked));
     } else if (box.classList.contains("pick-fold")) {

@@ -116,6 +116,14 @@ def test_select_turns_and_a_summary_build_open_and_export(page, live_server, see
     page.wait_for_url("**/jobs/*/")
     link = page.locator("table.import-result a").first
     link.wait_for(timeout=60_000)
+    # The job page says what was selected in words, with links (issue 36, item 3), not a dict.
+    figures = page.locator(".job-figures")
+    expect(figures).to_contain_text(f"The summary of fold 1 and turn {last}.")
+    expect(figures).not_to_contain_text("{'turns'")
+    fold_1 = builds.build_folds(conv)[0]
+    expect(figures.locator("a.sel-fold")).to_have_attribute("href", f"/review/folds/{fold_1.pk}/")
+    expect(figures.locator("a.sel-turn")).to_have_attribute("href", f"/c/{conv.id}/?turn={last}#turn-{last}")
+    page.locator("#job-progress").screenshot(path=str(SCREENSHOTS / "build-job.png"))
     link.click()
     page.wait_for_selector(".lineage")
     built = Conversation.objects.get(kind=ConversationKind.BUILD)
@@ -210,4 +218,49 @@ def test_a_turn_holding_a_summary_and_the_turns_its_fold_put_away_exclude_each_o
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     holder_box.check()
     page.screenshot(path=str(SCREENSHOTS / "build-holder-rule.png"), full_page=False)
+    watch.assert_clean()
+
+
+def test_ticking_the_turn_that_begins_with_a_summary_says_why_use_summary_was_cleared(page, live_server, seeded):
+    """Issue 36, item 3: the turn opening with the latest fold's summary and that fold's "use
+    summary" exclude each other. Ticking one clears the other, and the cleared box says why beside
+    it, in words, with the card closed too."""
+    watch = Watch(page)
+    login(page.context, live_server, seeded["user"])
+    conv = seeded["conv"]
+    spans, infos = builds.turn_spans(conv), builds.fold_infos(conv)
+    n = infos[-1].number
+    holder = next(t.turn for t in spans if t.first <= infos[-1].summary_position <= t.last)
+
+    page.goto(f"{live_server.url}/c/{conv.id}/")
+    page.wait_for_selector("#build-form[data-ready]", state="attached")
+    expect(page.locator("#build")).to_be_hidden()  # the card stays closed: the words are by the boxes
+    use = page.locator(f'section.segment.loaded input.pick-fold[value="{n}"]')
+    turn_box = page.locator(f"#turn-{holder} input.pick-turn")
+    fold_note = page.locator("section.segment.loaded .fold-summary.current > summary .pick-cleared")
+    turn_note = page.locator(f"#turn-{holder} > summary .pick-cleared")
+
+    use.check()
+    expect(page.locator("#build-count")).to_have_text("1 summary selected")
+    turn_box.check()
+    expect(use).not_to_be_checked()
+    expect(fold_note).to_be_visible()
+    expect(fold_note).to_have_text(f"Cleared: turn {holder}, which you selected, begins with this summary, so the build has it already.")
+    expect(page.locator("#build-count")).to_have_text("1 turn selected")
+    expect(page.locator("#build-selection")).to_contain_text(
+        f"Turn {holder} begins with the summary of fold {n}, so that fold’s “use summary” box was cleared"
+    )
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.locator("section.segment.loaded").screenshot(path=str(SCREENSHOTS / "build-cleared-summary.png"))
+
+    # The other way: ticking "use summary" again clears the turn, which says why.
+    use.check()
+    expect(turn_box).not_to_be_checked()
+    expect(fold_note).to_have_count(0)  # the word goes with the next change
+    expect(turn_note).to_be_visible()
+    expect(turn_note).to_have_text(f"Cleared: this turn begins with the summary of fold {n}, which you selected on its own.")
+    expect(page.locator("#build-selection")).to_contain_text(f"Turn {holder} begins with that summary, so it is no longer selected")
+    page.locator("section.segment.loaded").screenshot(path=str(SCREENSHOTS / "build-cleared-turn.png"))
+    use.uncheck()
+    expect(turn_note).to_have_count(0)
     watch.assert_clean()
