@@ -51,8 +51,6 @@ class CurveView:
     ticks: list[tuple[float, str]]
     thresholds: list[tuple[str, int, float]] = field(default_factory=list)  # the harness's auto-fold: (label, tokens, y)
     x_labels: list[tuple[float, str]] = field(default_factory=list)  # (x, "turn N" / "call N") under the axis
-    velocity: float | None = None  # tokens per turn over the last VELOCITY_TURNS turns; None when measured per call
-    turns_left: int | None = None  # turns until CRITICAL_AT of the window at that velocity; 0: there already
     growth: core_curve.Growth | None = None  # per turn, or per call where turns are too few (core.curve.growth)
     left: int | None = None  # turns or calls (growth.per) until CRITICAL_AT of the window; 0: there already
     critical_pct: int = int(core_curve.CRITICAL_AT * 100)
@@ -202,11 +200,6 @@ def curve_view(conv: Conversation, spec, folds: list[Fold]) -> CurveView | None:
 
 def _growth(calls, window) -> dict:
     """The growth since the latest drop and what is left to CRITICAL_AT, in its unit (turn or
-    call); `velocity` and `turns_left` (the overview bar's, which says "per turn") only per turn."""
+    call): the curve card and the overview bar say both."""
     g = core_curve.growth(calls, last_turns=VELOCITY_TURNS, last_calls=VELOCITY_CALLS)
-    left = core_curve.left_until_critical(calls, g.rate if g else None, window)
-    per_turn = g is not None and g.per == core_curve.TURN
-    return {
-        "growth": g, "left": left, "velocity": g.rate if per_turn else None,
-        "turns_left": left if per_turn or left == 0 else None,
-    }
+    return {"growth": g, "left": core_curve.left_until_critical(calls, g.rate if g else None, window)}

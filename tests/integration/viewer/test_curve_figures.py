@@ -37,7 +37,7 @@ def _conversation(tmp_path, client, turns: int) -> Conversation:
     return conv
 
 
-def test_the_curve_says_velocity_turns_left_and_labels_its_axes(tmp_path, client):
+def test_the_curve_says_its_growth_what_is_left_and_labels_its_axes(tmp_path, client):
     conv = _conversation(tmp_path, client, 10)
     html = client.get(reverse("conversation", args=[conv.pk])).content.decode()
     figures = html.split('id="curve-figures"', 1)[1].split("</p>", 1)[0]
