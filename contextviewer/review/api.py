@@ -31,7 +31,7 @@ class ProbeOut(Schema):
     compression_ratio: float | None
     folded_tokens: int
     summary_tokens: int | None  # None: hidden (blind review), or the summary is encrypted
-    summary_encrypted: bool = False  # the log keeps the summary encrypted (Codex's remote compaction): no size known
+    summary_encrypted: bool | None = None  # the log keeps the summary encrypted (Codex's remote compaction): no size known; None: hidden
     facts: list[dict]
     lost: list[dict] = []  # tiers A and B lost: kind, text, turn, position, tier, used_after (as `manage.py probes --json`)
     background: list[dict] = []  # tier C: kind, text, turn, position, tier, used_after, kept
@@ -137,7 +137,7 @@ def conversation_probes(request, conversation_id: int):
     for row in rows:
         if row["fold_id"] in blind:  # a blind item of this fold waits for the user's score
             row.update(origin=None, retention=None, per_kind={}, lost=[], background=[], reread_after=[], anticipated=None,
-                       calls_before_first_edit=None, hidden=True)
+                       calls_before_first_edit=None, compression_ratio=None, summary_tokens=None, summary_encrypted=None, hidden=True)
     return Status(200, rows)
 
 

@@ -21,7 +21,8 @@ router = Router(tags=["read"])
 def fold_probes(request, conversation_id: int, fold_id: int):
     """The fold's fact probe (`fold_id`: the fold's id, as GET /api/conversations/{id} lists it): retention,
     compression, every fact with its turn, what was lost; while a blind review of this segment waits
-    for the caller's score, retention and which facts were kept stay hidden (`hidden`: true)."""
+    for the caller's score, retention, which facts were kept, the summary's size and the compression
+    stay hidden (`hidden`: true). An encrypted summary has no size: `summary_encrypted`, `summary_tokens` null."""
     fold = get_fold_for_user(request, conversation_id, fold_id)
     probe = fact_probes.probe_for(fold)
     audit_read(request, fold.conversation.project, "probes", f"fold {fold.pk}", conversation=conversation_id)

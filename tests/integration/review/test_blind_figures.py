@@ -69,6 +69,8 @@ def test_the_api_keeps_a_blind_summarys_size_and_compression_back(project, user,
     queues.create_queue(project, "blind pairs", {}, mode="pairwise", blind=True, user=user, reviewers=[annotator])
     answer = _client(annotator).get(f"/api/review/folds/{alt.pk}/probe").json()
     assert answer["hidden"] and answer["summary_tokens"] is None and answer["compression_ratio"] is None
+    rows = _client(annotator).get(f"/api/review/conversations/{original.conversation_id}/probes").json()
+    assert all(r["hidden"] and r["summary_tokens"] is None and r["compression_ratio"] is None for r in rows), rows
     answer = _client(user).get(f"/api/review/folds/{alt.pk}/probe").json()  # the owner picked the folds: not blind
     assert answer["summary_tokens"] == probes.probe_for(alt).summary_tokens > 0
 
