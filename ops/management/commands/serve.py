@@ -123,7 +123,7 @@ def running_as_root() -> bool:
 def root_note() -> str | None:
     """Why the worker may run as root, where it may (contextviewer/celery.py leaves Celery's
     warning out then)."""
-    from contextviewer import celery  # Celery's app, loaded here only when serve runs as root
+    from contextviewer import celery  # lazy: Celery loads with the worker; serve loads it only when it runs as root
 
     return celery.root_note()
 
