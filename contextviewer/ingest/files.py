@@ -29,6 +29,7 @@ from contextviewer.ingest.row_maker import Subagent
 from contextviewer.ingest.sources import FileOptions, import_file
 
 UNREAD = "not a format contextviewer reads"
+MAX_DESCRIBED = 500  # files of a folder no format reads that are said what they looked like
 
 Progress = Callable[[int, int, str], None]  # (bytes done, bytes total, what)
 
@@ -178,7 +179,10 @@ def skipped_files(found: formats.Discovery) -> list[dict]:
     (as a file named alone is refused), or the link not followed (``manage.py formats`` says the
     same for a folder). A file read with a session's file (a -wal) is not among them."""
     beside = companions_read(found)
-    skipped = [{"path": str(p), "reason": unread_reason(p)} for p, _ in found.skipped if p not in beside]
+    unread = [p for p, _ in found.skipped if p not in beside]
+    # Each description reads the file's head: the first MAX_DESCRIBED are described (the job page
+    # lists 200), the rest of a folder of thousands of other files just said unread.
+    skipped = [{"path": str(p), "reason": unread_reason(p) if i < MAX_DESCRIBED else UNREAD} for i, p in enumerate(unread)]
     return skipped + [{"path": str(p), "reason": reason} for p, reason in found.not_followed]
 
 
