@@ -4,7 +4,8 @@ working directory, exit code, stdout and stderr, a TodoWrite as a checklist, Glo
 paths, a Task's prompt and report as Markdown. Other agents' tools (OpenHands, Gemini CLI,
 SWE-agent, mini-swe-agent, opencode, Crush) get the same views: tool_agents.py maps their names
 and argument shapes onto these, and reads their results' shapes; an OpenHands browse shows its URL,
-a think its thought. Terminal colours in a command's output are kept (rendering.ansi_segments),
+a think its thought, a Gemini CLI topic or memory a short note, its questions to the user the
+answers given. Terminal colours in a command's output are kept (rendering.ansi_segments),
 other escape codes dropped. What a shell run's result says (exit code, stdout, stderr, duration) is
 read by tool_shell.py.
 
