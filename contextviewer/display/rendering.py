@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,43 +146,55 @@ def _kept_markdown_html(source: str) -> SafeString:
 HIGHLIGHT_LIMIT = 60_000  # characters; larger code is shown plain
 
 
+_PYGMENTS_LOCK = threading.Lock()
+_pygments_names: dict[str, Any] = {}
+
+
+def _pygments() -> dict[str, Any]:
+    """pygments' names, imported once under a lock and from their own modules. Its packages
+    `pygments.formatters` and `pygments.lexers` swap themselves in sys.modules while they load, so
+    a second thread importing them at the same moment got the half-made module and failed with
+    "cannot import name 'HtmlFormatter'" (issue 40: the first renders after a restart)."""
+    if not _pygments_names:
+        with _PYGMENTS_LOCK:
+            if not _pygments_names:
+                from pygments import highlight
+                from pygments.formatters.html import HtmlFormatter
+                from pygments.lexers import find_lexer_class_for_filename
+                from pygments.lexers.special import TextLexer
+
+                _pygments_names.update(
+                    highlight=highlight,
+                    formatter=HtmlFormatter(nowrap=True),  # format() keeps no state between calls
+                    find=find_lexer_class_for_filename,
+                    text=TextLexer,
+                )
+    return _pygments_names
+
+
 @functools.lru_cache(maxsize=512)
 def _lexer_class(name: str):
     """The lexer class of a file name (pygments matches it against every lexer's patterns: about
     1 ms a block, so kept per name), TextLexer when none claims it."""
-    from pygments.lexers import find_lexer_class_for_filename
-    from pygments.lexers.special import TextLexer
-
-    return (find_lexer_class_for_filename(name) if name else None) or TextLexer
+    names = _pygments()
+    return (names["find"](name) if name else None) or names["text"]
 
 
 def _lexer(filename: str, code: str):
-    from pygments.lexers.special import TextLexer  # not through pygments.lexers: its lazy attribute races between threads
-
     name = filename.rsplit("/", 1)[-1] if filename else ""
-    cls = _lexer_class(name) if len(code) <= HIGHLIGHT_LIMIT else TextLexer
+    cls = _lexer_class(name) if len(code) <= HIGHLIGHT_LIMIT else _pygments()["text"]
     return cls(stripnl=False, ensurenl=False)
-
-
-@functools.lru_cache(maxsize=1)
-def _formatter():
-    """One HtmlFormatter for every block (making one builds its style sheet: about 1 ms); its
-    format() keeps no state between calls."""
-    from pygments.formatters import HtmlFormatter
-
-    return HtmlFormatter(nowrap=True)
 
 
 def highlight_lines(code: str, filename: str = "", numbers: list[int] | None = None) -> SafeString:
     """Code as an ordered list of highlighted lines. `numbers` are the line numbers to show (a
     Read of lines 120-160 starts at 120); by default 1, 2, 3 ... Only span classes come out, and
     no span around whitespace (it has no colour)."""
-    from pygments import highlight
-
+    names = _pygments()
     code = code.replace("\r\n", "\n").replace("\x00", "")
     count = code.count("\n") + 1
     # HtmlFormatter closes and reopens its spans at every newline, so the output splits by line.
-    html = _WHITESPACE_SPAN.sub(r"\1", highlight(code, _lexer(filename, code), _formatter()))
+    html = _WHITESPACE_SPAN.sub(r"\1", names["highlight"](code, _lexer(filename, code), names["formatter"]))
     lines = (html.split("\n") + [""] * count)[:count]
     shown = [
         numbers[i] if numbers and i < len(numbers) else (numbers[-1] + i - len(numbers) + 1 if numbers else i + 1)
