@@ -5,13 +5,14 @@ what sniffers read in a file's head (its text, its first JSON lines, its first a
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from contextviewer.core import images as image_headers
-from contextviewer.core.records import Block
+from contextviewer.core.records import BadLine, Block, MessageRecord
 
 BOM = b"\xef\xbb\xbf"
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
@@ -91,11 +92,75 @@ class TimeSpan:
         return ts
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_surrogates(text: str) -> str:
+    """JSON text with each lone surrogate written as its ``\\uXXXX`` escape, as a JSON log writes
+    it: the same JSON value, and text a database column (UTF-8) can hold. A surrogate only stands
+    inside a JSON string (a key or a value), where its escape means the same."""
+    if text.isascii() or not _LONE_SURROGATE.search(text):
+        return text
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def compact_json(value: Any) -> str:
+    """``value`` as compact JSON (a document's element, kept as its raw record): NUL and the other
+    control characters escaped, lone surrogates too (``escape_surrogates``); "" when it is none."""
     try:
-        return _dumps(value)
+        return escape_surrogates(_dumps(value))
     except (ValueError, TypeError, RecursionError):
         return ""
+
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _value_fault(value: Any) -> str | None:
+    if value.__class__ is float and (value != value or value in (float("inf"), float("-inf"))):
+        return f"is {'NaN' if value != value else 'an infinity'}"
+    if value.__class__ is str and (not value.isascii() or "\x00" in value):
+        found = _UNSTORABLE.search(value)
+        if found:
+            char = found.group()
+            return "holds a NUL character" if char == "\x00" else f"holds a lone surrogate (U+{ord(char):04X})"
+    return None
+
+
+def bad_value(obj: Any, keys: tuple[str, ...] | None = None) -> str | None:
+    """Words for the first value of a record (a JSON object) that no agent writes as it means it:
+    a string holding NUL or a lone surrogate, NaN or an infinity, in one of its fields (``keys``:
+    those; default all) or a field of an object it holds: 'its "role" holds a NUL character'.
+    None when there is none. Sniffers leave such a record out of their count (it is a bad record,
+    not a sign of another format); parsers name it as the reason a record was not read."""
+    if obj.__class__ is not dict:
+        return None
+    for key, value in obj.items():
+        if keys is not None and key not in keys:
+            continue
+        fault = _value_fault(value)
+        if fault:
+            return f"its {compact_json(key)[:60]} {fault}"
+        if value.__class__ is dict:
+            for inner, nested in value.items():
+                fault = _value_fault(nested)
+                if fault and inner.__class__ is str:
+                    return f"its {compact_json(key)[:40]}.{compact_json(inner)[:40]} {fault}"
+    return None
+
+
+def said_bad(records: Iterator, place: str, keys: tuple[str, ...]) -> Iterator:
+    """``records``, with a ``BadLine`` after each record a field of which that tells its kind
+    (``keys``) holds a bad value (``bad_value``): the record is kept, and the reason is said with its
+    place ("element 3: its "role" holds a NUL character, so it was kept as a record of unknown kind")."""
+    for record in records:
+        yield record
+        if record.__class__ is MessageRecord and record.raw and ("\\u" in record.raw or "NaN" in record.raw
+                                                                  or "Infinity" in record.raw):
+            fault = bad_value(raw_json(record.raw), keys)
+            if fault:
+                kept = "a record of unknown kind" if record.role == "other" else f"a {record.role} record, as read"
+                yield BadLine(record.line_no, record.offset, f"{place} {record.line_no}: {fault}, so it was kept as {kept}")
 
 
 def json_kind(value: Any) -> str:

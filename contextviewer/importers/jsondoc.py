@@ -33,6 +33,7 @@ from contextviewer.importers.lines import (
 )
 
 _WS = re.compile(r"[ \t\n\r]*")
+_STRING_BODY = re.compile(r'(?:[^"\\]|\\.)*')
 _decode = json.JSONDecoder().raw_decode
 _CHUNK = 1 << 20
 
@@ -199,7 +200,7 @@ def _partial(text: str, i: int, depth: int) -> tuple[Any, int | None]:
         try:
             return _decode(text, i)
         except (ValueError, RecursionError):
-            return _CUT, None
+            return (_cut_string(text, i) if ch == '"' else _CUT), None
     if ch == "[":
         out: list = []
         i = _WS.match(text, i + 1).end()
@@ -207,7 +208,9 @@ def _partial(text: str, i: int, depth: int) -> tuple[Any, int | None]:
             return out, i + 1
         while True:
             value, end = _partial(text, i, depth + 1)
-            if end is None:  # the element the window cut is left out
+            if end is None:  # the element the window cut is left out, unless it is the only one
+                if not out and value.__class__ is dict and value:  # (an element longer than the window)
+                    out.append(value)
                 return out, None
             out.append(value)
             i = _WS.match(text, end).end()
@@ -245,15 +248,37 @@ def _partial(text: str, i: int, depth: int) -> tuple[Any, int | None]:
         return obj, None
 
 
+def _cut_string(text: str, i: int) -> Any:
+    """The start of the JSON string at ``text[i]`` that the sniff window cut (a 100,000-character id
+    is a string still), or ``_CUT`` when it is not one (it ends in the head: it is malformed)."""
+    body = _STRING_BODY.match(text, i + 1).end()
+    if body < len(text) and text[body:] != "\\":  # it ends (or breaks) inside the head
+        return _CUT
+    for back in range(7):  # an escape the window cut in two is left out
+        try:
+            return json.loads(text[i:body - back] + '"')
+        except (ValueError, RecursionError):
+            continue
+    return _CUT
+
+
 def head_value(head: bytes) -> tuple[Any, bool]:
     """(the JSON value the head starts with, as much as is complete, or None; True when more JSON
     follows it, i.e. the file is JSON lines)."""
+    value, more, _cut = head_value_cut(head)
+    return value, more
+
+
+def head_value_cut(head: bytes) -> tuple[Any, bool, bool]:
+    """``head_value``, and whether the sniff window cut the value (the file goes on past the head).
+    A string the window cut is kept as far as the head holds it; an element longer than the window
+    is kept as far as it is complete when it is the first."""
     text = head.removeprefix(BOM).decode("utf-8", "replace")
     i = _WS.match(text, 0).end()
     if i >= len(text) or text[i] not in "[{":
-        return None, False
+        return None, False, False
     value, end = _partial(text, i, 0)
     if value is _CUT:
-        return None, False
+        return None, False, False
     more = end is not None and text[end:].strip() != ""
-    return value, more
+    return value, more, end is None

@@ -9,6 +9,7 @@ to the row maker (row_maker.py), which has the row writer (row_writer.py) write 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -22,13 +23,16 @@ from contextviewer.core import tokens
 from contextviewer.importers import formats
 from contextviewer.ingest import child as ingest_child, files as ingest
 from contextviewer.ingest import folder_upload
-from contextviewer.ingest.reports import DiskFull, ImportReport, disk_full, disk_full_message
+from contextviewer.ingest.reports import DiskFull, FileReport, ImportReport, disk_full, disk_full_message
 from contextviewer.jobs import queue as jobs
 from contextviewer.conversations.models import Conversation, Source
 from contextviewer.conversations.uploads import UPLOAD_DIR, safe_name
 from contextviewer.jobs.models import Job, JobStatus
 from contextviewer.conversations import calibration
 from contextviewer.ingest import titles
+
+
+log = logging.getLogger(__name__)
 
 
 class UploadTooLarge(Exception):
@@ -171,7 +175,9 @@ def _calibrate(report: ImportReport) -> None:
 
 
 def _guarded(fn, name: str, report: ImportReport) -> int:
-    """``fn()``, a full disk said as the job's refusal with what was imported before it."""
+    """``fn()``, a full disk said as the job's refusal with what was imported before it; any other
+    unexpected error is that item's failure in the report (``failed_file``), and 1 (as a refused
+    item: a job none of whose items was read says why, every reason at once)."""
     try:
         return fn()
     except OperationalError as exc:
@@ -182,6 +188,21 @@ def _guarded(fn, name: str, report: ImportReport) -> int:
     except DiskFull as exc:  # inside a folder: what came before it is in exc.report
         report.merge(exc.report)
         raise jobs.JobRefused(disk_full_message(exc.path, report), import_result(report)) from exc
+    except (jobs.JobRefused, jobs.JobCancelled):
+        raise
+    except Exception as exc:  # one file's unexpected error fails that file, not the job's other files
+        log.exception("import of %s stopped on an unexpected error", name)
+        report.add(failed_file(name, exc))
+        return 1
+
+
+def failed_file(name: str, exc: Exception) -> FileReport:
+    """The report of a file whose import stopped on an error nothing else caught: said in words
+    (the file's transaction was rolled back, the job goes on with its other files)."""
+    what = f"{exc.__class__.__name__}: {str(exc)[:200]}" if str(exc) else exc.__class__.__name__
+    error = {"line": 0, "reason": (f"the import stopped on an unexpected error while reading this ({what}): the file it "
+                                   "was reading was rolled back whole, and the import went on with its other files")}
+    return FileReport(path=str(name), status="failed", bad_lines=1, errors=[error])
 
 
 def _import_item(project: Project, kind: str, item, report: ImportReport, step) -> int:
@@ -212,7 +233,13 @@ def _import_unit(project: Project, unit: dict, report: ImportReport, step) -> in
         return _import_item(project, *(("path", unit["path"]) if "path" in unit else ("upload", unit["upload"])), report, step)
     names = folder_upload.naming(unit["upload"])[2] if "upload" in unit else None
     sub = ImportReport()
-    ingest.import_groups(project, [group_from_json(unit["group"])], sub, step, names)  # DiskFull: exc.report is sub
+    try:
+        ingest.import_groups(project, [group_from_json(unit["group"])], sub, step, names)  # DiskFull: exc.report is sub
+    except DiskFull:
+        raise
+    except Exception:  # the files before the one that failed are stored: said with it (_guarded)
+        report.merge(sub)
+        raise
     report.merge(sub)
     return 0
 

@@ -74,6 +74,7 @@ from contextviewer.core.records import (
 )
 from contextviewer.core.secrets import mask_text
 from contextviewer.importers.common import (
+    said_bad,
     OpenCalls,
     collect_images,
     compact_json,
@@ -782,7 +783,8 @@ def _usage(entry: _Entry, model: str | None, ts: datetime | None, out: _Output) 
 
 def parse(source: ParseInput) -> Iterator[Record]:
     chat = _Chat(Path(source.path), agent_id=source.agent_id)
-    yield from guarded(_parse(source, chat), lambda: SessionInfo(external_id=str_or_none(chat.meta.get("sessionId"))))
+    place = "line" if Path(source.path).name.removesuffix(".gz").endswith(".jsonl") else "message"
+    yield from guarded(said_bad(_parse(source, chat), place, ("type",)), lambda: SessionInfo(external_id=str_or_none(chat.meta.get("sessionId"))))
 
 
 def _parse(source: ParseInput, chat: _Chat) -> Iterator[Record]:

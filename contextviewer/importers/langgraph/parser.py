@@ -61,6 +61,7 @@ from contextviewer.importers.common import (
     TimeSpan,
     anthropic_block,
     compact_json,
+    escape_surrogates,
     json_kind,
     langchain_usage,
     parse_timestamp,
@@ -216,7 +217,7 @@ _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_j
 
 def to_json(value: Any) -> str:
     try:
-        return _encode(value)
+        return escape_surrogates(_encode(value))
     except (ValueError, TypeError, RecursionError):
         pass
     try:

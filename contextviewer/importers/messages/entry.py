@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from contextviewer.importers.common import bad_value
 from contextviewer.importers.formats import DOCUMENT, Entry
 from contextviewer.importers.messages.tools import TOOLS
 from contextviewer.importers.jsondoc import head_value
@@ -98,7 +99,10 @@ def sniff(path: Path, head: bytes) -> float:
     items, key = _message_list(value)
     if not items:
         return 0.0
+    # An element whose fields hold a bad value (NUL, a lone surrogate, NaN: common.bad_value) is a
+    # bad record of the file, said when it is read: it is not counted either way.
     shapes = [shape(item) for item in items[:200]]
+    shapes = [s for s, item in zip(shapes, items) if s is not None or not bad_value(item)]
     known = sum(1 for s in shapes if s is not None)
     unknown = len(shapes) - known
     if not known or unknown * 10 > len(shapes):

@@ -45,6 +45,7 @@ from typing import Any
 from contextviewer.core.harness import Harness
 from contextviewer.core.records import BadLine, Block, MessageRecord, Record, SessionInfo, UsageRecord
 from contextviewer.importers.common import (
+    said_bad,
     OpenCalls,
     TimeSpan,
     JSON_DEPTH,
@@ -424,7 +425,7 @@ class _Conversation(TimeSpan):
 
 def parse(source: ParseInput) -> Iterator[Record]:
     conv = _Conversation(Path(source.path))
-    yield from guarded(_parse(source, conv), lambda: SessionInfo(external_id=conv.stem))
+    yield from guarded(said_bad(_parse(source, conv), "element", ("role", "type", "data", "lc", "kwargs")), lambda: SessionInfo(external_id=conv.stem))
 
 
 def _parse(source: ParseInput, conv: _Conversation) -> Iterator[Record]:

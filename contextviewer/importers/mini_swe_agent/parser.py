@@ -49,6 +49,7 @@ from typing import Any
 
 from contextviewer.core.records import BadLine, Block, MessageRecord, Record, SessionInfo, UsageRecord
 from contextviewer.importers.common import (
+    said_bad,
     TimeSpan,
     as_list,
     compact_json,
@@ -372,7 +373,7 @@ def _parse(source: ParseInput) -> Iterator[Record]:
 
 def parse(source: ParseInput) -> Iterator[Record]:
     """Records of one trajectory (never raises)."""
-    yield from guarded(_parse(source))
+    yield from guarded(said_bad(_parse(source), "message", ("role",)))
 
 
 # The harness's rules (core/harness.py): the default; mini-swe-agent keeps the whole history (no

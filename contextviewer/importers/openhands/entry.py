@@ -8,8 +8,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from contextviewer.importers.common import first_items, head_text
+from contextviewer.importers.common import bad_value, first_items, head_text
 from contextviewer.importers.formats import DOCUMENT, Entry
+from contextviewer.importers.jsondoc import head_value_cut
 from contextviewer.importers.openhands.tools import TOOLS
 
 
@@ -67,13 +68,21 @@ def sniff(path: Path, head: bytes) -> float:
     text = head_text(head)
     if not text.startswith("["):
         return 0.0
-    objects = [v for v in first_items(text) if isinstance(v, dict)]
+    # An event whose fields hold a bad value (NUL, a lone surrogate, NaN: common.bad_value) is a bad
+    # record of the file, said when it is read: it is not counted either way.
+    objects = [v for v in first_items(text) if isinstance(v, dict) and (_is_v0_event(v) or not bad_value(v))]
     if objects:
         hits = sum(1 for v in objects if _is_v0_event(v))
         return 0.85 if hits and hits * 2 >= len(objects) and _is_v0_event(objects[0]) else 0.0
     # The first event is larger than the head (a system prompt with its tools): its first keys.
     if _V0_HEAD.match(text) and _V0_SOURCE.search(text) and _V0_KIND.search(text):
         return 0.7
+    # ... or a value of it (a long message, before its action) runs past the head: its first keys.
+    first, _more, cut = head_value_cut(head)
+    if cut and first.__class__ is list and len(first) == 1 and first[0].get("id").__class__ is int:
+        event = first[0]
+        if event.get("source") in SOURCES and "timestamp" in event:
+            return 0.6
     return 0.0
 
 

@@ -64,6 +64,7 @@ from contextviewer.core.records import (
     UsageRecord,
 )
 from contextviewer.importers.common import (
+    said_bad,
     as_list as _list,
     compact_json,
     int_or_none,
@@ -807,7 +808,8 @@ def _parse_folder(source: ParseInput) -> Iterator[Record]:
 
 def parse(source: ParseInput) -> Iterator[Record]:
     """Records of a v0 trajectory file or a v1 conversation folder (never raises)."""
-    yield from guarded(_parse_folder(source) if source.path.is_dir() else _parse_document(source))
+    yield from guarded(said_bad(_parse_folder(source) if source.path.is_dir() else _parse_document(source), "event",
+                                ("source", "action", "observation", "kind")))
 
 
 def images(raw: str) -> list[dict]:

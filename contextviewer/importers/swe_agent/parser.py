@@ -40,6 +40,7 @@ from typing import Any
 
 from contextviewer.core.records import BadLine, Block, MessageRecord, Record, SessionInfo, UsageRecord
 from contextviewer.importers.common import (
+    said_bad,
     as_list as _list,
     compact_json,
     content_blocks,
@@ -277,7 +278,7 @@ def _parse(source: ParseInput) -> Iterator[Record]:
 
 def parse(source: ParseInput) -> Iterator[Record]:
     """Records of one trajectory (never raises)."""
-    yield from guarded(_parse(source))
+    yield from guarded(said_bad(_parse(source), "element", ("role", "message_type")))
 
 
 # The harness's rules (core/harness.py): the default, no automatic fold of the window is recorded
