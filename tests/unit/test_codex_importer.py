@@ -267,6 +267,22 @@ def test_a_remote_compaction_renders_what_it_kept_and_a_bare_event_is_a_fold_too
     assert [m.line_no for m in markers] == [4, 8, 10]
 
 
+def test_a_remote_compaction_with_a_message_beside_its_encrypted_item_is_still_encrypted(tmp_path):
+    # The shared fixtures trimmed the empty message to a placeholder ("[trimmed for fixture]"): the
+    # review dashboard then showed a 6-token summary (issue 36, item 5). The summary is the
+    # encrypted item whatever text sits beside it; the text is kept as a detail.
+    lines = [meta(), user("Build the dashboard"),
+             env("compacted", {"message": "[trimmed for fixture]", "replacement_history": [
+                 {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Build the dashboard"}]},
+                 {"type": "compaction", "encrypted_content": "x" * 500}]}),
+             user("Go on"), assistant("ok")]
+    records = parse_file(write(tmp_path / "r.jsonl", lines))
+    (fold,) = of(records, FoldRecord)
+    summary = next(r for r in of(records, MessageRecord) if r.uuid == fold.summary_uuid)
+    assert [(b.kind, b.raw_type) for b in summary.blocks] == [("other", "encrypted_summary")]
+    assert fold.metadata["message"] == "[trimmed for fixture]" and "trimmed" not in fold.summary_text
+
+
 def test_bad_lines_are_reported_and_the_rest_imports(tmp_path):
     lines = [meta(), user("Go"), "{not json", "[1, 2]", '"a string"', assistant("ok")]
     path = write(tmp_path / "r.jsonl", lines)

@@ -595,6 +595,12 @@ class _Parser(JsonParser, TimeSpan):
             i.__class__ is dict and i.get("type") in COMPACTION_ITEMS for i in history
         )
         preserved = self._preserved(history or [])
+        if encrypted and message:
+            # A remote compaction's summary is its encrypted item; a message beside it (a placeholder
+            # where a log was trimmed for sharing) is not what the model wrote: kept as a detail.
+            message, ignored = "", message
+        else:
+            ignored = ""
         if message:
             summary_text = message
         elif history is not None:
@@ -602,6 +608,8 @@ class _Parser(JsonParser, TimeSpan):
         else:
             summary_text = ""
         meta = {"source": "compacted", "remote": encrypted, "replacement_items": len(history or [])}
+        if ignored:
+            meta["message"] = ignored[:500]
         if encrypted and history[-1].__class__ is dict and history[-1].get("type") in COMPACTION_ITEMS:
             # The new window is the replacement history in its order: the kept messages (as listed,
             # not in file order), THEN the encrypted summary (0.171: it comes last).
