@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import re
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
 from contextviewer.accounts.models import Project
+from contextviewer.core.secrets import mask_id
 # The format registry: a row's default format.
 from contextviewer.importers import formats
 
@@ -83,10 +85,17 @@ EXTERNAL_ID_MAX = 255
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
+def _id_key() -> bytes:
+    """The key of a masked id's hash (secrets.mask_id), derived from SECRET_KEY."""
+    return hashlib.sha256(b"contextviewer masked ids\0" + settings.SECRET_KEY.encode()).digest()
+
+
 def external_key(value: str) -> str:
     """An id as stored in a 255-character column: itself when it fits (and every database can hold
     it), else a readable prefix (NUL and lone surrogates as U+FFFD), "~" and the sha256 of the
-    whole id (the whole id stays in the messages' raw records)."""
+    whole id (the whole id stays in the messages' raw records). A secret in it is masked
+    (secrets.mask_id: distinct ids stay distinct)."""
+    value = mask_id(value, _id_key)
     if len(value) <= EXTERNAL_ID_MAX and not _UNSTORABLE.search(value):
         return value
     digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()

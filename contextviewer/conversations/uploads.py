@@ -1,17 +1,28 @@
 """Where an uploaded source is stored: MEDIA_ROOT/uploads/<sha256>/<safe name>. Ingest writes
-there and deletion removes from there; both read the layout here."""
+there and deletion removes from there; both read the layout here.
+
+An upload's name and its folders' names are stored masked (secrets.mask_text), as the text of a
+log is: on disk, in its Source (name and path) and in its import job."""
 
 from __future__ import annotations
 
 import os
 import re
 
+from contextviewer.core.secrets import mask_text
+
 UPLOAD_DIR = "uploads"
 
 
+def upload_name(name: str) -> str:
+    """An upload's name as its import job and its Source keep it: masked."""
+    return mask_text(name)[:500]
+
+
 def safe_name(name: str) -> str:
-    """The stored file name of an upload: its base name with anything but [A-Za-z0-9._-] replaced."""
-    name = os.path.basename(name.replace("\\", "/")) or "upload.jsonl"
+    """The stored file name of an upload: its base name, masked, with anything but [A-Za-z0-9._-]
+    replaced."""
+    name = os.path.basename(mask_text(name).replace("\\", "/")) or "upload.jsonl"
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:200] or "upload.jsonl"
 
 
@@ -34,7 +45,7 @@ def relative_path(name: str) -> str:
         raise UnsafePath("an empty file name")
     if any(ord(c) < 32 or ord(c) == 127 for c in name):
         raise UnsafePath("a file name with a NUL or control character: not stored")
-    path = name.replace("\\", "/")
+    path = mask_text(name).replace("\\", "/")
     if path.startswith("/") or re.match(r"^[A-Za-z]:", path):
         raise UnsafePath("an absolute path: not stored (an upload keeps paths relative to the chosen folder)")
     parts = [p for p in path.split("/") if p not in ("", ".")]

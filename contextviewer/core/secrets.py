@@ -22,6 +22,7 @@ import hashlib
 import hmac
 import json
 import re
+import urllib.parse
 from typing import NamedTuple
 
 # Text may be a decoded string or a raw JSON line: a line break is a real one or a JSON escape
@@ -47,15 +48,17 @@ _AWS_SECRET = (
 )
 # Where a text was cut short: an ellipsis (also as a JSON escape).
 _CUT = r"(?=…|\\+u2026)"
-_AWS_ID = r"(?:AKIA|ASIA)(?<![A-Za-z0-9_]....)[0-9A-Z]{16}(?![A-Za-z0-9_])"
+_AWS_ID = r"(?:AKIA|ASIA)(?<![A-Za-z0-9]....)[0-9A-Z]{16}(?![A-Za-z0-9])"
 _AWS_NAME = r"(?i:aws[ _.-]?secret(?:[ _.-]?access)?[ _.-]?key|secret[ _.-]?access[ _.-]?key)"
 # Between a name or an access key id and the secret: `=`, `": "`, ` [None]: `, `,`, a space.
 _BETWEEN = r"(?:\s*\[[^\]\r\n]{0,40}\])?[^A-Za-z0-9/+\r\n]{1,16}"
 
 
 def _after(prefix: str) -> str:
-    """`prefix` at the start of a word, the prefix first (a literal start makes the search fast)."""
-    return re.escape(prefix) + f"(?<![A-Za-z0-9_]{'.' * len(prefix)})"
+    """`prefix` not inside a run of letters and digits, the prefix first (a literal start makes the
+    search fast). An underscore may stand before it: a tool's name (`mcp__vault__ghp_...`), an
+    identifier or a file name joins words with it."""
+    return re.escape(prefix) + f"(?<![A-Za-z0-9]{'.' * len(prefix)})"
 
 
 class _Rule(NamedTuple):
@@ -82,7 +85,7 @@ _RULES: tuple[_Rule, ...] = (
     _rule(
         "github_token",
         re.compile("gh[pousr]_|github_pat_"),
-        r"(?:gh[pousr]_(?<![A-Za-z0-9_]....)[A-Za-z0-9]{36,}|" + _after("github_pat_") + r"[A-Za-z0-9_]{50,})",
+        r"(?:gh[pousr]_(?<![A-Za-z0-9]....)[A-Za-z0-9]{36,}|" + _after("github_pat_") + r"[A-Za-z0-9_]{50,})",
     ),
     # An AWS secret key after its name (also cut short by an ellipsis), or next to its access key
     # id (either side): only then is a 40-character string known to be one.
@@ -94,12 +97,12 @@ _RULES: tuple[_Rule, ...] = (
     _rule("aws_secret_key", _AWS_ID_HINT, rf"{_AWS_ID}{_BETWEEN}(?P<v>{_AWS_SECRET})"),
     _rule("aws_secret_key", _AWS_ID_HINT, rf"(?P<v>{_AWS_SECRET})[^A-Za-z0-9/+\r\n]{{1,16}}(?={_AWS_ID})"),
     _rule("aws_access_key", _AWS_ID_HINT, _AWS_ID),
-    _rule("slack_token", ("xox",), r"xox(?<![A-Za-z0-9_]...)[abprs]-[A-Za-z0-9-]{10,}"),
+    _rule("slack_token", ("xox",), r"xox(?<![A-Za-z0-9]...)[abprs]-[A-Za-z0-9-]{10,}"),
     _rule("google_api_key", ("AIza",), _after("AIza") + r"[0-9A-Za-z_-]{35}"),
-    _rule("stripe_key", ("_live_",), r"(?:sk|rk)_live_(?<![A-Za-z0-9_]........)[0-9A-Za-z]{20,}"),
+    _rule("stripe_key", ("_live_",), r"(?:sk|rk)_live_(?<![A-Za-z0-9]........)[0-9A-Za-z]{20,}"),
     # header.payload.signature, both JSON objects in base64url ("eyJ" is `{"`); the signature may
     # be empty (alg none), or cut off with the text.
-    _rule("jwt", ("eyJ",), rf"eyJ(?<![A-Za-z0-9_-]...)[A-Za-z0-9_-]{{5,}}\.eyJ[A-Za-z0-9_-]{{5,}}(?:\.[A-Za-z0-9_-]*|{_CUT})"),
+    _rule("jwt", ("eyJ",), rf"eyJ(?<![A-Za-z0-9-]...)[A-Za-z0-9_-]{{5,}}\.eyJ[A-Za-z0-9_-]{{5,}}(?:\.[A-Za-z0-9_-]*|{_CUT})"),
     # scheme://user:password@host (also with JSON's escaped slashes): the password only; a
     # placeholder (${VAR}, $VAR, <password>, ***) is not a password. A URL cut short with an
     # ellipsis after the password (a one-line summary) still has it.
@@ -160,23 +163,35 @@ def mask(text: str) -> tuple[str, list[str]]:
     """(text with every secret replaced by "[masked <kind>]", kinds found in order, no repeats).
 
     The one masking function: every other place masks through it. Every rule whose cheap hint the
-    text holds finds its secrets in the original text; overlapping finds are masked as one."""
-    found = _finds(text)
-    if not found:
-        return text, []
-    return _masked(text, found)
+    text holds finds its secrets in the original text; overlapping finds are masked as one; copies
+    written with percent escapes are masked too (mask_found)."""
+    return mask_found(text)
 
 
 def mask_found(text: str, values: dict[str, str] | None = None) -> tuple[str, list[str]]:
     """mask(text), and the clear values it masked added to `values` (value -> kind) for masking by
-    value (see ValueMasker). A value found in a raw JSON line is added decoded."""
+    value (see ValueMasker). A value found in a raw JSON line is added decoded.
+
+    Percent-encoded copies too (`aws_secret_access_key%3D...`, a URL's password in a query string, a
+    PEM block `-----BEGIN%20RSA%20PRIVATE%20KEY-----%0A...`): the secrets found in the text with its
+    `%XX` escapes decoded are masked where they stand, in whatever mix of escapes they are written."""
     found = _finds(text)
-    if not found:
-        return text, []
+    masked, kinds = _masked(text, found) if found else (text, [])
     if values is not None:
         for start, end, kind in found:
             _learn(values, _decoded(text[start:end]), kind)
-    return _masked(text, found)
+    view = _percent_view(masked)
+    if view is not None and _may_hold(view):
+        decoded: dict[str, str] = {}
+        for start, end, kind in _finds(view):
+            _learn(decoded, _decoded(view[start:end]), kind)
+        if decoded:
+            masked, more = ValueMasker(decoded, every=True).mask(masked)
+            kinds += [k for k in more if k not in kinds]
+            if values is not None:
+                for value, kind in decoded.items():
+                    values.setdefault(value, kind)
+    return masked, kinds
 
 
 def _mask_key(key, values):
@@ -214,9 +229,43 @@ _HINTS = tuple(h for h in _HINTS if not any(other != h and other in h for other 
 _HINT_PATTERNS = tuple(dict.fromkeys(r.hints for r in _RULES if isinstance(r.hints, re.Pattern)))
 
 
+def _may_hold(text: str) -> bool:
+    return any(hint in text for hint in _HINTS) or any(p.search(text) for p in _HINT_PATTERNS)
+
+
 def may_hold_secret(text: str) -> bool:
     """False when `text` cannot hold a secret mask() would find (most text: fast)."""
-    return any(hint in text for hint in _HINTS) or any(p.search(text) for p in _HINT_PATTERNS)
+    if _may_hold(text):
+        return True
+    view = _percent_view(text)
+    return view is not None and _may_hold(view)
+
+
+# A percent escape (`%2F`): a text holding one is also read decoded.
+_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+def _percent_view(text: str) -> str | None:
+    """`text` with its `%XX` escapes decoded (as UTF-8), or None when it has none."""
+    if "%" not in text or not _PERCENT.search(text):
+        return None
+    view = urllib.parse.unquote(text, errors="surrogateescape")
+    return view if view != text else None
+
+
+def mask_id(value: str | None, key) -> str | None:
+    """An id or a name read from a log (a session, message, tool call or agent id, a model's name)
+    with its secrets masked. Two ids that differ only in their secret stay two: a masked id ends
+    with "~" and 16 hex digits of a keyed hash of the whole id (`key`: the key's bytes, or a
+    function giving them, called only when there is a secret). The same id always gives the same."""
+    if not value or not may_hold_secret(value):
+        return value
+    masked = mask(value)[0]
+    if masked == value:
+        return value
+    key = key() if callable(key) else key
+    digest = hmac.new(key, value.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:16]
+    return f"{masked}~{digest}"
 
 
 # -- masking by value -------------------------------------------------------------------------------
@@ -234,7 +283,7 @@ BY_VALUE_MIN = 8
 CONTEXT_KINDS = frozenset(r.kind for r in _RULES if "v" in r.pattern.groupindex)
 _SHORT_ESCAPES = {"\n": r"\\n", "\r": r"\\r", "\t": r"\\t", "/": r"\\/", '"': r'\\"', "\\": r"\\\\"}
 # A value starts after a character that cannot continue it, or after a JSON escape (`\n`).
-_BEFORE = r"(?:(?<![A-Za-z0-9])|(?<=\\[nrt]))"
+_BEFORE = r"(?:(?<![A-Za-z0-9])|(?<=\\[nrt])|(?<=%[0-9A-Fa-f]{2}))"
 _AFTER = r"(?![A-Za-z0-9])"
 # A printable ASCII character written as a JSON escape (`\u0041`): decoded before finding secrets.
 _ASCII_ESCAPE = re.compile(r"\\u00([2-7][0-9a-fA-F])")
@@ -252,9 +301,19 @@ def _decoded(value: str) -> str:
     return decoded if isinstance(decoded, str) else value
 
 
+# A line of a PEM block's base64 body: learned with the block, so that one line quoted alone
+# (`head -3 key.pem`, a diff) is masked by value too.
+_PEM_LINE = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/=]{16,}(?![A-Za-z0-9+/=])")
+_PEM_SPLIT = re.compile(r"(?:\\+[nrt]|\s|>)+")
+
+
 def _learn(values: dict[str, str], value: str, kind: str) -> None:
     if value and not value.startswith("[masked "):
         values.setdefault(value, kind)
+        if kind == "private_key":
+            for part in _PEM_SPLIT.split(value):
+                if _PEM_LINE.fullmatch(part) and by_value(part, kind):
+                    values.setdefault(part, kind)
 
 
 def by_value(value: str, kind: str) -> bool:
@@ -266,12 +325,20 @@ def by_value(value: str, kind: str) -> bool:
     return classes >= 2
 
 
+def _hex_either(code: str) -> str:
+    return "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in code)
+
+
 def _escaped_char(c: str) -> str:
     """A character as it may be written in a JSON string: itself, `\\uXXXX` (either case), `\\n`..."""
     code = "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in f"{ord(c):04x}")
     alternatives = [re.escape(c), r"\\u" + code]
     if c in _SHORT_ESCAPES:
         alternatives.append(_SHORT_ESCAPES[c])
+    # Percent-encoded (`%2F`, either case; a space also as `+`).
+    alternatives.append("".join(_hex_either(f"%{b:02x}") for b in c.encode("utf-8", "surrogatepass")))
+    if c == " ":
+        alternatives.append(r"\+")
     return "(?:" + "|".join(alternatives) + ")"
 
 
@@ -293,7 +360,11 @@ class ValueMasker:
         """False when `text` holds none of the values in any form (most texts: a few substring scans)."""
         if not text or not self._order:
             return False
-        return any(form in text for form in self._forms) or _ASCII_ESCAPE.search(text) is not None
+        return (
+            any(form in text for form in self._forms)
+            or _ASCII_ESCAPE.search(text) is not None
+            or ("%" in text and _PERCENT.search(text) is not None)
+        )
 
     def __bool__(self) -> bool:
         return bool(self.values)
@@ -306,7 +377,7 @@ class ValueMasker:
         if not text or self._plain is None or not self.may_hold(text):
             return text or "", []
         pattern = self._plain
-        if "\\" in text:  # maybe JSON-escaped: every character in any of its JSON forms
+        if "\\" in text or "%" in text:  # maybe JSON- or percent-escaped: every character in any of its forms
             if self._escaped is None:
                 self._escaped = self._compile(lambda v: "".join(_escaped_char(c) for c in v))
             pattern = self._escaped
@@ -378,11 +449,13 @@ def fingerprint(value: str, key: bytes) -> str:
 
 def fingerprints(values: dict[str, str], key: bytes) -> list[list]:
     """[kind, length, fingerprint] of the values a later import could only recognise by value
-    (those of CONTEXT_KINDS: every other kind is found by its own pattern wherever it stands)."""
+    (those of CONTEXT_KINDS, and the lines of a PEM block's body: every other kind is found by its
+    own pattern wherever it stands)."""
     return sorted(
         [kind, len(value), fingerprint(value, key)]
         for value, kind in values.items()
-        if kind in CONTEXT_KINDS and by_value(value, kind) and "\n" not in value
+        if by_value(value, kind) and "\n" not in value
+        and (kind in CONTEXT_KINDS or (kind == "private_key" and _PEM_LINE.fullmatch(value)))
     )
 
 

@@ -26,7 +26,7 @@ from contextviewer.ingest import folder_upload
 from contextviewer.ingest.reports import DiskFull, FileReport, ImportReport, disk_full, disk_full_message
 from contextviewer.jobs import queue as jobs
 from contextviewer.conversations.models import Conversation, Source
-from contextviewer.conversations.uploads import UPLOAD_DIR, safe_name
+from contextviewer.conversations.uploads import UPLOAD_DIR, safe_name, upload_name
 from contextviewer.jobs.models import Job, JobStatus
 from contextviewer.conversations import calibration
 from contextviewer.ingest import titles
@@ -68,7 +68,7 @@ def store_upload(uploaded, max_bytes: int | None = None) -> dict:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    return {"name": uploaded.name[:500], "sha256": sha, "size": size, "blob": str(final.relative_to(settings.MEDIA_ROOT))}
+    return {"name": upload_name(uploaded.name), "sha256": sha, "size": size, "blob": str(final.relative_to(settings.MEDIA_ROOT))}
 
 
 def store_uploads(files: list, paths: list[str] | None = None, max_bytes: int | None = None) -> list[dict]:

@@ -16,6 +16,12 @@ NaN, the infinities, NUL and lone surrogates in a fold's metadata or a sub-agent
 lone surrogates in a record's type, subtype or model, are written as a JSON log writes them or as
 U+FFFD. The raw line keeps every value as it was. A sub-agent's key is its parent's and its own
 (``child_key``).
+
+Secrets are masked here too (issue 40): an id holding one (a session named after a token, a tool
+call id) is stored as ``external_key(id)``, which masks it and keeps distinct ids distinct
+(secrets.mask_id); a name or a path (a record's type, a model, a fold's trigger, a sub-agent's
+type, the session's cwd, git branch and version, a bad record's reason) is masked as text. The raw
+line and the blocks are masked in prepare.py.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from __future__ import annotations
 import json
 
 from contextviewer.core.records import AgentLink, BadLine, FoldRecord, SessionInfo, UsageRecord
+from contextviewer.core.secrets import mask_text, mask_value, may_hold_secret
 
 from contextviewer.conversations.models import EXTERNAL_ID_MAX, external_key
 from contextviewer.ingest.prepare import _MAY_HOLD_UNSTORABLE as _ESCAPED_UNSTORABLE, _UNSTORABLE
@@ -44,44 +51,64 @@ def _unfit(value: str | None) -> bool:
     return bool(value) and (len(value) > EXTERNAL_ID_MAX or "\x00" in value or not value.isascii())
 
 
+def _secret(value: str | None) -> bool:
+    return bool(value) and may_hold_secret(value)
+
+
 def _key(value: str | None) -> str | None:
-    return external_key(value) if _unfit(value) else value
+    """An id as stored: see ``external_key`` (a secret in it masked)."""
+    return external_key(value) if _unfit(value) or _secret(value) else value
+
+
+def _text(value: str | None) -> str | None:
+    """A name or a path as stored: storable, a secret in it masked."""
+    value = storable(value)
+    return mask_text(value) if _secret(value) else value
 
 
 def stored_keys(record):
     """``record`` with its ids as stored (the record itself when every id fits, as almost always)."""
     if isinstance(record, PreparedMessage):
-        if any(_unfit(v) for v in (record.uuid, record.parent_uuid, record.api_message_id, record.record_type,
-                                   record.subtype, record.model)):
+        fields = (record.uuid, record.parent_uuid, record.api_message_id, record.record_type, record.subtype, record.model)
+        if any(_unfit(v) for v in fields) or may_hold_secret("\n".join(v for v in fields if v)):
             record = record._replace(
                 uuid=_key(record.uuid), parent_uuid=_key(record.parent_uuid), api_message_id=_key(record.api_message_id),
-                record_type=storable(record.record_type), subtype=storable(record.subtype), model=storable(record.model),
+                record_type=_text(record.record_type), subtype=_text(record.subtype), model=_text(record.model),
             )
         return _text_storable(record)
     elif isinstance(record, UsageRecord):
         record.api_message_id = _key(record.api_message_id) or ""
         record.request_id = _key(record.request_id)
         record.message_uuid = _key(record.message_uuid)
-        record.model = storable(record.model)
+        record.model = _text(record.model)
         return _usage(record)
     elif isinstance(record, FoldRecord):
-        record.boundary_uuid = _key(record.boundary_uuid)
-        record.summary_uuid = _key(record.summary_uuid)
-        if any(_unfit(u) for u in record.preserved_uuids):
-            record.preserved_uuids = [_key(u) for u in record.preserved_uuids]
-        record.tokens_before = _count(record.tokens_before)
-        record.tokens_after = _count(record.tokens_after)
-        record.metadata = storable(finite(record.metadata))
-        record.summary_text = storable(record.summary_text or "")
-        record.trigger = storable(record.trigger)
+        _fold(record)
     elif isinstance(record, AgentLink):
-        record.tool_use_id, record.agent_type, record.description = (
-            storable(record.tool_use_id), storable(record.agent_type), storable(record.description)
-        )
+        record.tool_use_id = _key(storable(record.tool_use_id))
+        record.agent_type, record.description = _text(record.agent_type), _text(record.description)
     elif isinstance(record, SessionInfo):
         record.window = _count(record.window)
-        record.models = storable(record.models)
+        record.models = [_text(m) for m in storable(record.models or [])]
+        record.cwd, record.git_branch, record.cli_version = _text(record.cwd), _text(record.git_branch), _text(record.cli_version)
+        record.agent_type = _text(record.agent_type)
+    elif isinstance(record, BadLine):
+        record.reason = _text(record.reason)
     return record
+
+
+def _fold(record: FoldRecord) -> None:
+    record.boundary_uuid = _key(record.boundary_uuid)
+    record.summary_uuid = _key(record.summary_uuid)
+    if any(_unfit(u) or _secret(u) for u in record.preserved_uuids):
+        record.preserved_uuids = [_key(u) for u in record.preserved_uuids]
+    record.tokens_before = _count(record.tokens_before)
+    record.tokens_after = _count(record.tokens_after)
+    record.metadata = storable(finite(record.metadata))
+    record.summary_text = storable(record.summary_text or "")
+    record.trigger = _text(record.trigger)
+    if record.cost:
+        record.cost = mask_value(storable(finite(record.cost)))
 
 
 def _text_storable(message: PreparedMessage) -> PreparedMessage:

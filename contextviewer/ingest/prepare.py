@@ -163,17 +163,26 @@ def _message(flat: tuple) -> PreparedMessage:
     if _MAY_HOLD_UNSTORABLE.search(raw):
         blocks, flags = storable(blocks), storable(flags)
     found: dict[str, str] = {}  # clear secret values (value -> kind): masked by value after the file (remask.py)
-    if secrets.may_hold_secret(raw) or "\\u00" in raw:  # `\u00..`: a secret may be JSON-escaped
+    masked = secrets.may_hold_secret(raw) or "\\u00" in raw  # `\u00..`: a secret may be JSON-escaped
+    if masked:
         raw, kinds = secrets.mask_raw(raw, found)
         # The blocks too (keys included), even when the line's escapes hid a secret from the raw line's mask.
         blocks = secrets.mask_value(blocks, found)
+        flags = secrets.mask_value(flags, found)  # what an importer noted from the line (a tool's name, a path)
         if kinds:
             flags = {**flags, "secrets": kinds}
+    encoded_blocks, encoded_flags = _encode(blocks), _encode(flags)
+    if not masked:  # what a format took from elsewhere than this line (another event, a row of its store)
+        if secrets.may_hold_secret(encoded_blocks):
+            blocks = secrets.mask_value(blocks, found)
+            encoded_blocks = _encode(blocks)
+        if secrets.may_hold_secret(encoded_flags):
+            encoded_flags = _encode(secrets.mask_value(flags, found))
     return PreparedMessage(
         *fields,
         raw=raw,
-        blocks=_encode(blocks),
-        flags=_encode(flags),
+        blocks=encoded_blocks,
+        flags=encoded_flags,
         tokens=_encode(categories),
         token_total=sum(categories.values()),
         starts_turn=starts_turn(role, blocks, is_meta, is_summary),

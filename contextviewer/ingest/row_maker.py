@@ -58,7 +58,7 @@ class RowMaker:
         self.sessions_done = 0
         self.parent = subagent.parent if subagent else None
         self.agent_id = subagent.agent_id if subagent else None
-        self.agent_type = subagent.agent_type if subagent else None
+        self.agent_type = mask_text(storable(subagent.agent_type)) if subagent and subagent.agent_type else None
         self.kind = subagent.kind if subagent else ConversationKind.MAIN
         self.main: ConversationState | None = None
         self.children: dict[str, ConversationState] = {}  # inline sidechains by agent id
@@ -179,7 +179,7 @@ class RowMaker:
         elif isinstance(record, AgentLink):
             self.links.append(record)
         elif isinstance(record, BadLine):
-            self.errors.append({"line": record.line_no, "reason": record.reason})
+            self.errors.append({"line": record.line_no, "reason": mask_text(record.reason)})
         elif isinstance(record, ImportProgress):
             if progress:
                 progress(record.bytes_read, self.source.name)
@@ -397,13 +397,14 @@ def _set_details(state: ConversationState, info: SessionInfo | None) -> None:
     if info is not None:
         if info.title:
             conversation.title = mask_text(storable(info.title))[:500]
-        conversation.cwd = conversation.cwd or storable(info.cwd or "")[:1024]
-        conversation.git_branch = storable(info.git_branch or conversation.git_branch or "")[:255]
-        conversation.cli_version = storable(info.cli_version or conversation.cli_version or "")[:40]
+        # Names and paths the log gives are masked as its text is (keys.py masked them already).
+        conversation.cwd = conversation.cwd or mask_text(storable(info.cwd or ""))[:1024]
+        conversation.git_branch = mask_text(storable(info.git_branch or conversation.git_branch or ""))[:255]
+        conversation.cli_version = mask_text(storable(info.cli_version or conversation.cli_version or ""))[:40]
         if info.window and info.window > 0 and not conversation.window:
             conversation.window = info.window
         if info.agent_type and not conversation.agent_type:
-            conversation.agent_type = storable(info.agent_type)[:100]
+            conversation.agent_type = mask_text(storable(info.agent_type))[:100]
     if not conversation.title and state.first_prompt:
         conversation.title = from_request(state.first_prompt, 120)
     if conversation.parent_id and not conversation.parent_tool_use_id:

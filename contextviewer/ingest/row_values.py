@@ -146,5 +146,5 @@ def merged_links(stored: dict | None, links: list[AgentLink]) -> dict:
         for name in ("tool_use_id", "agent_type", "description"):
             value = getattr(link, name)
             if value and not entry.get(name):
-                entry[name] = mask_text(value) if name == "description" else value
+                entry[name] = mask_text(value) if name != "tool_use_id" else value  # the id: masked in keys.py
     return merged
