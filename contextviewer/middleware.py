@@ -86,3 +86,82 @@ class PrivateNoStoreMiddleware:
             return response  # revalidated each time, kept by the reader's browser only
         response["Cache-Control"] = "private, no-store"
         return response
+
+
+# --- the database out of reach: a 503 that says so, and the next request reconnects ---------------
+
+# Seconds a client is told to wait (Retry-After) before it sends the request again.
+RETRY_AFTER_BUSY = 30  # SQLite's write lock held by an import
+RETRY_AFTER_RESTART = 5  # PostgreSQL restarting, or its connection lost
+
+
+def database_unavailable(exc: BaseException) -> tuple[str, str, int] | None:
+    """(title, message, seconds to wait) when ``exc`` says the database is out of reach for now: its
+    connection lost (PostgreSQL restarting, a backend terminated) or SQLite's write lock held past
+    its timeout (a long import). None for any other error."""
+    from django.db import InterfaceError, OperationalError
+
+    if not isinstance(exc, (OperationalError, InterfaceError)):
+        return None
+    if "database is locked" in str(exc) or "database table is locked" in str(exc):
+        return (
+            "The database is busy",
+            "The database is busy writing an import, and this request could not wait for it any longer.",
+            RETRY_AFTER_BUSY,
+        )
+    return (
+        "The database is not reachable",
+        "The connection to the database was lost (it may be restarting).",
+        RETRY_AFTER_RESTART,
+    )
+
+
+def database_unavailable_response(request, exc: BaseException):
+    """The 503 answer to ``exc`` (None when it is not the database out of reach): JSON for the API,
+    text for an htmx request, else templates/503.html, which reads nothing from the database. The
+    broken connection is closed, so the next request opens a new one."""
+    from django.db import connections
+    from django.http import HttpResponse, JsonResponse
+    from django.template import loader
+
+    found = database_unavailable(exc)
+    if found is None:
+        return None
+    title, message, retry_after = found
+    for conn in connections.all(initialized_only=True):
+        if not conn.in_atomic_block:
+            conn.close_if_unusable_or_obsolete()
+    advice = f"Nothing was changed by this request; try again in {retry_after} seconds."
+    if request.path.startswith("/api/"):
+        response = JsonResponse({"detail": f"{message} {advice}", "retry_after": retry_after}, status=503)
+    elif request.headers.get("HX-Request"):
+        response = HttpResponse(f"{message} {advice}", status=503, content_type="text/plain; charset=utf-8")
+    else:
+        context = {"title": title, "message": message, "retry_after": retry_after}
+        response = HttpResponse(loader.get_template("503.html").render(context), status=503)
+    response["Retry-After"] = str(retry_after)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+class DatabaseUnavailableMiddleware:
+    """A view (or its template) that loses the database answers 503 with Retry-After, not 500."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        return database_unavailable_response(request, exception)
+
+
+def server_error(request, *args, **kwargs):
+    """handler500: the database out of reach in a middleware (the session, the user) answers as in
+    a view (503, Retry-After); any other error is Django's plain 500."""
+    import sys
+
+    from django.views.defaults import server_error as django_server_error
+
+    return database_unavailable_response(request, sys.exc_info()[1]) or django_server_error(request, *args, **kwargs)

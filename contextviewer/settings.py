@@ -88,6 +88,8 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "contextviewer.middleware.ContentSecurityPolicyMiddleware",
     "contextviewer.middleware.UploadLimitMiddleware",
+    # The database out of reach (restarting, or locked past its timeout): 503 with Retry-After.
+    "contextviewer.middleware.DatabaseUnavailableMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -127,6 +129,7 @@ def _database(url: str) -> dict:
             # connection between requests (connect + PRAGMAs cost 1-2 ms of CPU a request); no
             # transaction stays open across requests, so an idle connection holds no WAL snapshot.
             "CONN_MAX_AGE": int(env("CONTEXTVIEWER_SQLITE_CONN_MAX_AGE", "0")),
+            "CONN_HEALTH_CHECKS": True,  # a kept connection found broken is replaced, not used
             "OPTIONS": {
                 "transaction_mode": "IMMEDIATE",
                 "timeout": 30,
@@ -145,6 +148,9 @@ def _database(url: str) -> dict:
         "HOST": parsed.hostname or "",
         "PORT": str(parsed.port or ""),
         "CONN_MAX_AGE": 0,
+        # A connection lost (the server restarted) is replaced at the next request; the request
+        # that lost it answers 503 with Retry-After (middleware.DatabaseUnavailableMiddleware).
+        "CONN_HEALTH_CHECKS": True,
         "TEST": {"NAME": env("CONTEXTVIEWER_PG_TEST_NAME", "") or None},
     }
 

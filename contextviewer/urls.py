@@ -6,6 +6,7 @@ from contextviewer.accounts.throttle import ThrottledLoginView
 from contextviewer.api import api
 
 handler403 = "contextviewer.refusals.permission_denied"  # a PermissionDenied looks like refuse()
+handler500 = "contextviewer.middleware.server_error"  # the database out of reach: 503, Retry-After
 
 admin.autodiscover()  # SimpleAdminConfig (settings.py): the admin modules load with the URLs, not at start-up
 

@@ -11,7 +11,7 @@ from ninja import Router, Schema
 from ninja.responses import Status
 
 
-from . import services
+from . import audit, services
 from .permissions import get_membership_for_user, get_project_for_user, membership, projects_for
 from .models import AuditEvent, Membership, Project, Role
 
@@ -122,6 +122,7 @@ def remove_member(request, project: str, membership_id: int):
 @router.get("/projects/{project}/audit", response={200: list[AuditOut], 403: ErrorOut, 404: ErrorOut})
 def audit_log(request, project: str, action: str = "", limit: int = 200):
     proj = get_project_for_user(request, project, "manage_members")
+    audit.flush_spool()  # events spooled while an import held the database (audit.py)
     events = AuditEvent.objects.filter(project=proj)
     if action:
         events = events.filter(action__startswith=action[:60])

@@ -13,7 +13,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from . import services
+from . import audit, services
 from .permissions import get_membership_for_user
 from .models import ApiToken, AuditEvent, Invitation, Membership, Project, Role
 
@@ -191,6 +191,7 @@ def token_revoke(request: HttpRequest, project: str, token_id: int) -> HttpRespo
 @require_GET
 def audit_log(request: HttpRequest, project: str) -> HttpResponse:
     proj, me = _project_for(request, project, "manage_members")
+    audit.flush_spool()  # events spooled while an import held the database (audit.py)
     events = AuditEvent.objects.filter(project=proj).select_related("actor")
     action = request.GET.get("action", "").strip()[:60]
     if action:

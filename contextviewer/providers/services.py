@@ -142,10 +142,37 @@ def complete(
             if call is not None:
                 ProviderCall.objects.filter(pk=call.pk).update(error=str(exc)[:2000])
             raise
-        if call is not None:
-            ProviderCall.objects.filter(pk=call.pk).update(ok=True, model=completion.model[:200])
-        record_spend(project, completion, role=role, provider=provider.name, job=job, conversation=conversation)
+        _when_free(lambda: _paid(call, completion, project, role, provider.name, job, conversation), sleep)
         return completion
+
+
+# A paid completion's ledger rows wait for SQLite's write lock this many times (30 s each, the
+# connection's timeout): an import holds it for the whole of a large file (issue 40: a title job
+# failed with "database is locked" after its completion was paid for).
+SPEND_WRITE_ATTEMPTS = 20
+
+
+def _when_free(write: Callable[[], object], sleep: Callable[[float], None] = time.sleep) -> None:
+    """Run ``write`` (one short write outside any transaction), again while SQLite says the
+    database is locked, at most SPEND_WRITE_ATTEMPTS times."""
+    from django.db import OperationalError, connection, transaction
+
+    for attempt in range(1, SPEND_WRITE_ATTEMPTS + 1):
+        try:
+            with transaction.atomic():
+                write()
+            return
+        except OperationalError as exc:
+            if "locked" not in str(exc) or connection.in_atomic_block or attempt == SPEND_WRITE_ATTEMPTS:
+                raise
+            log.warning("the spend ledger waits for the database (attempt %s): %s", attempt, exc)
+            sleep(min(2.0 * attempt, 10.0))
+
+
+def _paid(call, completion: Completion, project, role: str, provider: str, job, conversation) -> None:
+    if call is not None:
+        ProviderCall.objects.filter(pk=call.pk).update(ok=True, model=completion.model[:200])
+    record_spend(project, completion, role=role, provider=provider, job=job, conversation=conversation)
 
 
 def record_spend(project, completion: Completion, *, role: str, provider: str, job=None, conversation=None) -> SpendEntry:
