@@ -87,14 +87,16 @@ class ThrottledPasswordChangeForm(PasswordChangeForm):
 
     def clean_old_password(self):
         name, ip = self.user.get_username(), throttle.client_ip(self.request)
-        wait = throttle.refused(name, ip)
+        wait, token = throttle.begin(name, ip)  # holds a place in the count, as a sign-in does
         if wait:
             raise forms.ValidationError(throttle.refusal_message(wait), code="throttled")
+        ok = False
         try:
-            return super().clean_old_password()
-        except forms.ValidationError:
-            throttle.failed(name, ip)
-            raise
+            cleaned = super().clean_old_password()
+            ok = True
+            return cleaned
+        finally:
+            throttle.end(name, ip, token, ok=ok)
 
 
 class ThrottledPasswordChangeView(PasswordChangeView):

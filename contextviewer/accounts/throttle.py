@@ -13,6 +13,11 @@ within LOGIN_LOCKOUT_SECONDS (900): further sign-ins for that name, or from that
 refused until LOGIN_LOCKOUT_SECONDS after the failure that reached the limit. The password is not
 even checked then. A successful sign-in starts the user name's count again.
 
+Parallel guesses get no more checks than sequential ones: a check holds a place in the count before
+the password is checked (``begin``), freed or counted as a failure after it (``end``), and the count
+is read and written under a lock (a Redis lock where Redis is the cache, else a file lock in the
+data folder): wrong passwords and checks in flight together never pass the limit.
+
 Every password sign-in goes through ThrottledModelBackend (the login page, the admin's, and any
 authenticate() call); the forms below say why a sign-in was refused. API tokens never call
 authenticate() and open sessions are not touched, so neither is affected.
@@ -23,9 +28,13 @@ can send it)."""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import math
 import time
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
 
 from django import forms
 from django.conf import settings
@@ -33,8 +42,10 @@ from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
-from django.core.cache import cache
+from django.core.cache import cache, caches
+from django.core.cache.backends.redis import RedisCache
 from django.core.exceptions import PermissionDenied
+from redis.exceptions import LockError
 
 PREFIX = "login-throttle:v1:"
 
@@ -72,39 +83,113 @@ def _keys(username: str | None, ip: str) -> list[tuple[str, int]]:
     return keys
 
 
+PENDING_SECONDS = 120  # a check in flight longer than this (its request died) no longer counts
+
+
+@contextmanager
+def _counting():
+    """The counts are read and written by one request at a time, across threads, processes and (on
+    Redis) servers: without it, parallel guesses all read the same count and all get checked. Redis
+    (the team setup's cache): a Redis lock; any other cache (the embedded file cache): a file lock
+    in the data folder."""
+    backend = caches["default"]
+    if isinstance(backend, RedisCache):
+        client = backend._cache.get_client(write=True)
+        lock = client.lock(backend.make_and_validate_key(PREFIX + "lock"), timeout=10, sleep=0.01, blocking_timeout=30)
+        if not lock.acquire():
+            raise PermissionDenied(refusal_message(1))
+        try:
+            yield
+        finally:
+            try:
+                lock.release()
+            except LockError:  # held past its timeout: already free
+                pass
+        return
+    path = Path(settings.DATA_DIR) / "login-throttle.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+b") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def _state(key: str, now: float) -> dict:
+    """A key's count: ``failures`` (times of wrong passwords in the window), ``pending`` (checks in
+    flight: token -> start) and ``locked_until``."""
     state = cache.get(key) or {}
     window = lockout_seconds()
     return {
         "failures": [t for t in state.get("failures", []) if t > now - window],
+        "pending": {k: t for k, t in state.get("pending", {}).items() if t > now - PENDING_SECONDS},
         "locked_until": state.get("locked_until", 0) if state.get("locked_until", 0) > now else 0,
     }
+
+
+def _save(key: str, state: dict) -> None:
+    cache.set(key, state, timeout=lockout_seconds() + 60)
+
+
+def _wait(states: list[dict], now: float) -> int:
+    until = max((state["locked_until"] for state in states), default=0)
+    return math.ceil(until - now) if until > now else 0
 
 
 def refused(username: str | None, ip: str, now: float | None = None) -> int:
     """Seconds until sign-in is allowed again for this user name and address (0: allowed now)."""
     now = time.time() if now is None else now
-    until = max((_state(key, now)["locked_until"] for key, _ in _keys(username, ip)), default=0)
-    return math.ceil(until - now) if until > now else 0
+    return _wait([_state(key, now) for key, _ in _keys(username, ip)], now)
+
+
+def begin(username: str | None, ip: str, now: float | None = None) -> tuple[int, str]:
+    """Before a password is checked: (seconds refused, 0 when allowed; the check's token). Taken
+    atomically with the count, the check holds a place: wrong passwords counted and checks in
+    flight together reach the limit, so parallel guesses get no more checks than sequential ones."""
+    now = time.time() if now is None else now
+    token = uuid.uuid4().hex
+    with _counting():
+        keys = _keys(username, ip)
+        states = [_state(key, now) for key, _ in keys]
+        wait = _wait(states, now)
+        if not wait and any(len(s["failures"]) + len(s["pending"]) >= limit for s, (_, limit) in zip(states, keys)):
+            wait = lockout_seconds()  # the last places are taken by checks in flight
+        if wait:
+            return wait, ""
+        for state, (key, _) in zip(states, keys):
+            state["pending"][token] = now
+            _save(key, state)
+    return 0, token
+
+
+def end(username: str | None, ip: str, token: str, ok: bool, now: float | None = None) -> int:
+    """After the check ``begin`` allowed: a right password frees its place and starts the user
+    name's count again; a wrong one is counted (refusing sign-in from the limit on). The seconds
+    of refusal it led to (0: none)."""
+    now = time.time() if now is None else now
+    with _counting():
+        for key, limit in _keys(username, ip):
+            state = _state(key, now)
+            state["pending"].pop(token, None)
+            if ok and key.startswith(f"{PREFIX}user:"):
+                state["failures"] = []
+            elif not ok:
+                state["failures"] = (state["failures"] + [now])[-limit:]
+                if len(state["failures"]) >= limit and not state["locked_until"]:
+                    state["locked_until"] = now + lockout_seconds()
+            _save(key, state)
+    return 0 if ok else refused(username, ip, now)
 
 
 def failed(username: str | None, ip: str, now: float | None = None) -> int:
     """Count one failed sign-in; the seconds of refusal it led to (0: none)."""
-    now = time.time() if now is None else now
-    window = lockout_seconds()
-    for key, limit in _keys(username, ip):
-        state = _state(key, now)
-        state["failures"] = (state["failures"] + [now])[-limit:]
-        if len(state["failures"]) >= limit and not state["locked_until"]:
-            state["locked_until"] = now + window
-        cache.set(key, state, timeout=window + 60)
-    return refused(username, ip, now)
+    return end(username, ip, "", ok=False, now=now)
 
 
 def succeeded(username: str | None) -> None:
     """A right password (while not refused): the user name's count starts again."""
-    for key, _ in _keys(username, ""):
-        cache.delete(key)
+    end(username, "", "", ok=True)
 
 
 def refusal_message(seconds: int) -> str:
@@ -128,18 +213,18 @@ class ThrottledModelBackend(ModelBackend):
         if username is None or password is None:
             return None
         ip = client_ip(request)
-        wait = refused(username, ip)
+        wait, token = begin(username, ip)
         if wait:
             if request is not None:
                 request.login_refused_for = wait
             raise PermissionDenied(refusal_message(wait))  # stops authenticate() here: no other backend
-        user = super().authenticate(request, username=username, password=password, **kwargs)
-        if user is None:
-            wait = failed(username, ip)
-            if wait and request is not None:
-                request.login_refused_for = wait
-        else:
-            succeeded(username)
+        user = None
+        try:
+            user = super().authenticate(request, username=username, password=password, **kwargs)
+        finally:
+            wait = end(username, ip, token, ok=user is not None)
+        if wait and request is not None:
+            request.login_refused_for = wait
         return user
 
 
