@@ -366,6 +366,10 @@ class ExportFile:
     session_id: str | None = None
     resume_hint: str = ""
 
+    def __post_init__(self):  # what it says goes out in UTF-8 (a note may quote a log's text)
+        self.content = core_export.well_formed(self.content)
+        self.notes = [core_export.well_formed(n) for n in self.notes]
+
 
 VIEWS = {"loaded": "the loaded view", "full": "the full record"}
 

@@ -31,11 +31,27 @@ DEFAULT_MODEL = "claude-sonnet-4-5"
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(text: str) -> str:
+    """``text`` as it can be written in UTF-8: a lone surrogate (a log's "\\ud800" escape without
+    its other half: a tool's name, an argument) becomes U+FFFD, two halves of a pair the character
+    they stand for. An export holding one failed to encode (issue 40: a 500 on a Codex export)."""
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 @dataclass
 class Export:
     content: str
     notes: list[str] = field(default_factory=list)
     session_id: str | None = None  # Claude Code: the id to resume
+
+    def __post_init__(self):
+        self.content = well_formed(self.content)
+        self.notes = [well_formed(n) for n in self.notes]
 
 
 class _Notes:
@@ -463,6 +479,11 @@ class Written:
     filename: str
     session_id: str | None = None
     resume_hint: str = ""  # how to resume it, for an agent's own session file
+
+    def __post_init__(self):
+        for name in ("content", "filename", "resume_hint"):
+            object.__setattr__(self, name, well_formed(getattr(self, name)))
+        object.__setattr__(self, "notes", [well_formed(n) for n in self.notes])
 
 
 @dataclass(frozen=True, slots=True)
