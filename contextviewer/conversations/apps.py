@@ -8,5 +8,6 @@ class ConversationsConfig(AppConfig):
     # model, text fields, JSON fields. Messages are masked apart (raw lines, blocks, search).
     masked_copies = (
         ("folds", "Fold", ("summary_text",), ()),
-        ("conversations", "Conversation", ("title",), ("agent_links", "lineage")),
+        ("conversations", "Conversation", ("title", "cwd", "git_branch", "cli_version", "agent_type"),
+         ("agent_links", "lineage", "model_names")),
     )

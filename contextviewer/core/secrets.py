@@ -102,7 +102,7 @@ _RULES: tuple[_Rule, ...] = (
     _rule("stripe_key", ("_live_",), r"(?:sk|rk)_live_(?<![A-Za-z0-9]........)[0-9A-Za-z]{20,}"),
     # header.payload.signature, both JSON objects in base64url ("eyJ" is `{"`); the signature may
     # be empty (alg none), or cut off with the text.
-    _rule("jwt", ("eyJ",), rf"eyJ(?<![A-Za-z0-9-]...)[A-Za-z0-9_-]{{5,}}\.eyJ[A-Za-z0-9_-]{{5,}}(?:\.[A-Za-z0-9_-]*|{_CUT})"),
+    _rule("jwt", ("eyJ",), rf"eyJ(?<![A-Za-z0-9]...)[A-Za-z0-9_-]{{5,}}\.eyJ[A-Za-z0-9_-]{{5,}}(?:\.[A-Za-z0-9_-]*|{_CUT})"),
     # scheme://user:password@host (also with JSON's escaped slashes): the password only; a
     # placeholder (${VAR}, $VAR, <password>, ***) is not a password. A URL cut short with an
     # ellipsis after the password (a one-line summary) still has it.
@@ -180,17 +180,17 @@ def mask_found(text: str, values: dict[str, str] | None = None) -> tuple[str, li
     if values is not None:
         for start, end, kind in found:
             _learn(values, _decoded(text[start:end]), kind)
-    view = _percent_view(masked)
-    if view is not None and _may_hold(view):
-        decoded: dict[str, str] = {}
-        for start, end, kind in _finds(view):
-            _learn(decoded, _decoded(view[start:end]), kind)
-        if decoded:
-            masked, more = ValueMasker(decoded, every=True).mask(masked)
-            kinds += [k for k in more if k not in kinds]
-            if values is not None:
-                for value, kind in decoded.items():
-                    values.setdefault(value, kind)
+    decoded: dict[str, str] = {}
+    for view in _percent_views(masked):
+        if _may_hold(view):
+            for start, end, kind in _finds(view):
+                _learn(decoded, _decoded(view[start:end]), kind)
+    if decoded:
+        masked, more = ValueMasker(decoded, every=True).mask(masked)
+        kinds += [k for k in more if k not in kinds]
+        if values is not None:
+            for value, kind in decoded.items():
+                values.setdefault(value, kind)
     return masked, kinds
 
 
@@ -235,22 +235,22 @@ def _may_hold(text: str) -> bool:
 
 def may_hold_secret(text: str) -> bool:
     """False when `text` cannot hold a secret mask() would find (most text: fast)."""
-    if _may_hold(text):
-        return True
-    view = _percent_view(text)
-    return view is not None and _may_hold(view)
+    return _may_hold(text) or any(_may_hold(view) for view in _percent_views(text))
 
 
 # A percent escape (`%2F`): a text holding one is also read decoded.
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
 
 
-def _percent_view(text: str) -> str | None:
-    """`text` with its `%XX` escapes decoded (as UTF-8), or None when it has none."""
+def _percent_views(text: str) -> list[str]:
+    """`text` with its `%XX` escapes decoded (as UTF-8), and also with `+` as a space where it has
+    one (a form's encoding); none when it has no escape."""
     if "%" not in text or not _PERCENT.search(text):
-        return None
-    view = urllib.parse.unquote(text, errors="surrogateescape")
-    return view if view != text else None
+        return []
+    views = [urllib.parse.unquote(text, errors="surrogateescape")]
+    if "+" in text:
+        views.append(urllib.parse.unquote_plus(text, errors="surrogateescape"))
+    return views
 
 
 def mask_id(value: str | None, key) -> str | None:

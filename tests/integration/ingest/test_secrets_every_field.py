@@ -32,6 +32,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.urls import reverse
 
+from contextviewer.builds import services as builds
 from contextviewer.conversations import search
 from contextviewer.conversations.models import Conversation, Message, Source
 from contextviewer.ingest import files as ingest
@@ -337,3 +338,36 @@ def test_an_uploads_file_and_folder_names_are_stored_masked(project, user, clien
     on_disk = " ".join(p.as_posix() for p in (tmp_path / "media").rglob("*"))
     assert token not in on_disk and "masked_github_token" in on_disk, on_disk
     assert leaks({"x": f"x__{token}"}) == {}  # sources, jobs (their parameters and results), messages
+
+
+def test_a_cwd_a_branch_and_a_function_name_holding_secrets_show_masked_on_the_pages(project, user, client, tmp_path):
+    from tests.sessions import SessionBuilder, write_lines
+    from tests.unit import test_codex_importer as cx
+
+    token, key, pat = (KINDS[k](random.Random(k)) for k in ("github_token", "openai_key", "github_pat"))
+    codex_call = cx.call("call_1")
+    codex_call["payload"]["name"] = f"mcp__vault__{key}"
+    codex = cx.write(tmp_path / f"rollout-2026-02-23T12-00-00-{cx.SID}.jsonl", [
+        cx.meta(cwd=f"/home/dev/{token}/app"), cx.turn_context(), cx.user("List the files"), codex_call,
+        cx.output("call_1"), cx.assistant("Done."), cx.usage(10_000, 200, 10_000, 0, 200),
+    ])
+    b = SessionBuilder(session_id="bbbbbbbb-0000-4000-8000-000000000002")
+    lines = [json.loads(line) for line in [b.user("Hello"), *b.assistant("Hi.")]]
+    for line in lines:
+        line.update(cwd=f"/srv/{pat}", gitBranch=f"fix/{token}")
+    claude = tmp_path / f"{b.session_id}.jsonl"
+    write_lines(claude, [json.dumps(line) for line in lines])
+    for path in (codex, claude):
+        assert ingest.import_file(project, path).status == "imported"
+    client.force_login(user)
+    seen = client.get(reverse("index")).content.decode()
+    for conv in Conversation.objects.filter(project=project):
+        seen += client.get(reverse("conversation", args=[conv.pk]), {"all": 1}).content.decode()
+        seen += client.get(f"/api/conversations/{conv.pk}").content.decode()
+        seen += client.get(f"/api/conversations/{conv.pk}/messages").content.decode()
+        for fmt in builds.CONTENT_TYPES:  # an agent's own format: refused for another agent's conversation
+            seen += client.get(f"/api/conversations/{conv.pk}/export", {"format": fmt}).content.decode()
+    for secret in (token, key, pat):
+        assert secret not in seen and secret[-12:] not in seen
+    assert "/home/dev/[masked github_token]/app" in seen  # the index's and the page's cwd, masked
+    assert "mcp__vault__[masked openai_key]" in seen
