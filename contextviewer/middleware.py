@@ -165,3 +165,34 @@ def server_error(request, *args, **kwargs):
     from django.views.defaults import server_error as django_server_error
 
     return database_unavailable_response(request, sys.exc_info()[1]) or django_server_error(request, *args, **kwargs)
+
+
+# --- a full disk: 507 that says so, not a bare 500 --------------------------------------------
+
+DISK_FULL_MESSAGE = (
+    "The server's disk is full: nothing of this request was stored. Free space on the server "
+    "(its data directory) and try again."
+)
+
+
+class DiskFullMiddleware:
+    """A write that found no space left (OSError 28, or the quota's 122) answers 507 Insufficient
+    Storage with what happened and what to do (an upload through the API, a multipart body Django
+    could not spool). The upload page says it on the page itself (ingest/views.py)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        import errno
+
+        from django.http import HttpResponse, JsonResponse
+
+        if not isinstance(exception, OSError) or exception.errno not in (errno.ENOSPC, errno.EDQUOT):
+            return None
+        if request.path.startswith("/api/"):
+            return JsonResponse({"detail": DISK_FULL_MESSAGE}, status=507)
+        return HttpResponse(DISK_FULL_MESSAGE, status=507, content_type="text/plain; charset=utf-8")

@@ -90,6 +90,7 @@ MIDDLEWARE = [
     "contextviewer.middleware.UploadLimitMiddleware",
     # The database out of reach (restarting, or locked past its timeout): 503 with Retry-After.
     "contextviewer.middleware.DatabaseUnavailableMiddleware",
+    "contextviewer.middleware.DiskFullMiddleware",  # no space left: 507 with what to do
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

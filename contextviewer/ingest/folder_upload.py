@@ -14,6 +14,7 @@ of it is written past the limit.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import shutil
@@ -29,6 +30,19 @@ from contextviewer.conversations.uploads import UPLOAD_DIR, UnsafePath, relative
 from contextviewer.ingest import files as ingest
 
 CHUNK = 1 << 20
+
+
+# A write that found the disk (or the user's quota) full: the upload is refused whole, with 507.
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+DISK_FULL_MESSAGE = (
+    "The server's disk is full: the upload could not be written, and nothing of it was stored. "
+    "Free space on the server (its data directory) and upload again."
+)
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` is a write that found no space left (OSError 28, or the quota's 122)."""
+    return isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS
 
 
 class UploadRefused(Exception):
@@ -231,6 +245,8 @@ def _unpack(tree: _Tree, rel: str) -> None:
                     written.append(member_rel)
                     tree.write(target, member_rel, chunks(), shown, sent=False)
     except (_ZipRefused, zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, OSError) as exc:
+        if disk_full(exc):  # not the zip's fault: the whole upload is refused (store_folder removes it)
+            raise
         for member_rel in written:  # nothing of a refused zip stays
             tree.files.pop(member_rel, None)
             (tree.root / member_rel).unlink(missing_ok=True)

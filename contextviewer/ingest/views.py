@@ -53,6 +53,11 @@ def upload(request: HttpRequest) -> HttpResponse:
     except folder_upload.UploadRefused as exc:
         context["error"] = str(exc)
         return render(request, "ingest/upload.html", context, status=exc.status)
+    except OSError as exc:
+        if not folder_upload.disk_full(exc):
+            raise
+        context["error"] = folder_upload.DISK_FULL_MESSAGE
+        return render(request, "ingest/upload.html", context, status=507)
     job, _ = services.start_import(project, uploads=stored, user=request.user)
     count = sum(s.get("files", 1) for s in stored)
     messages.info(request, f"Importing {count} file(s).")
