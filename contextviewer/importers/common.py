@@ -136,6 +136,9 @@ def bad_value(obj: Any, keys: tuple[str, ...] | None = None) -> str | None:
     if obj.__class__ is not dict:
         return None
     for key, value in obj.items():
+        fault = _value_fault(key)
+        if fault:  # a key is a field's name: a field so named is not the one the record means
+            return f"its key {compact_json(key)[:60]} {fault}"
         if keys is not None and key not in keys:
             continue
         fault = _value_fault(value)

@@ -851,9 +851,16 @@ def parse(source: ParseInput) -> Iterator[Record]:
     try:
         reader = _Reader(conn, path)
         # Threads in the order they began, so a database that gains threads keeps its first one first.
-        threads = [r[0] for r in conn.execute(
-            "SELECT thread_id FROM checkpoints GROUP BY thread_id ORDER BY min(checkpoint_id), thread_id"
-        )]
+        # (as bytes: a thread whose id is not UTF-8 text is said, and the others read)
+        threads = []
+        for (raw,) in conn.execute(
+            "SELECT CAST(thread_id AS BLOB) FROM checkpoints GROUP BY thread_id ORDER BY min(checkpoint_id), thread_id"
+        ):
+            try:
+                threads.append(raw.decode("utf-8") if isinstance(raw, bytes) else raw)
+            except UnicodeDecodeError:
+                shown = raw.decode("utf-8", "replace")[:80]
+                yield BadLine(line_no=0, offset=0, reason=f"thread {shown!r}: its id is not UTF-8 text, so it was not read")
         for thread in threads:
             try:
                 yield from reader.thread(str(thread))

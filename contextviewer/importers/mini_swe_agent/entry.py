@@ -8,6 +8,7 @@ from pathlib import Path
 
 from contextviewer.importers.common import head_text
 from contextviewer.importers.formats import DOCUMENT, Entry
+from contextviewer.importers.jsondoc import head_value_cut
 from contextviewer.importers.mini_swe_agent.tools import TOOLS
 
 
@@ -18,7 +19,8 @@ _FORMAT_KEY = re.compile(r'"trajectory_format"\s*:\s*"mini-swe-agent')
 _MINI_MARK = re.compile(r'"mini_version"\s*:|"(?:agent|model|environment)_type"\s*:\s*"minisweagent\.')
 _MESSAGES = re.compile(r'"messages"\s*:\s*\[')
 _INFO = re.compile(r'"info"\s*:\s*\{')
-_INFO_FIRST = re.compile(r'\{\s*"info"\s*:\s*\{\s*"exit_status"\s*:\s*(?:null|"[^"]*")\s*,\s*"submission"\s*:')
+# (or an exit status, or a submission, longer than the head: the head ends inside it)
+_INFO_FIRST = re.compile(r'\{\s*"info"\s*:\s*\{\s*"exit_status"\s*:\s*(?:(?:null|"(?:[^"\\]|\\.)*")\s*,\s*"submission"\s*:|"(?:[^"\\]|\\.)*$)')
 
 
 def sniff(path: Path, head: bytes) -> float:
@@ -40,6 +42,11 @@ def sniff(path: Path, head: bytes) -> float:
         return 0.8 if named else 0.6
     if named and _INFO.search(text) and _MESSAGES.search(text):
         return 0.7
+    if named:  # a long value of its info (a system template) runs past the head: its first keys
+        value, _more, cut = head_value_cut(head)
+        info = value.get("info") if value.__class__ is dict and list(value)[:1] == ["info"] else None
+        if cut and info.__class__ is dict and ("config" in info or "model_stats" in info):
+            return 0.6
     return 0.0
 
 

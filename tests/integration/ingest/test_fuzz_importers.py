@@ -104,6 +104,9 @@ def _places(value, out=None) -> list:
 def _edit(tree, plan) -> None:
     for index, how, value in plan:
         places = _places(tree)
+        if how in ("leaf", "leaf-key"):  # a value that is no object or array (or, leaf-key, its key)
+            places = [(c, k) for c, k in places if not isinstance(c[k], (dict, list)) and (how == "leaf" or isinstance(c, dict))]
+            how = "key" if how == "leaf-key" else "replace"
         if not places:
             return
         container, key = places[index % len(places)]
@@ -117,7 +120,7 @@ def _edit(tree, plan) -> None:
             container[key] = value
 
 
-def _dumps(value) -> str:
+def _dumps(value, ascii: bool = False) -> str:
     deep: list[Deep] = []
 
     def default(obj):
@@ -126,7 +129,7 @@ def _dumps(value) -> str:
             return f"__deep_{len(deep) - 1}__"
         raise TypeError(type(obj))
 
-    text = json.dumps(value, default=default, allow_nan=True, ensure_ascii=False)
+    text = json.dumps(value, default=default, allow_nan=True, ensure_ascii=ascii)
     for i, d in enumerate(deep):
         text = text.replace(f'"__deep_{i}__"', d.text())
     return text
@@ -150,19 +153,19 @@ def _cut(data: bytes, plan) -> bytes:
 # -- a hostile copy of a sample, per kind of file ---------------------------------------------------
 
 
-def _json_file(path: Path, plan, cut) -> None:
+def _json_file(path: Path, plan, cut, ascii: bool = False) -> None:
     raw = path.read_bytes()
     try:
         text = raw.decode("utf-8")
         if path.suffix in (".jsonl",) or text.lstrip().startswith("{") and "\n{" in text.strip():
             trees = [json.loads(line) for line in text.splitlines() if line.strip()]
             _edit(trees, plan)
-            out = "\n".join(_dumps(t) for t in trees) + "\n"
+            out = "\n".join(_dumps(t, ascii) for t in trees) + "\n"
         else:
             tree = json.loads(text)
             holder = [tree]
             _edit(holder, plan)
-            out = _dumps(holder[0])
+            out = _dumps(holder[0], ascii)
     except (UnicodeDecodeError, ValueError):
         return
     path.write_bytes(_cut(out.encode("utf-8", "surrogatepass"), cut))
@@ -238,8 +241,10 @@ def _database(path: Path, plan, cut) -> None:
         db.close()
 
 
-def _hostile_copy(tmp: Path, sample_root: Path, sample: Path, plan, cut) -> Path:
-    """A copy of the sample's folder with one of its files made hostile; the path to read."""
+def _hostile_copy(tmp: Path, sample_root: Path, sample: Path, plan, cut, ascii: bool = False) -> Path:
+    """A copy of the sample's folder with one of its files made hostile; the path to read. ``ascii``:
+    a JSON file is written as a JSON writer writes it (a lone surrogate as its escape, not as bytes
+    that are not UTF-8)."""
     copy = tmp / "copy"
     if copy.exists():
         shutil.rmtree(copy)
@@ -254,7 +259,7 @@ def _hostile_copy(tmp: Path, sample_root: Path, sample: Path, plan, cut) -> Path
     elif victim.suffix in (".md", ".markdown"):
         _text_file(victim, plan, cut)
     else:
-        _json_file(victim, plan, cut)
+        _json_file(victim, plan, cut, ascii)
     return target
 
 
@@ -401,3 +406,39 @@ def test_a_hostile_file_of_each_format_imports_or_says_why(sample, tmp_path_fact
             assert file.status in ("imported", "unchanged", "refused") or file.errors, file
 
     imports()
+
+
+# -- the values of issue 40 (item 2), planted in every format at a few places -----------------------
+
+PLANTED = {
+    "nul": "user\x00",
+    "surrogate": "user\ud800",
+    "nan": float("nan"),
+    "long-id": "i" * 100_000,
+    "surrogate-key": "\udfffkey",  # planted as a key (the "key" edit)
+}
+
+
+# Formats not yet hardened here: their sniff refuses a JSON lines file whose first line outgrows the
+# 64 KiB sniff window, or (pi) whose header has a key holding a lone surrogate.
+NOT_YET = {("claude-code", "long-id"), ("codex", "long-id"), ("qwen-code", "long-id"), ("pi", "long-id"),
+           ("pi", "surrogate-key")}
+
+
+@pytest.mark.backend_independent  # the parsers alone, in a forked child
+@pytest.mark.parametrize("case", list(PLANTED))
+@pytest.mark.parametrize("sample", SYNTHETIC, ids=[s.id for s in SYNTHETIC])
+def test_a_nul_a_surrogate_a_nan_or_a_long_id_in_each_format_is_read_or_said(sample, case, tmp_path_factory):
+    if (sample.agent, case) in NOT_YET:
+        pytest.xfail("its sniff refuses a first line over the 64 KiB window, or a header key with a lone surrogate")
+    root, path = _sample(sample, tmp_path_factory)
+    work = tmp_path_factory.mktemp(f"planted-{sample.id}-{case}")
+    how = "leaf-key" if case == "surrogate-key" else "leaf"
+    for index in (1, 2, 5, 9):  # a few places of the sample's first file (ids and kinds among them)
+        target = _hostile_copy(work, root, path, [(index, how, PLANTED[case])], [], ascii=True)
+        status, said = _in_a_child(target)
+        assert not os.WIFSIGNALED(status) and os.WEXITSTATUS(status) == 0, said.get("exception", said)
+        for reason in said["bad"] + said["refused"]:
+            assert _human(reason), f"not a message a person can read: {reason[:300]!r}"
+        # One bad value is one bad record: the file is still read.
+        assert said["records"] > 0, said
