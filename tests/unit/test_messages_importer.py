@@ -153,7 +153,7 @@ def test_duplicate_ids_and_odd_elements_never_stop_the_import(tmp_path):
              {"role": "assistant", "content": "c"}]
     records = run(tmp_path / "dups.json", items)
     assert [m.uuid for m in of(records, MessageRecord)] == ["same", "dups:4"]
-    assert [b.line_no for b in of(records, BadLine)] == [3]
+    assert [b.line_no for b in of(records, BadLine)] == [2, 3]  # the second "same" is said, not dropped silently
     assert records[-1].duplicate_uuids == 1 and records[-1].external_id == "dups"
 
 

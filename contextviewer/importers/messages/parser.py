@@ -191,7 +191,7 @@ class _Conversation(TimeSpan):
         self.stem = file_stem(path)
         self.records: list[Record] = []
         self.usage: list[UsageRecord] = []
-        self.seen: set[str] = set()
+        self.seen: dict[str, int] = {}  # id -> the element it was first read from
         self.duplicates = 0
         self.models: dict[str, None] = {}
         self.body_model: str | None = None
@@ -217,10 +217,13 @@ class _Conversation(TimeSpan):
     def _uuid(self, own: Any, number: int) -> str | None:
         uuid = str_or_none(own) if own.__class__ is str else None
         uuid = uuid or f"{self.stem}:{number}"
-        if uuid in self.seen:
+        if uuid in self.seen:  # said, never dropped without a word (the first element keeps the id)
             self.duplicates += 1
+            shown = uuid if len(uuid) <= 80 else uuid[:80] + "…"
+            self.records.append(BadLine(number, 0, f"element {number}: its id {shown!r} is the id of element "
+                                                   f"{self.seen[uuid]}, so it was not kept"))
             return None
-        self.seen.add(uuid)
+        self.seen[uuid] = number
         return uuid
 
     def _emit(self, number, obj, raw, role, record_type, blocks, *, uuid=None, model=None, api_id=None,
