@@ -43,6 +43,15 @@ MAX_HEAD = 256 * 1024  # of a cut string, this much of its start is kept
 SMALL = 1024  # a string up to this size is always kept whole
 FLUSH_BYTES = 1 << 16  # reduced bytes handed to the parser at a time
 _B64_SAMPLE = 4096
+# A value nested deeper than this (a bracket opened inside MAX_DEPTH open ones) is not passed on: a
+# marker string stands in its place. The scanner only counts its brackets, so a line of a hundred
+# million nested brackets costs neither a stack of them nor a parse (issue 40: 823 MB for 110 MB,
+# and the message lost to a RecursionError when its reduced JSON was written).
+MAX_DEPTH = 100
+_JSON_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.S)
+_DEEP_RUN = re.compile(rb'(?:[^"]++|"(?:[^"\\]++|\\.)*+")*+', re.S)
+_DEEP_TOKEN = re.compile(rb'"(?:[^"\\]++|\\.)*+"|[{}\[\]]', re.S)
+_STRUCTURAL = re.compile(rb"[{}\[\],:]")
 
 # The rest of a string's content from a position: runs of plain bytes and complete escapes. It stops
 # at the closing quote, or before a backslash that ends the data (its escaped byte comes next).
@@ -64,6 +73,7 @@ class Reduced:
     strings_cut: int = 0
     bytes_not_kept: int = 0  # string bytes (as written in the line) left out
     items_not_kept: int = 0  # array items and object members left out
+    values_too_deep: int = 0  # values nested deeper than MAX_DEPTH, each replaced by a marker
     markers: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
@@ -74,6 +84,9 @@ class Reduced:
         if self.items_not_kept:
             s = "item" if self.items_not_kept == 1 else "items"
             parts.append(f"{self.items_not_kept} {s} left out")
+        if self.values_too_deep:
+            s = "value" if self.values_too_deep == 1 else "values"
+            parts.append(f"{self.values_too_deep} {s} nested deeper than {MAX_DEPTH} levels left out")
         return "; ".join(parts) if parts else "nothing left out"
 
 
@@ -113,6 +126,9 @@ class Reducer:
         self._stack: list[int] = []  # open { and [ outside strings
         self._last = 0  # the last structural byte outside strings
         self._cut_strings: set[int] = set()  # their numbers, for the builder
+        self._deep = 0  # open brackets of a value nested too deep (0: none is being skipped)
+        self._deep_bytes = 0  # its bytes so far
+        self.values_too_deep = 0
         self._builder = _Builder(self.budget, self._cut_strings)
         if ijson is None:  # pragma: no cover
             self.error = "no streaming JSON parser is installed (ijson)"
@@ -147,30 +163,95 @@ class Reducer:
         out = self._out
         while i < n:
             if not self._in_string:
+                if self._deep:  # inside a value nested too deep: counted, not passed on
+                    i = self._skip_deep(data, i, n)
+                    continue
                 j = data.find(b'"', i)
+                end = n if j < 0 else j
+                deeper = self._structure(data[i:end])
+                if deeper >= 0:  # an opening bracket past MAX_DEPTH: what it opens is left out
+                    out += data[i : i + deeper]
+                    self._deep = 1
+                    self._deep_bytes = 1
+                    i += deeper + 1
+                    continue
                 if j < 0:
-                    self._structure(data[i:])
                     out += data[i:] if i else data
                     return
-                self._structure(data[i:j])
                 out += data[i : j + 1]
                 self._start_string()
                 i = j + 1
                 continue
             k = _STRING_RUN.match(data, i).end()
-            if k > i:
+            if self._deep:
+                self._deep_bytes += k - i
+            elif k > i:
                 self._string_bytes(data, i, k)
             if k >= n:
                 return
             if data[k] == 0x22:  # the closing quote
-                self._end_string()
+                if self._deep:
+                    self._deep_bytes += 1
+                    self._in_string = False
+                else:
+                    self._end_string()
                 i = k + 1
             else:  # a backslash that ends the data: its escaped byte is in the next chunk
                 self._carry = data[k:]
                 return
 
-    def _structure(self, data: bytes) -> None:
-        """Follow the brackets between strings, to tell an object's key from a value."""
+    def _skip_deep(self, data: bytes, i: int, n: int) -> int:
+        """Skip ``data`` from ``i`` inside a value nested too deep, counting its brackets (strings
+        and their brackets skipped whole, in C); where to go on: past the bracket that closes it
+        (its marker written), at a string that goes on in the next chunk, or the end."""
+        p = _DEEP_RUN.match(data, i).end()  # up to a string that does not end in this data
+        seg = data[i:p]
+        bare = _JSON_STRING.sub(b"", seg) if b'"' in seg else seg
+        closes = bare.count(b"}") + bare.count(b"]")
+        if closes < self._deep:  # it cannot close here
+            self._deep += bare.count(b"{") + bare.count(b"[") - closes
+        else:
+            for m in _DEEP_TOKEN.finditer(data, i, p):
+                if m.group()[0] == 0x22:
+                    continue
+                self._deep += 1 if m.group() in (b"{", b"[") else -1
+                if not self._deep:
+                    self._deep_bytes += m.end() - i
+                    self._end_deep()
+                    return m.end()
+        self._deep_bytes += p - i
+        if p < n:  # a string that ends in a later chunk
+            self._in_string = True
+            self._deep_bytes += 1
+            return p + 1
+        return n
+
+    def _end_deep(self) -> None:
+        """The value nested too deep is closed: a marker string stands in its place."""
+        self.values_too_deep += 1
+        self.bytes_not_kept += self._deep_bytes
+        self._cut_strings.add(self._strings)  # the builder keeps it and puts in the line's size
+        self._strings += 1
+        self._last = 0x22
+        self._out += (
+            f'"{MARKER_PREFIX}a value nested deeper than {MAX_DEPTH} levels not kept '
+            f"({human_size(self._deep_bytes)}); the line was "
+        ).encode() + _LINE_SIZE_JSON + b']"'
+
+    def _structure(self, data: bytes) -> int:
+        """Follow the brackets between strings, to tell an object's key from a value; the index of
+        an opening bracket that would nest past MAX_DEPTH (-1: none)."""
+        if len(self._stack) + data.count(b"{") + data.count(b"[") > MAX_DEPTH:
+            for m in _STRUCTURAL.finditer(data):
+                byte = data[m.start()]
+                if byte in (0x7B, 0x5B):  # { [
+                    if len(self._stack) >= MAX_DEPTH:
+                        return m.start()
+                    self._stack.append(byte)
+                elif byte in (0x7D, 0x5D) and self._stack:  # } ]
+                    self._stack.pop()
+                self._last = byte
+            return -1
         for byte in data.translate(None, _NOT_STRUCTURAL):
             if byte in (0x7B, 0x5B):  # { [
                 self._stack.append(byte)
@@ -178,6 +259,7 @@ class Reducer:
                 if self._stack:
                     self._stack.pop()
             self._last = byte
+        return -1
 
     def _start_string(self) -> None:
         self._strings += 1
@@ -264,6 +346,8 @@ class Reducer:
             try:
                 if self._in_string or self._carry:
                     raise ValueError("the line ends inside a string")
+                if self._deep:
+                    raise ValueError("the line ends before its value does")
                 self._flush()
                 self._coro.close()
                 self._drain()
@@ -280,6 +364,7 @@ class Reducer:
             strings_cut=self.strings_cut,
             bytes_not_kept=self.bytes_not_kept,
             items_not_kept=builder.items_not_kept,
+            values_too_deep=self.values_too_deep,
             markers=builder.markers,
         )
 
