@@ -6,7 +6,8 @@ for what came after what the page has: new turn headers (swapped in where the po
 with the next poll element after them), the grown last turn's figures and messages, and the gauge
 and curve (out-of-band swaps of the page's own partials). live.js adds what only the browser knows
 to each poll: the last turn the page shows, whether the page shows the segment up to its end, and
-the last message position of the last turn when that turn is open.
+the last message position of the last turn when that turn is open. A page that showed nothing
+after the latest fold names no turn: it is sent the loaded segment's turns from its start.
 
 Nothing changed: 204 (htmx keeps polling). No longer live: the poll element is swapped for a
 dormant one (every 20 s, live_poll.DORMANT_EVERY), which gets 204 until the file grows again; then
@@ -52,6 +53,12 @@ def conversation_live(request: HttpRequest, pk: int) -> HttpResponse:
     page = conversation_page.conversation_page(conv)
     loaded = next((s for s in reversed(page.segments) if s.kind == "loaded"), None)
     turns_page = grown = grown_body = None
+    if loaded is not None and turn is None and loaded.end >= loaded.start:
+        # The page showed nothing after the latest fold (no turn to name): what came, from the start.
+        found = conversation_page.turn_page(conv, loaded.index, loaded.start, loaded.end)
+        if found.turns:
+            found.earlier_from = found.later_from = None
+            turns_page, append = found, True
     if loaded is not None and turn is not None:
         if append:
             found = conversation_page.turn_page(conv, loaded.index, loaded.start, loaded.end, from_turn=turn + 1)

@@ -147,3 +147,27 @@ def test_the_live_poll_is_for_members_only(client, session, django_user_model):
     assert client.get(f"/c/{conv.pk}/live/", {"pos": -1}).status_code == 404
     client.logout()
     assert client.get(f"/c/{conv.pk}/live/", {"pos": -1}).status_code == 302  # to the login page
+
+
+def test_a_page_with_nothing_after_its_latest_fold_follows_the_first_turns_after_it(client, user, session, project):
+    """Issue 36, item 1: right after a handoff made here (a fold at the last message) the loaded
+    segment shows no turn ("Nothing after the latest fold yet"); the page polls all the same, and
+    the first turns the agent writes after it come."""
+    from contextviewer.conversations.models import Fold, FoldKind, FoldOrigin
+
+    conv, path, b = session
+    hi = conv.messages.order_by("-position").values_list("position", flat=True).first()
+    Fold.objects.create(conversation=conv, key="handoff-test", position=hi, kind=FoldKind.HANDOFF,
+                        origin=FoldOrigin.GENERATED, summary_text="Goal: fix the failing tests.")
+    client.force_login(user)
+    page = client.get(f"/c/{conv.pk}/").content.decode()
+    poll = page.split('id="live-poll"', 1)[1].split("</div>", 1)[0]
+    assert "Nothing after the latest fold yet." in poll and "every 2s" in poll  # the note sits in the poll
+
+    grow(path, b.turn(3), project)
+    html = client.get(f"/c/{conv.pk}/live/", {"pos": hi, "folds": 1}, HTTP_HX_REQUEST="true").content.decode()
+    new_turn = last_turn(conv)
+    assert f'id="turn-{new_turn}"' in html and "Step 3: please fix the failing test in src/app_3.py" in html
+    assert "Nothing after the latest fold yet." not in html and "reload" not in html
+    assert html.index(f'id="turn-{new_turn}"') < html.index('id="live-poll"')
+    assert "&quot;append&quot;: 1" in html.split('id="live-poll"', 1)[1]  # the next poll appends after it
