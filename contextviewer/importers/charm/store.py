@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from contextviewer.importers.sqlite_db import SQLITE_MAGIC, columns, connect_read_only, merged_copy, tables
+from contextviewer.importers.sqlite_db import SQLITE_MAGIC, columns, connect_read_only, tables
 
 
 CRUSH = "crush"
@@ -18,23 +18,13 @@ COMPANION_SUFFIXES = ("-wal", "-shm")
 
 @contextmanager
 def opened(path: Path) -> Iterator[sqlite3.Connection]:
-    """The store with its WAL applied, never touching the user's files: a checkpointed copy of the
-    file and its ``-wal`` (sqlite_db.merged_copy, whatever the ``-shm``), else read-only."""
-    path = Path(path)
-    wal = path.with_name(path.name + "-wal")
-    if wal.is_file() and wal.stat().st_size > 0:
-        conn = merged_copy(path, wal)
-        conn.row_factory = sqlite3.Row
-        try:
-            yield conn
-        finally:
-            conn.close()
-    else:
-        conn = connect_read_only(path, row_factory=sqlite3.Row)
-        try:
-            yield conn
-        finally:
-            conn.close()
+    """The store with its WAL applied, never touching the user's files (sqlite_db.connect_read_only:
+    with a ``-wal`` beside it, a checkpointed copy of the file and its ``-wal``, whatever the ``-shm``)."""
+    conn = connect_read_only(Path(path), row_factory=sqlite3.Row)
+    try:
+        yield conn
+    finally:
+        conn.close()
 
 
 def kind_of(conn: sqlite3.Connection, name: str) -> str | None:
