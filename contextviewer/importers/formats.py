@@ -156,6 +156,9 @@ class Format:
     parse: Callable[[ParseInput], Iterator[Record]]
     group: Callable[[list[Path]], list[SessionFiles]] | None = None  # default: each path alone
     multi_session: bool = False  # one path may hold several sessions
+    # A session id names a session of its store only (LangGraph's thread ids: "1" in many apps):
+    # another store's session of that id is another conversation (ingest/row_maker.py).
+    ids_per_store: bool = False
     # The agent rewrites records in place (a message's text, tool results or usage change after it
     # was first written): a message read again whose content changed updates the stored copy
     # (ingest), where other formats keep the copy first stored.

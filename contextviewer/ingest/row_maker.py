@@ -132,7 +132,7 @@ class RowMaker:
                 kind = ConversationKind.COMPACTION if record.agent_kind == "compaction" else ConversationKind.SUBAGENT
             external_id = child_key(parent.external_id if parent else session, agent_id)
         else:
-            external_id = session
+            external_id = self._store_session(session) if self.fmt.ids_per_store else session
         conversation, created = row_writer.conversation(self.project, self.agent, external_id, defaults={
             "kind": kind,
             "parent": parent,
@@ -145,6 +145,23 @@ class RowMaker:
         row_writer.own_source(conversation, self.source)
         self.agent_id = agent_id
         return conversation, created
+
+    def _store_session(self, session: str) -> str:
+        """The key of a session whose id names a session of its store only (``Format.ids_per_store``:
+        LangGraph's thread ids, "1" in many apps). The session id itself while no other store's
+        conversation has it (a single store keeps its thread ids); else the id qualified by the
+        store, ``<id>@<the store's path>``. A store read again (re-imported, grown) finds the
+        conversation it made either way: the one of the id that this source made, else its own
+        qualified one."""
+        found = row_writer.find_conversation(self.project, self.agent, session)
+        if found is not None and found.source_id == self.source.pk:
+            return session
+        qualified = external_key(f"{session}@{self.source.path}")
+        if found is None or found.source_id is None:
+            # (a conversation whose store was deleted is adopted, unless this store has its own)
+            mine = row_writer.find_conversation(self.project, self.agent, qualified)
+            return qualified if mine is not None else session
+        return qualified
 
     def _state_of(self, agent_id: str | None, main: ConversationState) -> ConversationState:
         """The conversation a call or a fold of that agent belongs to: an inline sidechain's, else the main one."""

@@ -890,5 +890,6 @@ HARNESS = Harness(
 FORMAT = ENTRY.format(
     parse=parse,
     multi_session=True,
+    ids_per_store=True,  # a thread id is the store's own ("1" in many apps): see ingest/row_maker.py
     harness=HARNESS,
 )

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from contextviewer.conversations.models import Message, Source
+from contextviewer.conversations.models import Conversation, Message, Source
 from contextviewer.ingest import files as ingest
 
 pytestmark = pytest.mark.django_db
@@ -35,3 +35,58 @@ def test_elements_sharing_one_id_are_each_kept_or_said_with_their_place(project,
     # The file's page lists them too (Source.errors).
     source = Source.objects.get(project=project)
     assert any(e["reason"] == not_kept[-1]["reason"] for e in source.errors)
+
+
+# -- LangGraph: a thread id names a thread of its store only
+
+
+@pytest.fixture
+def lg():
+    return pytest.importorskip("tests.langgraph_db")
+
+
+def _added(report) -> int:
+    return sum(f.added_messages for f in report.files)
+
+
+def _threads(project):
+    return {c.external_id: c for c in Conversation.objects.filter(project=project, agent="langgraph", parent=None)}
+
+
+def test_two_langgraph_stores_with_one_thread_id_are_two_conversations_and_each_is_updated_on_reimport(
+        project, tmp_path, lg):
+    first = lg.build(tmp_path / "app-one" / "checkpoints.sqlite", threads=("gamma",))
+    second = lg.build(tmp_path / "app-two" / "checkpoints.sqlite", threads=("gamma",))
+    lg.add_turn(second, "gamma", "And the other app?")  # a different history under the same thread id
+
+    ingest.import_path(project, first)
+    alone = Message.objects.filter(conversation__project=project).count()
+    assert list(_threads(project)) == ["gamma"]  # one store: the thread id, as before
+    ingest.import_path(project, second)
+
+    threads = _threads(project)
+    assert len(threads) == 2  # merged into one before
+    other = threads[f"gamma@{second.resolve()}"]
+    assert threads["gamma"].messages.count() == alone
+    assert other.messages.count() == alone + 2
+    assert other.messages.filter(blocks__icontains="And the other app?").exists()
+
+    # Importing each store again updates its own conversation: nothing new, nothing duplicated...
+    for store in (first, second):
+        assert _added(ingest.import_path(project, store)) == 0
+    # ...and a store that grew adds its new messages to its own conversation only.
+    lg.add_turn(first, "gamma", "One more for the first app")
+    assert _added(ingest.import_path(project, first)) == 2
+    threads = _threads(project)
+    assert len(threads) == 2
+    assert threads["gamma"].messages.count() == alone + 2
+    assert threads["gamma"].messages.filter(blocks__icontains="One more for the first app").exists()
+    assert threads[f"gamma@{second.resolve()}"].messages.count() == alone + 2
+
+
+def test_the_same_langgraph_store_imported_through_its_folder_and_as_a_file_is_one_conversation(project, tmp_path, lg):
+    store = lg.build(tmp_path / "agent" / "checkpoints.sqlite", threads=("gamma",))
+    ingest.import_path(project, store.parent)
+    lg.add_turn(store, "gamma")
+    ingest.import_path(project, store)
+    assert list(_threads(project)) == ["gamma"]
