@@ -18,9 +18,10 @@ class ConversationState:
     """Where the next message of one conversation goes."""
 
     def __init__(self, conversation: Conversation, created: bool, last_position: int | None, last_turn: int | None,
-                 uuid_positions: dict[str, int]):
+                 uuid_positions: dict[str, int], stored_places: dict[str, tuple] | None = None):
         """`created`: the conversation was created by this import (it has no message to read);
-        `last_position`, `last_turn`, `uuid_positions`: what is stored of it (row_writer.stored_end)."""
+        `last_position`, `last_turn`, `uuid_positions`, `stored_places`: what is stored of it
+        (row_writer.stored_end)."""
         self.conversation = conversation
         # Created by this import: what its figures need (calls, counts) is known without reading it
         # back, unless the import brings it folds (see RowMaker._known_figures).
@@ -31,6 +32,9 @@ class ConversationState:
         self.turn = last_turn if last_turn is not None else 0
         self.has_user_turn = last_position is not None
         self.uuid_positions: dict[str, int] = uuid_positions
+        # (source pk, line) of each message stored before this import, by uuid: a record read
+        # again from where it was stored is a file imported again, not a record to say.
+        self.stored_places: dict[str, tuple] = stored_places or {}
         self.pending: list[dict] = []  # rows not yet inserted
         self.search_texts: list[str] = []  # their searchable text, in the same order
         # Formats that rewrite records: messages stored before this import and read again, to
@@ -55,6 +59,15 @@ class ConversationState:
     def stored(self, message: PreparedMessage) -> bool:
         """Whether the message is stored already (re-read after a rewrite, or a duplicated row)."""
         return message.uuid is not None and message.uuid in self.uuid_positions
+
+    def read_again_here(self, message: PreparedMessage, source_id: int) -> bool:
+        """Whether a stored message's record is read again from the same file and line it was stored
+        from (a file imported again: nothing to say of it)."""
+        return self.stored_places.get(message.uuid) == (source_id, message.line_no)
+
+    def pending_holds(self, message: PreparedMessage) -> bool:
+        """Whether the stored copy of the message's uuid is in the batch not inserted yet."""
+        return bool(self.pending) and self.uuid_positions[message.uuid] >= self.pending[0]["position"]
 
     def read_again_later(self, message: PreparedMessage) -> bool:
         """Keep a stored message that a format which rewrites records read again, to compare (once)

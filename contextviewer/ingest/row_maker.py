@@ -14,6 +14,7 @@ stored already comes from the row writer (and fold_figures.py: the records a com
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,7 +85,7 @@ class RowMaker:
     # -- conversations
 
     def _open(self, conversation: Conversation, created: bool) -> ConversationState:
-        return ConversationState(conversation, created, *((None, None, {}) if created else row_writer.stored_end(conversation)))
+        return ConversationState(conversation, created, *((None, None, {}, {}) if created else row_writer.stored_end(conversation)))
 
     def _conversation_for(self, record: PreparedMessage) -> ConversationState:
         if self.main is None:
@@ -211,10 +212,13 @@ class RowMaker:
             self.secret_values.update(message.secret_values)
         state = self._conversation_for(message)
         if state.stored(message):
-            # A format that rewrites records may have changed it since it was stored: compared (and
-            # updated) in batches.
-            if self.fmt.rewrites and state.read_again_later(message) and len(state.read_again) >= UPDATE_BATCH:
-                self._update_read_again(state)
+            if self.fmt.rewrites:
+                # A format that rewrites records may have changed it since it was stored: compared
+                # (and updated) in batches.
+                if state.read_again_later(message) and len(state.read_again) >= UPDATE_BATCH:
+                    self._update_read_again(state)
+            elif not state.read_again_here(message, self.source.pk):
+                self._not_stored_again(state, message)
             return
         position = state.place(message)
         state.pending.append(row_values.message_row(state.conversation.pk, position, state.turn, message, self.source.pk))
@@ -223,6 +227,24 @@ class RowMaker:
         self.added_messages += 1
         if len(state.pending) >= BATCH:
             self._flush(state)
+
+    def _not_stored_again(self, state: ConversationState, message: PreparedMessage) -> None:
+        """A record whose uuid a message of its conversation has already (another file's, or another
+        line's): the copy stored first stays, and this one is said in the file's errors with both
+        places, unless it is that record again (the same line, or the same message: its role and
+        blocks), which is no loss."""
+        if state.pending_holds(message):
+            self._flush(state)  # the copy stored first is in the batch not written yet
+        copy = row_writer.stored_copy(state.conversation.pk, message.uuid)
+        if copy is None or _same_record(copy, message):
+            return
+        where = copy["source__path"] or ""
+        if not where or where.startswith("upload:"):
+            where = copy["source__name"] or "a file imported before"
+        if copy["line_no"] is not None:
+            where = f"{where}:{copy['line_no']}"
+        reason = f"its uuid {message.uuid!r} is already the uuid of {where}: not stored again"
+        self.errors.append({"line": message.line_no, "reason": mask_text(reason)})
 
     def _update_read_again(self, state: ConversationState) -> None:
         """Compare the stored messages read again with what was read; update those that changed
@@ -443,6 +465,14 @@ def _set_details(state: ConversationState, info: SessionInfo | None) -> None:
     conversation.tool_call_count += state.tool_calls
     if state.updated:
         conversation.revision += 1  # messages changed in place: the page's figures are computed again
+
+
+def _same_record(copy: dict, message: PreparedMessage) -> bool:
+    """Whether a stored message (row_writer.stored_copy) is the message read again: the same record,
+    or the same role and blocks (a line written again with a new time or session id)."""
+    if copy["raw"] == message.raw:
+        return True
+    return copy["role"] == message.role and copy["blocks"] == json.loads(message.blocks)
 
 
 def _timed_twice(state: ConversationState) -> bool:

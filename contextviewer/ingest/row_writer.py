@@ -77,14 +77,29 @@ def adopt_orphans(project, conversation: Conversation) -> None:
         Conversation.objects.filter(pk__in=adopt).update(parent=conversation)
 
 
-def stored_end(conversation: Conversation) -> tuple[int | None, int | None, dict[str, int]]:
-    """The last position and turn of the conversation's stored messages (None: it has none), and
-    the position of each stored message by uuid."""
+def stored_end(conversation: Conversation) -> tuple[int | None, int | None, dict[str, int], dict[str, tuple]]:
+    """The last position and turn of the conversation's stored messages (None: it has none), the
+    position of each stored message by uuid, and where each was read: (source pk, line) by uuid."""
     agg = conversation.messages.aggregate(p=Max("position"), t=Max("turn"))
-    uuid_positions = {} if agg["p"] is None else dict(
-        conversation.messages.exclude(uuid=None).values_list("uuid", "position")
+    uuid_positions: dict[str, int] = {}
+    places: dict[str, tuple] = {}
+    if agg["p"] is not None:
+        for uuid, position, source_id, line_no in conversation.messages.exclude(uuid=None).values_list(
+            "uuid", "position", "source_id", "line_no"
+        ):
+            uuid_positions[uuid] = position
+            places[uuid] = (source_id, line_no)
+    return agg["p"], agg["t"], uuid_positions, places
+
+
+def stored_copy(conversation_id: int, uuid: str) -> dict | None:
+    """The stored message of that uuid: what it holds (raw, role, blocks) and where it was read
+    (its source's path and name, its line); None when there is none."""
+    return (
+        Message.objects.filter(conversation_id=conversation_id, uuid=uuid)
+        .values("raw", "role", "blocks", "line_no", "source_id", "source__path", "source__name")
+        .first()
     )
-    return agg["p"], agg["t"], uuid_positions
 
 
 def parent_links(conversation: Conversation) -> dict:

@@ -4,6 +4,13 @@ in the import's errors, with its place and its reason.
 Message arrays (OpenAI chat, LangChain): 25 elements sharing one id once kept 2 of them and said
 nothing; now the first is kept and each of the others is said ("element 7: its id 'same' is the id
 of element 2, so it was not kept").
+
+LangGraph: two stores whose threads share an id were merged into one conversation; each store's
+thread is its own conversation now, and a store imported again (or grown) updates its own.
+
+A message id another file's record has (the same session written in two places): the second
+file's record was dropped silently; it is said now with both places, and a file read again (or
+the same line in another file) says nothing.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import pytest
 
 from contextviewer.conversations.models import Conversation, Message, Source
 from contextviewer.ingest import files as ingest
+from tests.sessions import SESSION, session_lines, write_lines
 
 pytestmark = pytest.mark.django_db
 
@@ -90,3 +98,55 @@ def test_the_same_langgraph_store_imported_through_its_folder_and_as_a_file_is_o
     lg.add_turn(store, "gamma")
     ingest.import_path(project, store)
     assert list(_threads(project)) == ["gamma"]
+
+
+# -- a message id that another file's record has
+
+
+def _line(line: str, **changes) -> str:
+    obj = json.loads(line)
+    for key, value in changes.items():
+        if key == "text":
+            obj["message"]["content"] = value
+        else:
+            obj[key] = value
+    return json.dumps(obj)
+
+
+def test_a_record_whose_uuid_another_files_record_has_is_said_with_both_places(project, tmp_path):
+    first = tmp_path / "laptop" / f"{SESSION}.jsonl"
+    second = tmp_path / "backup" / f"{SESSION}.jsonl"  # the same session, partly written again elsewhere
+    first.parent.mkdir()
+    second.parent.mkdir()
+    lines = session_lines(2)
+    write_lines(first, lines)
+    clash = json.loads(lines[5])["uuid"]
+    write_lines(second, [
+        lines[0], lines[1],  # the same lines again: not a loss, nothing said
+        _line(lines[5], text="A different prompt under the uuid of the first file's line 6"),
+        _line(lines[0], uuid="fresh-uuid-of-the-second-file", parentUuid=None, text="A prompt only here"),
+    ])
+
+    ingest.import_path(project, first)
+    report = ingest.import_path(project, second)
+
+    (said,) = report.errors  # the clashing record, once
+    assert said["line"] == 3
+    assert said["reason"] == f"its uuid {clash!r} is already the uuid of {first.resolve()}:6: not stored again"
+    assert Message.objects.filter(conversation__project=project).count() == len(lines) + 1
+    assert Message.objects.filter(blocks__icontains="A prompt only here").exists()
+    second_source = Source.objects.get(project=project, path=str(second.resolve()))
+    assert [e["reason"] for e in second_source.errors] == [said["reason"]]
+
+
+def test_a_file_read_again_says_nothing_of_the_records_it_stored(project, tmp_path):
+    path = tmp_path / f"{SESSION}.jsonl"
+    lines = session_lines(3)
+    write_lines(path, lines)
+    ingest.import_path(project, path)
+    # Rewritten (its first line changed): read again from its start, every uuid is stored already.
+    write_lines(path, [_line(lines[0], text="The first prompt, edited"), *lines[1:]])
+    report = ingest.import_path(project, path)
+    assert report.errors == []
+    assert Source.objects.get(project=project).errors == []
+    assert Message.objects.filter(conversation__project=project).count() == len(lines)
