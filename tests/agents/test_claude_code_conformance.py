@@ -12,29 +12,12 @@ Each version runs once per module (about 10 s each)."""
 from __future__ import annotations
 
 import json
-import shutil
-
-import pytest
 
 from ops import conformance
 from ops.drivers.claude_code import DRIVER, DRIVER_2_1_197
 
 
-@pytest.fixture(scope="module", params=[DRIVER, DRIVER_2_1_197], ids=lambda d: d.key)
-def run(request):
-    driver = request.param
-    missing = driver.pin.missing()
-    if missing:
-        pytest.skip(missing)
-    result = driver.run()
-    yield result
-    shutil.rmtree(result.folder, ignore_errors=True)
-
-
-@pytest.fixture
-def project(run, db):
-    assert run.ok, run.failure()
-    return conformance.import_run(run)
+DRIVERS = [DRIVER, DRIVER_2_1_197]  # each test runs on both versions (tests/agents/conftest.py)
 
 
 def _pre_tokens(conv) -> list[int]:

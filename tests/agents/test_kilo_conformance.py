@@ -13,28 +13,16 @@ The run takes 30 to 60 s (a Kilo start is slow on a loaded machine: the driver p
 
 from __future__ import annotations
 
-import shutil
 
-import pytest
 
 from ops import conformance
 from ops.drivers.opencode import KILO_DRIVER
 
-
-@pytest.fixture(scope="module")
-def run():
-    missing = KILO_DRIVER.pin.missing()
-    if missing:
-        pytest.skip(missing)
-    result = KILO_DRIVER.run()
-    yield result
-    shutil.rmtree(result.folder, ignore_errors=True)
+DRIVER = KILO_DRIVER  # the module's driver (tests/agents/conftest.py)
 
 
-@pytest.fixture
-def project(run, db):
-    assert run.ok, run.failure()
-    return conformance.import_run(run)
+
+
 
 
 def test_kilo_imports_exactly_what_it_sent(run, project):

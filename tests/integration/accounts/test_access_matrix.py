@@ -145,6 +145,7 @@ PARAMS: dict[str, Callable[[World], Any]] = {
     "message_id": lambda w: w.objects["long_message"].pk,
     "index": lambda w: 0,
     "turn": lambda w: 1,
+    "call": lambda w: 1,  # a model call of the conversation, from 1 (call_window)
     "project": lambda w: w.a.slug,
     "slug": lambda w: w.a.slug,
     "project_slug": lambda w: w.a.slug,

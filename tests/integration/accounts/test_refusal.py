@@ -71,7 +71,7 @@ def test_a_folder_imports_what_a_format_claims_and_lists_what_it_skipped(tmp_pat
     call_command("import", str(tmp_path), "--project", project.name, "--json", stdout=out, stderr=io.StringIO())
     result = json.loads(out.getvalue())
     assert [c["agent"] for c in result["conversations"]] == ["claude-code"]
-    assert result["skipped"] == [{"path": str(tmp_path / "events.json"), "reason": "not a format contextviewer reads"}]
+    assert result["skipped"] == [{"path": str(tmp_path / "events.json"), "reason": f"{LOOKS_LIKE}: not a format contextviewer reads"}]
     assert result["errors"] == []
     assert [f["agent"] for f in result["files"]] == ["claude-code"]
 

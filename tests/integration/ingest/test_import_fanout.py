@@ -238,7 +238,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextviewer.settings")
 import django
 django.setup()
 from contextviewer.importers import formats
-from contextviewer.ingest import files
+from contextviewer.ingest import files, imports
+from pathlib import Path
 from tests.planted import registry_with_fault
 crash, fail, delay = sys.argv[1], sys.argv[2], float(sys.argv[3])
 worker_pid = os.getpid()
@@ -249,16 +250,22 @@ def crash_parse(source, n):
 
 formats._REGISTRY = registry_with_fault(crash_parse)
 real_attach = files.attach_compaction_costs
+real_calibrate = imports._calibrate
 
 def attach(parent):
     if delay:
         import time
         time.sleep(delay)
-    if parent.external_id == fail:
-        raise RuntimeError("planted: this session's import fails")
     return real_attach(parent)
 
+def calibrate(report):
+    # After its files were stored: the part itself fails (a file's own error fails only that file).
+    if any(Path(f.path).stem == fail for f in report.files):
+        raise RuntimeError("planted: this session's import fails")
+    return real_calibrate(report)
+
 files.attach_compaction_costs = attach
+imports._calibrate = calibrate
 from celery.__main__ import main
 sys.argv = ["celery"] + sys.argv[4:]
 main()
