@@ -7,7 +7,7 @@ compares every figure with the requests it sent (ops/conformance.py): label, mai
 sub-agents, folds with their triggers and tokens, and the window at every main call. Prints, per
 agent and version, what differs.
 
---latest installs the newest release of each agent from npm (into var/agents/latest/) and checks it
+--latest installs the newest release of each agent from npm or PyPI (into var/agents/latest/) and checks it
 instead of the pinned version (ops/drivers/pins.py), so a release is checked the day it ships.
 The imports go into a throw-away project of the configured database, deleted afterwards (--keep
 keeps it to look at the pages).
@@ -25,11 +25,13 @@ from django.core.management.base import BaseCommand, CommandError
 
 from ops import conformance
 from ops.drivers import registry
-from ops.drivers.pins import AGENTS_DIR, PINS, Pin
+from ops.drivers.pins import AGENTS_DIR, PINS, PYPI, Pin
 
 
 def latest_pin(pin: Pin) -> tuple[Pin | None, str]:
     """The newest release of `pin`'s package installed under var/agents/latest/<key>, or why not."""
+    if pin.kind == PYPI:
+        return latest_pypi_pin(pin)
     try:
         version = subprocess.run(["npm", "view", pin.package, "version"], capture_output=True, text=True, timeout=120).stdout.strip()
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -48,6 +50,35 @@ def latest_pin(pin: Pin) -> tuple[Pin | None, str]:
         said = [line.removeprefix("npm error ").strip() for line in (p.stderr or p.stdout).splitlines()]
         said = [line for line in said if line and "complete log" not in line]
         return None, f"npm install {pin.package}@{version} failed: {said[0] if said else f'exit {p.returncode}'}"
+    return latest, ""
+
+
+def latest_pypi_pin(pin: Pin) -> tuple[Pin | None, str]:
+    """The newest release of a PyPI pin's package, in its own virtualenv under var/agents/latest/<key>."""
+    python = pin.interpreter()
+    if python is None:
+        return None, pin.missing() or f"no Python {pin.python}"
+    try:
+        said = subprocess.run([str(python), "-m", "pip", "index", "versions", "--disable-pip-version-check", pin.package],
+                              capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, f"pip index versions failed: {e}"
+    first = said.stdout.strip().splitlines()[:1]  # "<package> (<newest>)"
+    if said.returncode != 0 or not first or "(" not in first[0]:
+        return None, f"PyPI does not know {pin.package}"
+    latest = replace(pin, version=first[0].rsplit("(", 1)[1].rstrip(")"), key=f"latest/{pin.key}")
+    if latest.missing() is None:
+        return latest, ""
+    steps = [[str(python), "-m", "venv", str(latest.folder)],
+             [str(latest.folder / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", *pin.flags,
+              latest.spec, *pin.extra]]
+    for cmd in steps:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        if p.returncode != 0:
+            said = [line.strip() for line in (p.stderr or p.stdout).splitlines() if line.strip().startswith("ERROR")]
+            return None, f"installing {latest.spec} failed: {said[0] if said else f'exit {p.returncode}'}"
+    if latest.missing():
+        return None, latest.missing()
     return latest, ""
 
 
