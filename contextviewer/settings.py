@@ -76,6 +76,7 @@ INSTALLED_APPS = [
     "contextviewer.lab",
     "contextviewer.viewer",
     "contextviewer.review",
+    "contextviewer.usage",
     "ops",
 ]
 
@@ -182,6 +183,10 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 WHITENOISE_USE_FINDERS = True
+
+# Prices of the usage reports (docs/usage.md): genai-prices' shipped data, or over it a JSON file a
+# user supplies (model prices per million tokens, or genai-prices' own data file to update it).
+USAGE_PRICES_FILE = env("CONTEXTVIEWER_USAGE_PRICES", "")
 
 # The builtin handoff's size in tokens, however many folds came before it (providers/builtin.py).
 HANDOFF_BUDGET = max(300, int(env("CONTEXTVIEWER_HANDOFF_BUDGET", "2500") or 2500))

@@ -1,0 +1,156 @@
+"""The rows of a usage report read from the store (report.py computes the table from them).
+
+A session is a main conversation and everything under it (sub-agents, the harness's compaction
+runs): their model calls and folds are the session's. Builds made here are not sessions of an
+agent and are left out. The person of a session is the user whose import brought it in (the
+import job's requester); a session a watched folder brought in has none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta, tzinfo
+from decimal import Decimal, InvalidOperation
+
+from django.contrib.auth import get_user_model
+from django.db.models import QuerySet
+
+from contextviewer.conversations.models import Conversation, ConversationKind, Fold, Message, ModelCall
+from contextviewer.jobs.models import Job
+from contextviewer.usage.prices import CallUsage
+from contextviewer.usage.report import Call, FoldRow, Session
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    projects: QuerySet | None = None  # the projects the caller may read
+    project: str = ""  # a slug
+    agent: str = ""
+    model: str = ""  # part of a model name
+    person: str = ""  # a username
+    since: date | None = None
+    until: date | None = None
+    tz: tzinfo | None = None
+
+
+def _cost(value) -> Decimal | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        return None
+    try:
+        return Decimal(repr(value))
+    except InvalidOperation:
+        return None
+
+
+def people(conversation_ids: set[int], project_ids: set[int]) -> dict[int, str]:
+    """Conversation id -> the username of the first import job that names it in its result."""
+    out: dict[int, str] = {}
+    jobs = (Job.objects.filter(kind="import", parent__isnull=True, project_id__in=project_ids, created_by__isnull=False)
+            .order_by("created_at", "id").values_list("created_by_id", "result"))
+    names = dict(get_user_model().objects.values_list("id", "username"))
+    for user_id, result in jobs:
+        for conv in (result or {}).get("conversations") or ():
+            if isinstance(conv, int) and conv in conversation_ids and conv not in out:
+                out[conv] = names.get(user_id, "")
+    return out
+
+
+def _roots(convs: list[dict]) -> dict[int, int]:
+    parent = {c["id"]: c["parent_id"] for c in convs}
+    roots: dict[int, int] = {}
+    for cid in parent:
+        seen, node = set(), cid
+        while parent.get(node) is not None and node not in seen:
+            seen.add(node)
+            node = parent[node]
+        roots[cid] = node
+    return roots
+
+
+def _window(f: Filters) -> tuple[datetime | None, datetime | None]:
+    """A day wider than the asked range each side, for the database; report.in_range cuts it exactly in f.tz."""
+    lo = datetime.combine(f.since - timedelta(days=1), time.min, tzinfo=f.tz) if f.since else None
+    hi = datetime.combine(f.until + timedelta(days=2), time.min, tzinfo=f.tz) if f.until else None
+    return lo, hi
+
+
+def read(f: Filters) -> tuple[list[Session], list[Call], list[FoldRow]]:
+    qs = Conversation.objects.exclude(kind=ConversationKind.BUILD)
+    if f.projects is not None:
+        qs = qs.filter(project__in=f.projects)
+    if f.project:
+        qs = qs.filter(project__slug=f.project)
+    if f.agent:
+        qs = qs.filter(agent=f.agent)
+    convs = list(qs.values("id", "parent_id", "project_id", "project__slug", "agent", "external_id", "title",
+                           "started_at", "model_names"))
+    roots = _roots(convs)
+    mains = [c for c in convs if roots[c["id"]] == c["id"]]
+    who = people({c["id"] for c in mains}, {c["project_id"] for c in mains})
+    if f.person:
+        mains = [c for c in mains if who.get(c["id"]) == f.person]
+    keep = {c["id"] for c in mains}
+    members = [cid for cid, root in roots.items() if root in keep]
+
+    calls_qs = ModelCall.objects.filter(conversation_id__in=members)
+    if f.model:
+        calls_qs = calls_qs.filter(model__icontains=f.model)
+    lo, hi = _window(f)
+    if lo is not None:
+        calls_qs = calls_qs.exclude(timestamp__lt=lo)
+    if hi is not None:
+        calls_qs = calls_qs.exclude(timestamp__gte=hi)
+    rows = list(calls_qs.values_list("conversation_id", "message_id", "model", "timestamp", "input_uncached", "cache_write",
+                                     "cache_write_1h", "cache_read", "output"))
+    recorded = _recorded_per_message({r[1] for r in rows if r[1] is not None})
+    calls: list[Call] = []
+    for conv_id, message_id, model, when, unc, write, write_1h, read_, out in rows:
+        cost = recorded.pop(message_id, None)  # a message's recorded cost goes to its first call only
+        calls.append(Call(roots[conv_id], model or "", when, CallUsage(unc, write, write_1h or 0, read_, out), cost))
+
+    session_cost = _session_totals(members) if not f.model else {}
+    sessions = []
+    for c in mains:
+        names = c["model_names"] or []
+        total = session_cost.get(c["id"])
+        sessions.append(Session(
+            id=c["id"], label=f"{c['started_at']:%Y-%m-%d} {c['external_id'][:40]}" if c["started_at"] else c["external_id"][:40],
+            agent=c["agent"], project=c["project__slug"], person=who.get(c["id"], ""), started=c["started_at"],
+            model=str(names[-1]) if names else "", recorded_cost=total))
+    folds = [FoldRow(roots[cid], when) for cid, when in
+             Fold.objects.counted().filter(conversation_id__in=members).values_list("conversation_id", "timestamp")]
+    if f.model:  # a session and its folds count where one of its calls is of that model
+        with_model = {c.session for c in calls}
+        sessions = [s for s in sessions if s.id in with_model]
+        folds = [fo for fo in folds if fo.session in with_model]
+    return sessions, calls, folds
+
+
+def _recorded_per_message(message_ids: set[int]) -> dict[int, Decimal]:
+    """The agent's own cost per message, where its log records one (``flags["cost"]``)."""
+    out: dict[int, Decimal] = {}
+    if not message_ids:
+        return out
+    for mid, flags in Message.objects.filter(pk__in=message_ids, flags__has_key="cost").values_list("id", "flags"):
+        cost = _cost((flags or {}).get("cost"))
+        if cost is not None:
+            out[mid] = cost
+    return out
+
+
+def _session_totals(conversation_ids: list[int]) -> dict[int, Decimal]:
+    """Per session: the sum of its conversations' recorded session cost (``flags["session_totals"]``
+    on a conversation's first messages, a log that keeps usage per session only)."""
+    out: dict[int, Decimal] = {}
+    rows = Message.objects.filter(conversation_id__in=conversation_ids, position__lt=2, flags__has_key="session_totals")
+    convs = dict(Conversation.objects.filter(pk__in=conversation_ids).values_list("id", "parent_id"))
+    roots = _roots([{"id": k, "parent_id": v} for k, v in convs.items()])
+    seen: set[int] = set()
+    for conv_id, flags in rows.order_by("conversation_id", "position").values_list("conversation_id", "flags"):
+        if conv_id in seen:
+            continue
+        cost = _cost(((flags or {}).get("session_totals") or {}).get("cost"))
+        if cost is not None:
+            seen.add(conv_id)
+            out[roots[conv_id]] = out.get(roots[conv_id], Decimal(0)) + cost
+    return out

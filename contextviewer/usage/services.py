@@ -1,0 +1,74 @@
+"""One function behind `manage.py usage` and GET /api/projects/{slug}/usage: the query's words
+checked (a clear message for each bad one), the rows read, the table computed."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from django.conf import settings
+from django.db.models import QuerySet
+
+from contextviewer.usage import report, rows
+from contextviewer.usage.prices import PriceBook, PriceFileError
+
+
+class BadQuery(ValueError):
+    """A word of the query that cannot be used; the message says which and what it takes."""
+
+
+def _day(value: str | None, name: str) -> date | None:
+    if not value:
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise BadQuery(f"{name}: give a date like 2026-01-31, not {value[:40]!r}") from None
+
+
+def _zone(name: str | None):
+    try:
+        return ZoneInfo(name or settings.TIME_ZONE)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise BadQuery(f"timezone: {name[:60]!r} is not a known time zone (e.g. UTC, Europe/Paris)") from None
+
+
+_books: dict[str, tuple[float, PriceBook]] = {}
+
+
+def price_book() -> PriceBook:
+    """The prices: genai-prices' shipped data, with settings.USAGE_PRICES_FILE over it (read again when it changes)."""
+    path = settings.USAGE_PRICES_FILE
+    if not path:
+        return _books.setdefault("", (0.0, PriceBook()))[1]
+    try:
+        stamp = Path(path).stat().st_mtime
+    except OSError:
+        stamp = -1.0
+    cached = _books.get(path)
+    if cached is None or cached[0] != stamp:
+        try:
+            cached = (stamp, PriceBook.from_file(path))
+        except PriceFileError as exc:
+            raise BadQuery(f"{exc} (CONTEXTVIEWER_USAGE_PRICES)") from None
+        _books[path] = cached
+    return cached[1]
+
+
+def usage(period: str, *, projects: QuerySet | None = None, project: str = "", agent: str = "", model: str = "",
+          person: str = "", since: str | None = None, until: str | None = None, timezone: str | None = None,
+          breakdown: bool = False) -> dict:
+    if period not in report.PERIODS:
+        raise BadQuery(f"period: one of {', '.join(report.PERIODS)}, not {period[:40]!r}")
+    tz = _zone(timezone)
+    first, last = _day(since, "since"), _day(until, "until")
+    if first and last and first > last:
+        raise BadQuery(f"since ({first}) is after until ({last})")
+    f = rows.Filters(projects=projects, project=project[:100], agent=agent[:40], model=model[:100], person=person[:150],
+                     since=first, until=last, tz=tz)
+    book = price_book()
+    sessions, calls, folds = rows.read(f)
+    out = report.table(sessions, calls, folds, book, report.Options(period, tz, first, last, breakdown))
+    out["filters"] = {"project": project or None, "agent": agent or None, "model": model or None, "person": person or None}
+    return out
