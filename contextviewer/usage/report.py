@@ -150,10 +150,10 @@ def table(sessions: list[Session], calls: list[Call], folds: list[FoldRow], pric
     lines: dict[tuple, Figures] = {}
     total = Figures(period="total")
 
-    def line(session: Session, when: datetime | None, model: str | None) -> list[Figures]:
+    def line(session: Session, when: datetime | None, model: str | None, per_model: bool = True) -> list[Figures]:
         key = period_of(when, opts.period, tz, session)
         out = [lines.setdefault((key, None), Figures(period=key))]
-        if opts.breakdown:
+        if opts.breakdown and per_model:
             name = model or "(unknown model)"
             out.append(lines.setdefault((key, name), Figures(period=key, model=name)))
         return out + [total]
@@ -189,10 +189,8 @@ def table(sessions: list[Session], calls: list[Call], folds: list[FoldRow], pric
             continue
         if session.recorded_cost is None and session.id in called:
             continue
-        places = line(session, session.started, session.model or None)
-        if session.recorded_cost is None:  # no call and no cost: a session of its period, of no model
-            places = places[:1] + places[-1:]
-        for f in places:
+        # no call and no cost: a session of its period, of no model
+        for f in line(session, session.started, session.model or None, per_model=session.recorded_cost is not None):
             f.sessions.add(session.id)
             if session.recorded_cost is not None:
                 f.cost_recorded += session.recorded_cost
@@ -200,7 +198,7 @@ def table(sessions: list[Session], calls: list[Call], folds: list[FoldRow], pric
         session = by_id.get(fold.session)
         if session is None or not in_range(fold.when or session.started, tz, opts.since, opts.until):
             continue
-        for f in line(session, fold.when, None)[:1] + [total]:
+        for f in line(session, fold.when, None, per_model=False):
             f.folds += 1
     ordered = [lines[k] for k in sorted(lines, key=lambda k: (k[0], k[1] is not None, k[1] or ""))]
     return {

@@ -15,7 +15,7 @@ from decimal import Decimal, InvalidOperation
 from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
 
-from contextviewer.conversations.models import Conversation, ConversationKind, Fold, Message, ModelCall
+from contextviewer.conversations.models import Conversation, ConversationKind, Fold, FoldOrigin, Message, ModelCall
 from contextviewer.jobs.models import Job
 from contextviewer.usage.prices import CallUsage
 from contextviewer.usage.report import Call, FoldRow, Session
@@ -108,6 +108,7 @@ def read(f: Filters) -> tuple[list[Session], list[Call], list[FoldRow]]:
         cost = recorded.pop(message_id, None)  # a message's recorded cost goes to its first call only
         calls.append(Call(roots[conv_id], model or "", when, CallUsage(unc, write, write_1h or 0, read_, out), cost))
 
+    calls += _fold_calls(members, roots, f)
     session_cost = _session_totals(members) if not f.model else {}
     sessions = []
     for c in mains:
@@ -153,4 +154,25 @@ def _session_totals(conversation_ids: list[int]) -> dict[int, Decimal]:
         if cost is not None:
             seen.add(conv_id)
             out[roots[conv_id]] = out.get(roots[conv_id], Decimal(0)) + cost
+    return out
+
+
+def _fold_calls(members: list[int], roots: dict[int, int], f: Filters) -> list[Call]:
+    """The harness's own compaction calls where its log keeps their usage on the fold (``Fold.cost``)
+    rather than as a call of a conversation: one Call per fold (Codex's compaction usage). A fold whose
+    cost names the conversation of the compaction run (Claude Code's acompact file) is that
+    conversation's call, counted there. A fold made here (a handoff) is this
+    server's spend, not the agent's, and is left out."""
+    out: list[Call] = []
+    folds = Fold.objects.filter(conversation_id__in=members, origin=FoldOrigin.IMPORTED).exclude(cost={})
+    for conv_id, when, cost in folds.values_list("conversation_id", "timestamp", "cost"):
+        if not isinstance(cost, dict) or cost.get("conversation_id") is not None:
+            continue  # a fold whose cost names a conversation: that conversation's call, already counted
+        model = str(cost.get("model") or "")
+        if f.model and f.model.lower() not in model.lower():
+            continue
+        usage = CallUsage(*(max(0, int(cost.get(k) or 0)) if isinstance(cost.get(k), (int, float)) else 0
+                            for k in ("input_uncached", "cache_write", "cache_write_1h", "cache_read", "output")))
+        if not (f.since and when is None) and any((usage.prompt, usage.output)):
+            out.append(Call(roots[conv_id], model, when, usage))
     return out
