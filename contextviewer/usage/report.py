@@ -158,12 +158,11 @@ def table(sessions: list[Session], calls: list[Call], folds: list[FoldRow], pric
             out.append(lines.setdefault((key, name), Figures(period=key, model=name)))
         return out + [total]
 
-    called: set[int] = set()
+    called = {call.session for call in calls}
     for call in calls:
         session = by_id.get(call.session)
         if session is None or not in_range(call.when or session.started, tz, opts.since, opts.until):
             continue
-        called.add(session.id)
         cost = call.recorded_cost
         measured = any(getattr(call.usage, kind) for kind in TOKEN_KINDS)
         priced_by_session = session.recorded_cost is not None  # the agent kept its cost per session only
@@ -184,7 +183,7 @@ def table(sessions: list[Session], calls: list[Call], folds: list[FoldRow], pric
             else:
                 f.unpriced_calls += 1
                 f.unpriced.add(call.model or "(unknown model)")
-    for session in sessions:  # a session's own recorded cost, and sessions with no call in range
+    for session in sessions:  # a session's own recorded cost, and sessions with no call at all
         if not in_range(session.started, tz, opts.since, opts.until):
             continue
         if session.recorded_cost is None and session.id in called:
