@@ -511,6 +511,28 @@ def head_text(head: bytes) -> str:
     return head.removeprefix(BOM).decode("utf-8", "replace").lstrip()
 
 
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_CUT_ESCAPE = re.compile(rb"(\\+)(u[0-9a-fA-F]{0,3})?$")
+
+
+def shorten_strings(data: bytes, keep: int = 256) -> bytes:
+    """JSON text (bytes) with each string longer than ``keep`` bytes cut to about ``keep``: still
+    JSON, with its keys and short values whole (for sniffing a line too long to read whole). An
+    escape or a UTF-8 character the cut would split is left out."""
+
+    def cut(match: re.Match) -> bytes:
+        text = match.group(0)
+        if len(text) <= keep + 2:
+            return text
+        body = text[1 : keep + 1]
+        escape = _CUT_ESCAPE.search(body)
+        if escape and len(escape.group(1)) % 2:  # an escape cut short: leave it out
+            body = body[: escape.start(1) + len(escape.group(1)) - 1]
+        return b'"' + body.decode("utf-8", "ignore").encode("utf-8") + b'"'
+
+    return _JSON_STRING.sub(cut, data)
+
+
 def json_lines(text: str, limit: int = 200) -> list[tuple[int, dict]]:
     """(index, object) of the lines among the first ``limit`` of ``text`` that are a JSON object
     (for JSONL sniffing; a line the head cut short is not one)."""

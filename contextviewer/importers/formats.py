@@ -49,7 +49,7 @@ from typing import IO, TYPE_CHECKING, Any
 from contextviewer.core.harness import DEFAULT_RULES, Harness
 from contextviewer.core.records import Record
 from contextviewer.core.model_specs import ModelSpec
-from contextviewer.importers.common import JSON_DEPTH
+from contextviewer.importers.common import JSON_DEPTH, shorten_strings
 from contextviewer.importers.tool_vocabulary import NO_TOOLS, ToolVocabulary
 from contextviewer.importers.lines import (
     DEFAULT_MAX_DECOMPRESSED_BYTES,
@@ -252,6 +252,7 @@ REGISTRY = [
     "contextviewer.importers.efferent.entry",
     "contextviewer.importers.aider.entry",
     "contextviewer.importers.codex.entry",
+    "contextviewer.importers.copilot.entry",
 ]
 
 _ENTRIES: list[Entry] | None = None
@@ -368,26 +369,55 @@ ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 
 def head_of(path: Path, size: int = SNIFF_BYTES) -> bytes:
     """The first ``size`` bytes of a file, gzip undone, UTF-16 or UTF-32 text as UTF-8; b"" for a
-    folder or an unreadable file."""
+    folder or an unreadable file. A first JSON line longer than ``size`` (a 100,000-character id, a
+    large pasted prompt) is read to its end, up to ``SNIFF_LINE_BYTES``, with its long strings cut
+    short (``shorten_strings``): the sniff sees its keys, as it sees a shorter line's."""
     if not path.is_file():
         return b""
     try:
         with open(path, "rb") as fh:
+            stream: IO[bytes] = fh
             head = fh.read(size)
             if head[:2] == GZIP_MAGIC:
                 fh.seek(0)
-                stream = GzipStream(fh, max_decompressed_bytes=size * 64)
-                chunks, total = [], 0
-                while total < size:
-                    chunk = stream.read(size - total)
-                    if not chunk:
-                        break
-                    chunks.append(chunk)
-                    total += len(chunk)
-                head = b"".join(chunks)
+                stream = GzipStream(fh, max_decompressed_bytes=max(size, SNIFF_LINE_BYTES) * 64)
+                head = _read_up_to(stream, size)
+            if len(head) == size and b"\n" not in head and head.lstrip()[:1] == b"{":
+                head = _first_line_shortened(head, stream, size)
     except Exception:  # a broken file: the format's parser says what is wrong with it
         return b""
     return utf8_head(head)
+
+
+SNIFF_LINE_BYTES = 16 * 1024 * 1024  # how far a first line longer than the sniff window is read
+
+
+def _read_up_to(stream: IO[bytes], size: int) -> bytes:
+    chunks, total = [], 0
+    while total < size:
+        chunk = stream.read(size - total)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
+def _first_line_shortened(head: bytes, stream: IO[bytes], size: int) -> bytes:
+    """``head`` with its first line read to its end and its long strings shortened, then as much
+    of what follows as fits in ``size``; ``head`` itself when the line ends past SNIFF_LINE_BYTES."""
+    data = head
+    while b"\n" not in data[-(1 << 20) - 1:] and len(data) < SNIFF_LINE_BYTES:
+        chunk = stream.read(1 << 20)
+        if not chunk:
+            break
+        data += chunk
+    end = data.find(b"\n")
+    line, rest = (data, b"") if end < 0 else (data[:end], data[end:])
+    if end < 0 and len(data) >= SNIFF_LINE_BYTES:
+        return head
+    short = shorten_strings(line)
+    return (short + rest[: max(0, size - len(short))])[:size] if len(short) < size else short
 
 
 def _scored(path: Path, head: bytes | None) -> list[tuple[float, Entry | Format]]:

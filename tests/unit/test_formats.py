@@ -86,3 +86,37 @@ def test_a_fixture_folder_of_a_format_not_registered_yet_is_skipped_by_that_name
     assert fixture_folders.unregistered_reason("future-agent") == "fixtures/future-agent: format future-agent is not registered yet"
     assert fixture_folders.unregistered_reason("codex") is None
     assert fixture_folders.unregistered_reason("claude-code-hooklog") is None  # read by no format: tested as refused
+
+
+def test_a_first_line_longer_than_the_sniff_window_is_claimed_by_its_format(tmp_path):
+    # A Claude Code session whose first record is a 300 KB pasted prompt (or a 100,000-character id)
+    # was refused as "not a format": the sniff saw only the line's first 64 KiB. Its first line is
+    # read to its end with its long strings cut short, plain and gzipped.
+    from tests.sessions import session_lines
+
+    lines = session_lines(2)
+    first = json.loads(lines[0])
+    first["message"]["content"] = "pasted \\ \u00e9 \"log\" " + "x" * 300_000
+    lines[0] = json.dumps(first, ensure_ascii=False)
+    text = "\n".join(lines) + "\n"
+    plain = tmp_path / "3f0c2b1e-0000-4000-8000-000000000001.jsonl"
+    plain.write_text(text, encoding="utf-8")
+    zipped = tmp_path / "3f0c2b1e-0000-4000-8000-000000000002.jsonl.gz"
+    zipped.write_bytes(gzip.compress(text.encode()))
+    for path in (plain, zipped):
+        assert len(formats.head_of(path)) <= formats.SNIFF_BYTES
+        claims = formats.scores(path)
+        assert claims and claims[0][1].name == "claude-code", (path.name, claims)
+
+
+@pytest.mark.parametrize("keep", [250, 251, 252, 253, 254, 255, 256, 257])
+def test_shortened_strings_stay_json_with_their_keys(keep):
+    from contextviewer.importers.common import shorten_strings
+
+    value = {"type": "user", "id": "i" * 1000, "esc": "\\" * 301, "u": "\u1234" * 200, "q": '"' * 300,
+             "emoji": "\U0001f600" * 100, "nested": {"k": "é" * 400}}
+    for text in (json.dumps(value), json.dumps(value, ensure_ascii=False)):
+        short = shorten_strings(text.encode("utf-8"), keep)
+        back = json.loads(short)
+        assert len(short) < 3000 and back["type"] == "user" and set(back) == set(value)
+        assert back["nested"].keys() == {"k"} and back["id"].startswith("iii")

@@ -32,7 +32,11 @@ ENTRY_TYPES = frozenset(
 
 
 def _is_header(obj: dict) -> bool:
-    return obj.get("type") == "session" and "id" in obj and ("cwd" in obj or "version" in obj)
+    """pi's session line: its id with its cwd or version; without an id (a key the log garbled), its
+    version and cwd both (the parser names the session from its file then)."""
+    if obj.get("type") != "session":
+        return False
+    return ("cwd" in obj or "version" in obj) if "id" in obj else ("cwd" in obj and "version" in obj)
 
 
 def sniff(path: Path, head: bytes) -> float:
