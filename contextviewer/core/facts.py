@@ -27,12 +27,13 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
+from contextviewer.core import pathmatch
 from contextviewer.core.fact_words import FILE_EXTS, FILE_NAMES, NUMBER_UNITS, STOP_WORDS
-from contextviewer.core.salience import (CONTENT_TOOLS, DIAGNOSTIC_RE, ERROR_HEADER_RE, FRAME_AFTER_RE, PATCH_FILE_RE,
-                                         SHELL_PREFIX_RE, TIER_RANK, command_tier, error_head, error_lines,
-                                         is_background_path, normalize_command, path_tier)
+from contextviewer.core.salience import (CONTENT_TOOLS, DIAGNOSTIC_RE, ERROR_HEADER_RE, FRAME_AFTER_RE, NOT_ITS_OWN_RE,
+                                         PATCH_FILE_RE, SHELL_PREFIX_RE, TIER_RANK, command_tier, error_head, error_lines,
+                                         failed_run, is_background_path, is_user_decision, normalize_command, path_tier)
 
-KINDS = ("request", "decision", "constraint", "path", "command", "identifier", "error", "number", "url")
+KINDS = ("request", "decision", "constraint", "path", "command", "identifier", "error", "rejection", "number", "url")
 
 # The public measurement over 43 Claude Code compactions (vshulcz/deja-vu issue 543).
 BASELINE = {"decision": 0.77, "path": 0.098, "command": 0.002, "number": 0.019}
@@ -51,7 +52,7 @@ class Fact:
     occurrences: int = 1
     terms: list[str] = field(default_factory=list)  # decisions, constraints: what the summary must state
     kept: bool = False
-    how: str = ""  # "exact" | "normalized" | "" (lost)
+    how: str = ""  # "exact" | "normalized" | "pattern" (a glob or folder the summary names covers it) | "" (lost)
     tier: str = "B"  # "A" | "B" | "C" (module docstring)
     resolved: bool | None = None  # errors: a later call of the same tool on the same target succeeded
 
@@ -115,6 +116,8 @@ PATH_RE = re.compile(
     r"|[\w@+-][\w.@+-]*\.(?:" + _EXT + r"))"  # name.ext
     r"(?![\w/(]|\.\w)"  # not `Mix.env()`: a call is not a file
 )
+# A Windows path in a text: `C:\\Users\\x\\a.py`, `C:/Users/x/a.py`, or relative with backslashes `src\\a.py`.
+WIN_PATH_RE = re.compile(r"(?<![\w\\/.-])([A-Za-z]:[\\/][\w.@+\-\\/]*[\w@+-]|[\w.@+-]+(?:\\[\w.@+-]+)+)")
 URL_RE = re.compile(r"\bhttps?://[^\s<>\"'`)\]]+", re.I)
 _NOT_FILE_EXT = {"e", "g", "i", "x", "eg", "ie", "etc", "vs", "mr", "dr", "st", "co", "no"}
 _UNIT_ALT = "|".join(sorted((re.escape(u) for u in NUMBER_UNITS if u not in {"$"}), key=len, reverse=True))
@@ -197,6 +200,7 @@ def is_file_like(path: str) -> bool:
 
     Directories (`lib/spotter/`), routes (`/api/v1/users`) and slash-words (`active/inactive/ended`,
     `message/type/tool`) have none, so they are not path facts."""
+    path = path.replace("\\", "/")
     last = path.rstrip("/").rsplit("/", 1)[-1] if not path.endswith("/") else ""
     if not last:
         return False
@@ -210,9 +214,12 @@ def _clean_path(raw: str, *, used_as_file: bool = False) -> str | None:
     """The path, or None when it is not one.
 
     A path fact names a file: its last component is file-like (is_file_like), or a tool used it as
-    a file (Read/Write/Edit `file_path`), which takes a file without an extension too."""
+    a file (Read/Write/Edit `file_path`), which takes a file without an extension (and spaces) too."""
     p = raw.strip().rstrip(".,:;")
-    if len(p) < 3 or len(p) > 300 or p.count("/") > 25 or p.endswith("/") or re.search(r"\s", p):
+    slashed = p.replace("\\", "/")
+    if len(p) < 3 or len(p) > 300 or slashed.count("/") > 25 or slashed.endswith("/") or (re.search(r"\s", p) and not used_as_file):
+        return None
+    if "\n" in p:
         return None
     if re.fullmatch(r"[\d/.]+", p) or re.search(r"/\d+$", p):  # dates, fractions, name/arity
         return None
@@ -222,13 +229,9 @@ def _clean_path(raw: str, *, used_as_file: bool = False) -> str | None:
 
 
 def relative_path(path: str, cwd: str = "") -> str:
-    """The path relative to the working directory when it lies under it (else as written)."""
-    base = (cwd or "").rstrip("/")
-    if base and path.startswith(base + "/"):
-        path = path[len(base) + 1 :]
-    while path.startswith("./"):
-        path = path[2:]
-    return path
+    """The path's key: relative to the working directory when it lies under it, one spelling for
+    every form of one file (pathmatch.path_key: Windows, backslashes, `~`, case on Windows)."""
+    return pathmatch.path_key(path, cwd)
 
 
 # A long command is checked by its head: its first simple command, without the quoted or heredoc
@@ -331,12 +334,17 @@ class _Found:
     def add_path(self, raw: str, message: Mapping, tier: str, *, used_as_file: bool = False, frame: bool = False) -> None:
         p = _clean_path(raw, used_as_file=used_as_file)
         if p:
-            self.add("path", p, relative_path(p, self.cwd), message, tier="C" if frame or is_background_path(p) else tier)
+            background = frame or is_background_path(p.replace("\\", "/"))
+            self.add("path", p, relative_path(p, self.cwd), message, tier="C" if background else tier)
 
     def paths_in(self, text: str, message: Mapping, tier: str) -> None:
         for m in PATH_RE.finditer(text):
             frame = bool(FRAME_AFTER_RE.match(text, m.end())) or text[max(0, m.start() - 6) : m.start()] == 'File "'
             self.add_path(m.group(1), message, tier, frame=frame)
+        if "\\" in text or re.search(r"[A-Za-z]:/", text):
+            for m in WIN_PATH_RE.finditer(text):
+                frame = bool(FRAME_AFTER_RE.match(text, m.end()))
+                self.add_path(m.group(1), message, tier, frame=frame)
 
     def tool_input(self, tool_input: Mapping, block: Mapping, message: Mapping) -> None:
         """A tool call's input: the command it runs, the files it names or patches, its URL; the call
@@ -385,7 +393,12 @@ class _Found:
         if source == "harness":
             return  # a previous compaction's summary, a reminder: its paths are background, nothing else
         if source in {"error", "result"}:
-            _errors_of(text, source == "error", tool, message, self.add, self.failed, target)
+            marked = source == "error" or failed_run(block)
+            if marked and is_user_decision(text):
+                self.rejection(tool, target, text, message)
+            elif not (marked and NOT_ITS_OWN_RE.match(text)):
+                stderr = (block.get("extra") or {}).get("stderr") if isinstance(block.get("extra"), Mapping) else None
+                _errors_of(text, marked, tool, message, self.add, self.failed, target, stderr=stderr if isinstance(stderr, str) else "")
             return
         if source == "user" and len(_norm_space(text)) >= 3:
             request = _norm_space(text)
@@ -395,6 +408,15 @@ class _Found:
             self.add("number", m.group(0), _number_key(m), message, tier=tier)
         self.identifiers(text, without_urls, message, tier)
         self.statements(source, text, message)
+
+    def rejection(self, tool: str, target: str, text: str, message: Mapping) -> None:
+        """A user's decision (a rejected plan or call, a refused permission): its own kind, not an
+        error. What the user said with it (Claude Code: "the user said: ...") is kept in its text."""
+        what = "the plan" if tool == "ExitPlanMode" else " ".join(x for x in (tool, target) if x) or "a tool call"
+        said = text.split("the user said:", 1)[1].strip() if "the user said:" in text else ""
+        shown = f"The user rejected {what}" + (f": {_norm_space(said)[:200]}" if said else "")
+        terms = ["plan"] if tool == "ExitPlanMode" else [w for w in _key_terms(f"{tool} {target}") if len(w) >= 3][:3]
+        self.add("rejection", shown, _norm(f"{tool} {target} {said[:100]}"), message, terms, tier="A")
 
     def identifiers(self, text: str, without_urls: str, message: Mapping, tier: str) -> None:
         """Identifiers of prose (user and assistant text): in code spans, called, or shaped like one."""
@@ -430,23 +452,29 @@ class _Found:
                     self.add("decision", s, _norm(s), message, terms, tier="B")
 
 
-def _errors_of(text: str, marked: bool, tool: str, message: Mapping, add, failed: dict, target: str) -> None:
+def _errors_of(text: str, marked: bool, tool: str, message: Mapping, add, failed: dict, target: str, stderr: str = "") -> None:
     """The error of one tool result, if any, grouped per episode (the same error again is one
-    fact, its occurrences counted). An error-marked result is an error: its headline, what it
-    states judged on its headline (for a command also its error headers and file:line locations;
-    the rest of an editor's refusal is the text it could not find). Another result has an error
-    only in an error header line, and only when it is no file's or page's content."""
+    fact, its occurrences counted). An error-marked result (or a command's non-zero exit) is an
+    error: its headline (from the command's stderr where the log keeps it apart), what it states
+    judged on its headline (for a command also its error headers and file:line locations; the rest
+    of an editor's refusal is the text it could not find). A headline that does not name what
+    failed (`File does not exist.`) is shown and told apart with the call's target. Another result
+    has an error only in an error header line, and only when it is no file's or page's content."""
     lines = error_lines(text[:8000] + "\n" + text[-2000:] if len(text) > 10_000 else text)
     if not lines:
         return
     if marked:
-        head = error_head(lines)
+        command = tool not in CONTENT_TOOLS
+        head = error_head((error_lines(stderr[:8000]) or lines) if command else lines)
         said = [head]
         if tool not in CONTENT_TOOLS:
             said += [x for x in lines if (ERROR_HEADER_RE.match(x) or DIAGNOSTIC_RE.search(x)) and x not in head][:8]
             if len(head) < 60 and len(said) > 1:  # `Pre-commit failed: [CREDO]`: and what it found
                 head = f"{head} {said[1]}"[:200]
         signature = _norm(re.sub(r"\d+", "#", " ".join(lines)[:300]))
+        name = target.replace("\\", "/").rsplit("/", 1)[-1]
+        if not command and target and name and name.lower() not in head.lower():
+            head, signature = f"{head} ({target})"[:240], f"{tool} {target} {signature}"
     else:
         if tool in CONTENT_TOOLS:
             return
@@ -510,35 +538,24 @@ def _number_key(m: re.Match) -> str:
 # --- matching ---------------------------------------------------------------------------------
 
 
-# Any path-shaped word of a summary (a bare name, a relative or an absolute path), so that a file
-# without an extension (`.dialyzerignore`, `Makefile`) can be named too.
-_PATH_TOKEN_RE = re.compile(r"(?<![\w.@+~/-])((?:~|\.{1,2})?/?[\w.@+-]+(?:/[\w.@+-]+)*)")
-
-
 @dataclass
 class _Summary:
     text: str
     norm: str
-    paths: set[str]
+    names: pathmatch.Named  # the paths, globs and folders it names (core/pathmatch.py)
     numbers: set[str]
     urls: set[str]
     sentences: list[set[str]]
-    path_tokens: set[str] = field(default_factory=set)
 
 
 def prepare(summary: str) -> _Summary:
     """A summary (or any text a fact is looked for in) read once: its paths, numbers, URLs and
     sentences, for `is_kept`. Texts prepared apart can be joined with `merge`."""
     without_urls = URL_RE.sub(" ", summary)
-    paths = set()
-    for m in PATH_RE.finditer(without_urls):
-        p = m.group(1).rstrip(".,:;")
-        paths.add(p)
-    tokens = {m.group(1).rstrip(".,:;-") for m in _PATH_TOKEN_RE.finditer(without_urls)}
     numbers = {_number_key(m) for m in NUMBER_RE.finditer(without_urls)}
     urls = {_norm_url(m.group(0).rstrip(".,;:")) for m in URL_RE.finditer(summary)}
     sentences = [set(_key_terms(s)) for s in re.split(r"(?<=[.!?])\s+|\n+", summary) if s.strip()]
-    return _Summary(summary, _norm(summary), paths, numbers, urls, sentences, {t for t in tokens if t})
+    return _Summary(summary, _norm(summary), pathmatch.named(without_urls), numbers, urls, sentences)
 
 
 def merge(parts: Sequence[_Summary]) -> _Summary:
@@ -550,43 +567,23 @@ def merge(parts: Sequence[_Summary]) -> _Summary:
     return _Summary(
         "\n".join(p.text for p in parts),
         " ".join(p.norm for p in parts if p.norm),
-        set().union(*(p.paths for p in parts)),
+        pathmatch.merge([p.names for p in parts]),
         set().union(*(p.numbers for p in parts)),
         set().union(*(p.urls for p in parts)),
         [sentence for p in parts for sentence in p.sentences],
-        set().union(*(p.path_tokens for p in parts)),
     )
 
 
-def _suffixes(rel: str) -> list[str]:
-    """`a/b/c.py` -> [`a/b/c.py`, `b/c.py`, `c.py`]."""
-    parts = [p for p in rel.split("/") if p]
-    return ["/".join(parts[i:]) for i in range(len(parts))]
-
-
 def suffix_counts(paths: Iterable[str]) -> dict[str, int]:
-    """How many of the segment's paths (relative keys) end with each tail: `c.py` -> 2 when two dirs hold one."""
-    counts: dict[str, int] = {}
-    for rel in set(paths):
-        for tail in _suffixes(rel)[1:] if rel.startswith("/") else _suffixes(rel):
-            counts[tail] = counts.get(tail, 0) + 1
-    return counts
+    """How many of the segment's paths (keys) end with each tail: `c.py` -> 2 when two dirs hold one."""
+    return pathmatch.tail_counts(paths)
 
 
 def _path_kept(path: str, s: _Summary, cwd: str, tails: Mapping[str, int] | None = None) -> str:
-    """Kept when the summary names the file by its path (as written, or relative to the working
-    directory), or by a tail (down to the basename) that no other path of the segment ends with."""
-    if path in s.paths or path in s.path_tokens:
-        return "exact"
-    rel = relative_path(path, cwd)
-    tokens = {relative_path(t, cwd) for t in s.path_tokens}
-    if rel in tokens:
-        return "normalized"
-    counts = tails if tails is not None else suffix_counts([rel])
-    for tail in _suffixes(rel)[1:]:
-        if tail in tokens and counts.get(tail, 0) <= 1:
-            return "normalized"
-    return ""
+    """Named by the summary in any form of the file's path (pathmatch.match: as written, another
+    spelling, a unique tail, its whole path with spaces) or covered by a glob or a folder it names
+    ("pattern")."""
+    return pathmatch.match(path, s.names, cwd, tails)
 
 
 def _contains_phrase(haystack: str, needle: str) -> bool:
@@ -634,6 +631,22 @@ def _error_kept(fact: Fact, s: _Summary) -> str:
     return "normalized" if any(stated(a | b) >= need for a, b in pairs) else ""
 
 
+_REJECTED_RE = re.compile(r"\b(?:reject\w*|declin\w*|denied|den(?:y|ies)|refus\w*|did not approve|didn't approve|not approved)\b", re.I)
+
+
+def _rejection_kept(fact: Fact, s: _Summary) -> str:
+    """A user's decision is kept when one summary sentence says it was rejected (or refused) and
+    names what (a term of the call: `plan`, the tool or its target), or the whole of what the user
+    said with it."""
+    said = fact.text.split(": ", 1)[1] if ": " in fact.text else ""
+    if said and _norm(said) in s.norm:
+        return "exact"
+    for line in re.split(r"(?<=[.!?])\s+|\n+", s.text):
+        if _REJECTED_RE.search(line) and (not fact.terms or any(_contains_phrase(line.lower(), t) for t in fact.terms)):
+            return "normalized"
+    return ""
+
+
 def is_kept(fact: Fact, s: _Summary, cwd: str = "", tails: Mapping[str, int] | None = None) -> str:
     """How the summary keeps the fact ("exact", "normalized") or "" when it does not.
 
@@ -654,6 +667,8 @@ def is_kept(fact: Fact, s: _Summary, cwd: str = "", tails: Mapping[str, int] | N
         if fact.key in s.text:
             return "exact"
         return "normalized" if _norm(fact.key) in s.norm else ""
+    if kind == "rejection":
+        return _rejection_kept(fact, s)
     if kind == "error":
         if fact.text in s.text:
             return "exact"

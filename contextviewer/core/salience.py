@@ -97,6 +97,32 @@ def path_tier(source: str, tool: str, field: str) -> str:
 TIER_RANK = {"A": 0, "B": 1, "C": 2}
 
 
+# A person's decision, not a failure: the user rejected a tool call (a plan, an edit, a command) or
+# refused the permission it asked for. Claude Code's words (its REJECT_MESSAGE, "User rejected tool
+# use" in the record beside it, the non-interactive "requested permissions ... haven't granted it",
+# an interrupt for a tool use); Codex's "rejected by user".
+USER_DECISION_RE = re.compile(
+    r"^\s*(?:<tool_use_error>\s*)?(?:The user doesn't want to (?:proceed|take this action)|User rejected"
+    r"|\[Request interrupted by user for tool use\]|Claude requested permissions? to .{0,200}?but you haven't granted it"
+    r"|Permission to use \S+.{0,200}? has been denied|(?:exec )?command rejected by (?:the )?user|Permission denied by (?:the )?user)",
+    re.I | re.S,
+)
+# Not a failure of its own: a parallel call the harness cancelled because a sibling failed.
+NOT_ITS_OWN_RE = re.compile(r"^\s*(?:<tool_use_error>\s*)?(?:Sibling tool call errored|Cancelled: parallel tool call)", re.I)
+
+
+def is_user_decision(text: str) -> bool:
+    """A tool result that is the user's decision (a rejected plan or call, a refused permission)."""
+    return bool(USER_DECISION_RE.match(text or ""))
+
+
+def failed_run(block: Mapping) -> bool:
+    """A command result the log records as failed without marking it an error: a non-zero exit code."""
+    extra = block.get("extra") if isinstance(block.get("extra"), Mapping) else {}
+    code = extra.get("exit_code")
+    return isinstance(code, int) and not isinstance(code, bool) and code != 0
+
+
 def error_lines(text: str) -> list[str]:
     """The meaningful lines of a tool result: escaped newlines read as such, box drawing, shell
     prefixes, line numbers, `Exit code`, hints and XML-ish tool tags dropped."""

@@ -34,6 +34,7 @@ class ProbeOut(Schema):
     summary_encrypted: bool | None = None  # the log keeps the summary encrypted (Codex's remote compaction): no size known; None: hidden
     facts: list[dict]
     lost: list[dict] = []  # tiers A and B lost: kind, text, turn, position, tier, used_after (as `manage.py probes --json`)
+    named_by_pattern: list[dict] = []  # paths kept only because a glob or a folder the summary names covers them
     background: list[dict] = []  # tier C: kind, text, turn, position, tier, used_after, kept
     reread_after: list[str] = []  # paths read before the fold and read again after it
     anticipated: dict | None = None  # {"hits", "of"}: first actions after the fold touching what the summary names
@@ -113,7 +114,7 @@ def _probe_out(probe, hidden: bool = False) -> dict:
         "fold_id": probe.fold_id, "retention": probe.retention, "per_kind": probe.per_kind,
         "compression_ratio": probe.compression_ratio, "folded_tokens": probe.folded_tokens,
         "summary_tokens": None if probe.summary_encrypted else probe.summary_tokens, "summary_encrypted": probe.summary_encrypted,
-        "facts": probe.facts, "lost": row["lost"], "background": row["background"],
+        "facts": probe.facts, "lost": row["lost"], "named_by_pattern": row["named_by_pattern"], "background": row["background"],
         "reread_after": row["reread_after"], "anticipated": row["anticipated"],
         "calls_before_first_edit": row["calls_before_first_edit"],
     }
@@ -136,7 +137,7 @@ def conversation_probes(request, conversation_id: int):
     rows = fact_probes.probe_report(conv)
     for row in rows:
         if row["fold_id"] in blind:  # a blind item of this fold waits for the user's score
-            row.update(origin=None, retention=None, per_kind={}, lost=[], background=[], reread_after=[], anticipated=None,
+            row.update(origin=None, retention=None, per_kind={}, lost=[], named_by_pattern=[], background=[], reread_after=[], anticipated=None,
                        calls_before_first_edit=None, compression_ratio=None, summary_tokens=None, summary_encrypted=None, hidden=True)
     return Status(200, rows)
 

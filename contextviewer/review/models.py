@@ -12,9 +12,10 @@ from contextviewer.jobs.models import Job
 # Bump when facts.py changes what it extracts: stale probes are recomputed lazily.
 # 3: salience tiers (core/salience.py); 4: tier C stored as `background`, the continuation after the
 # fold (core/continuation.py), a handoff's probe reads the previous summary; 5: an encrypted summary
-# (Codex's remote compaction) has no size (summary_encrypted). Probes of an older version are
-# computed again.
-PROBE_VERSION = 5
+# (Codex's remote compaction) has no size (summary_encrypted); 6: paths matched as a reviewer reads
+# them (core/pathmatch.py: Windows, `~`, spaces, globs and folders: how "pattern"), errors are failed
+# calls, a user's rejection its own kind. Probes of an older version are computed again.
+PROBE_VERSION = 6
 
 
 class FactProbe(models.Model):

@@ -253,11 +253,14 @@ def continuation_of(probe: FactProbe) -> dict:
 
 
 def probe_row(probe: FactProbe) -> dict:
-    """The lost facts (tiers A and B, each marked when used again after the fold), the background
+    """The lost facts (tiers A and B, each marked when used again after the fold), the paths kept
+    only as named by a pattern (a glob or a folder of the summary), the background
     (tier C) and what followed the fold (re-read paths, anticipated actions, calls before the
     first edit), as the command and the API give them."""
     return {
         "lost": [_fact_row(f) for f in probe.lost_facts],
+        # Kept only because a glob or a folder the summary names covers them (core/pathmatch.py).
+        "named_by_pattern": [_fact_row(f) for f in probe.facts if f.get("how") == "pattern"],
         "background": [dict(_fact_row(f), kept=bool(f.get("kept"))) for f in probe.background],
         **continuation_of(probe),
     }

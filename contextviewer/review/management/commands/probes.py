@@ -69,6 +69,8 @@ class Command(BaseCommand):
                 )
                 for path in row["reread_after"]:
                     self.stdout.write(f"    re-read {path[:160]}")
+            for f in row["named_by_pattern"]:
+                self.stdout.write(f"  named by a pattern: {f['text'][:160]}")
             if row["lost"]:
                 self.stdout.write("  lost:")
                 for f in row["lost"]:
