@@ -252,6 +252,7 @@ REGISTRY = [
     "contextviewer.importers.efferent.entry",
     "contextviewer.importers.aider.entry",
     "contextviewer.importers.codex.entry",
+    "contextviewer.importers.vibe.entry",
     "contextviewer.importers.copilot.entry",
 ]
 

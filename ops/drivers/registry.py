@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib
 
-MODULES = ("claude_code", "codex", "gemini", "qwen", "opencode", "pi", "cline")
+MODULES = ("claude_code", "codex", "gemini", "qwen", "opencode", "pi", "cline", "vibe")
 
 
 def drivers() -> list:

@@ -1,0 +1,466 @@
+"""Mistral Vibe session folders (PyPI ``mistral-vibe`` 3.0, its "unified session store") -> normalized
+records. Checked against what Vibe 3.0.3 wrote and sent, run offline against a scripted model server
+(ops/drivers/vibe.py). The store is written by Vibe's native harness; what it holds, as that run
+showed it (keys as written):
+
+- ``meta.json``: ``session_id``, ``parent_session_id``, ``environment.working_directory``,
+  ``title``, ``start_time``, ``end_time``, ``config.model_name``;
+- ``CURRENT``: ``{"generation": "<n>", ...}``; ``generations/<n>/manifest.json`` names the chunks of
+  that generation: ``projection_state.chunks`` (the session's history as its UI shows it: a list
+  of entries, in order) and ``checkpoint.chunks`` (the model's context now: a list of
+  ``{message, source: "history"|"injection", turn_index}``); ``generations/<n>/checkpoint.json``
+  has ``last_reported_context_tokens`` (the last call's input + output);
+- ``chunks/<sha256>.json``: content-addressed chunks, older generations' ones left beside;
+- ``journal/<n>.jsonl``: the recovery journal since the generation before the current one (Vibe
+  drops older segments when it writes a generation, at the end of each turn): ``action_intent``
+  (``kind: "completion"``, ``request.purpose: "agent"`` for a main call; ``kind: "tool"`` with
+  ``call_id``) and ``action_result`` (``completion_succeeded``: ``parts`` and ``usage {input_tokens,
+  output_tokens, cached_input_tokens, cache_write_tokens}``).
+
+History entries: ``type: "message"`` (``role`` user/assistant, ``content`` text parts; an
+assistant's id is ``assistant-<the completion's action id>``); ``type: "effect"`` (``detail.kind:
+"tool"``, ``detail.toolName`` like ``file_system.bash``, ``detail.input``, ``state.output``
+``{content, structured_content, type}``; its id is ``effect-<the tool action's id>``);
+``type: "checkpoint"``, ``kind: "compaction"`` (``details.trigger``: ``automatic``/``manual``).
+
+Mapping: a user message is a user record. Each model call that asked for tools is an assistant
+record holding its tool calls (the model's own ids and names, from the journal or the context
+chunks; grouped as the context shows them, else one call per tool) followed by one tool record per
+result (the structured output as the compact sorted JSON Vibe sends). An assistant text is the
+call that answered. A compaction is a fold: a ``compact_boundary`` marker, then a summary message
+holding what Vibe injects in its place (its "continuing a trajectory" preamble, the earlier user
+messages it re-sends, the ``<compaction_summary>``), and the messages it kept (preserved, in the
+order it sends them). Usage is measured only for the calls whose journal is still in the folder
+(the last turn's): earlier calls are unmeasured (Vibe keeps no per-call usage elsewhere). A fold's
+tokens_before is the last call's input + output where the folder still holds it (the journal, or
+the generation before it: ``last_reported_context_tokens``). Sub-agents (``agents.spawn`` inside
+``run_typescript``) live in their own session folders (``parent_session_id``) and are not linked.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from contextviewer.core.records import BadLine, Block, FoldRecord, MessageRecord, Record, SessionInfo, UsageRecord
+from contextviewer.importers.common import TimeSpan, compact_json, json_kind, pos_int, str_or_none, timestamp, tool_call
+from contextviewer.importers.driver import guarded
+from contextviewer.importers.formats import ParseInput
+from contextviewer.importers.jsondoc import Document, read_json_file
+from contextviewer.importers.vibe.entry import CURRENT, ENTRY, LABEL, META, session_folder, sniff  # noqa: F401
+
+WHAT = f"a {LABEL} session folder"
+TRIGGERS = {"automatic": "auto", "manual": "manual"}
+
+
+def _dict(value: Any) -> dict:
+    return value if value.__class__ is dict else {}
+
+
+def _list(value: Any) -> list:
+    return value if value.__class__ is list else []
+
+
+def _texts(content: Any) -> list[str]:
+    if content.__class__ is str:
+        return [content] if content else []
+    return [p["text"] for p in _list(content) if _dict(p).get("type") == "text" and p.get("text").__class__ is str and p["text"]]
+
+
+def _result_text(output: dict) -> tuple[str, bool]:
+    """A tool's output as Vibe sends it back: its structured content as compact sorted JSON, else its
+    text parts; and whether it failed."""
+    failed = output.get("type") not in (None, "success")
+    structured = output.get("structured_content")
+    if structured is not None:
+        return json.dumps(structured, sort_keys=True, separators=(",", ":"), ensure_ascii=False), failed
+    texts = _texts(output.get("content"))
+    if texts:
+        return "\n".join(texts), failed
+    return str_or_none(output.get("message")) or "", failed
+
+
+def _short_name(name: str | None) -> str | None:
+    """``file_system.bash`` -> ``bash``: the store names a tool with its group, the model without."""
+    return name.rsplit(".", 1)[-1] if name else name
+
+
+class _Store:
+    """What the folder holds, read once."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.bad: list[BadLine] = []
+        self.meta: dict = {}
+        self.entries: list[dict] = []  # the history (projection state), in order
+        self.context: list[dict] = []  # the model's context now (checkpoint)
+        self.chunks: list[list] = []  # every context chunk in the folder (older generations' too)
+        self.journal: list[dict] = []
+        self.generations: dict[int, dict] = {}  # snapshot sequence -> checkpoint.json
+
+    def json(self, path: Path, *, required: bool) -> Any:
+        if not path.is_file():
+            if required:
+                self.bad.append(BadLine(0, 0, f"{LABEL}: {path.relative_to(self.folder)} is missing from the session folder"))
+            return None
+        doc = read_json_file(path)
+        if not isinstance(doc, Document):
+            self.bad.append(BadLine(0, 0, f"{LABEL}: {path.relative_to(self.folder)}: {doc.reason}", size=doc.size))
+            return None
+        return doc.value
+
+    def chunk_list(self, names: Any, what: str) -> list:
+        out: list = []
+        for name in _list(names):
+            if name.__class__ is not str or "/" in name or "\\" in name:
+                continue
+            value = self.json(self.folder / "chunks" / f"{name}.json", required=True)
+            if value is None:
+                continue
+            if value.__class__ is not list:
+                self.bad.append(BadLine(0, 0, f"{LABEL}: the {what} chunk {name[:12]} is {json_kind(value)}, not a list"))
+                continue
+            out.extend(value)
+        return out
+
+    def read(self) -> None:
+        meta = self.json(self.folder / META, required=True)
+        self.meta = _dict(meta)
+        if meta is not None and meta.__class__ is not dict:
+            self.bad.append(BadLine(0, 0, f"{LABEL}: meta.json is {json_kind(meta)}, not the session's metadata object"))
+        current = _dict(self.json(self.folder / CURRENT, required=True))
+        generation = str_or_none(current.get("generation"))
+        if generation is None or "/" in generation:
+            if current:
+                self.bad.append(BadLine(0, 0, f"{LABEL}: CURRENT names no generation"))
+        else:
+            manifest = _dict(self.json(self.folder / "generations" / generation / "manifest.json", required=True))
+            self.entries = [e for e in self.chunk_list(_dict(manifest.get("projection_state")).get("chunks"), "history") if e.__class__ is dict]
+            self.context = [e for e in self.chunk_list(_dict(manifest.get("checkpoint")).get("chunks"), "context") if e.__class__ is dict]
+        self._chunks()
+        self._generations()
+        self._journal()
+
+    def _chunks(self) -> None:
+        folder = self.folder / "chunks"
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+            doc = read_json_file(path)
+            value = doc.value if isinstance(doc, Document) else None
+            if value.__class__ is list and value and all(_dict(m).get("message").__class__ is dict for m in value):
+                self.chunks.append(value)
+        self.chunks.sort(key=len, reverse=True)
+
+    def _generations(self) -> None:
+        folder = self.folder / "generations"
+        for sub in sorted(folder.iterdir()) if folder.is_dir() else ():
+            if sub.name.isdigit() and (sub / "checkpoint.json").is_file():
+                doc = read_json_file(sub / "checkpoint.json")
+                if isinstance(doc, Document) and doc.value.__class__ is dict:
+                    self.generations[int(sub.name)] = doc.value
+
+    def _journal(self) -> None:
+        folder = self.folder / "journal"
+        for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else ():
+            try:
+                lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError as exc:
+                self.bad.append(BadLine(0, 0, f"{LABEL}: journal/{path.name} could not be read ({exc.strerror})"))
+                continue
+            for n, line in enumerate(lines, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    self.bad.append(BadLine(n, 0, f"{LABEL}: journal/{path.name} line {n} is not JSON"))
+                    continue
+                if record.__class__ is dict:
+                    self.journal.append(record)
+
+
+class _Calls:
+    """The model's own tool call ids, names and grouping (which calls one response made), from the
+    journal (exact, by the store's tool action id) and the context chunks (by name and input)."""
+
+    def __init__(self, store: _Store):
+        self.by_action: dict[str, str] = {}  # tool action id -> call id
+        self.known: dict[str, tuple[str, dict, str]] = {}  # call id -> (name, arguments, first id of its response)
+        self.results: dict[str, str] = {}  # call id -> the result text as sent
+        self.used: set[str] = set()
+        for record in store.journal:
+            payload = _dict(record.get("payload"))
+            if record.get("type") == "action_intent" and payload.get("kind") == "tool":
+                call_id = str_or_none(_dict(payload.get("request")).get("call_id"))
+                if call_id and str_or_none(payload.get("action_id")):
+                    self.by_action[payload["action_id"]] = call_id
+            if record.get("type") == "action_result":
+                result = _dict(_dict(_dict(payload.get("result")).get("result")))
+                parts = [p for p in _list(_dict(result.get("result")).get("parts")) if _dict(p).get("type") == "tool_call"]
+                self._response([(str_or_none(p.get("id")), str_or_none(p.get("name")), p.get("arguments_json")) for p in parts])
+        for chunk in store.chunks:
+            for item in chunk:
+                message = _dict(item.get("message"))
+                if message.get("role") == "assistant":
+                    parts = [p for p in _list(message.get("content")) if _dict(p).get("type") == "tool_call"]
+                    self._response([(str_or_none(p.get("id")), str_or_none(p.get("name")), _dict(p.get("arguments")).get("value"))
+                                    for p in parts])
+                elif message.get("role") == "tool" and str_or_none(message.get("tool_call_id")):
+                    self.results.setdefault(message["tool_call_id"], "\n".join(_texts(message.get("content"))))
+
+    def _response(self, parts: list[tuple[str | None, str | None, Any]]) -> None:
+        ids = [p[0] for p in parts if p[0]]
+        for call_id, name, args in parts:
+            if call_id and call_id not in self.known:
+                if args.__class__ is str:
+                    try:
+                        args = json.loads(args)
+                    except ValueError:
+                        args = {}
+                self.known[call_id] = (name or "", _dict(args), ids[0])
+
+    def find(self, action_id: str, name: str | None, tool_input: dict) -> str | None:
+        """The call id of the tool action ``action_id`` (the effect's id without ``effect-``)."""
+        found = self.by_action.get(action_id)
+        if found is None:
+            short = _short_name(name)
+            found = next((cid for cid, (n, args, _g) in self.known.items() if cid not in self.used and n == short
+                          and all(tool_input.get(k) == v for k, v in args.items())), None)
+        if found is not None:
+            self.used.add(found)
+        return found
+
+    def group(self, call_id: str | None) -> str | None:
+        return self.known[call_id][2] if call_id in self.known else None
+
+
+class _Session:
+    def __init__(self, store: _Store):
+        self.store = store
+        self.calls = _Calls(store)
+        self.session_id = str_or_none(store.meta.get("session_id")) or store.folder.name
+        self.model = str_or_none(_dict(store.meta.get("config")).get("model_name"))
+        self.span = TimeSpan()
+        self.n = 0
+        self.messages: list[MessageRecord] = []
+        self.usage: list[UsageRecord] = []
+        self.folds: list[FoldRecord] = []
+        self.open_call: tuple[MessageRecord, str | None] | None = None  # the assistant record of the last tool call, its group
+        self.measured = self._measured()
+
+    def _measured(self) -> dict[str, dict]:
+        """Usage of each main call the journal still holds, by the key the history gives the call: the
+        assistant entry's id for an answer, the first tool call id for a response that asked for tools."""
+        out: dict[str, dict] = {}
+        intents = {}
+        for record in self.store.journal:
+            payload = _dict(record.get("payload"))
+            if record.get("type") == "action_intent" and payload.get("kind") == "completion":
+                intents[str_or_none(payload.get("action_id"))] = _dict(payload.get("request"))
+            if record.get("type") != "action_result":
+                continue
+            outer = _dict(payload.get("result"))
+            if outer.get("type") != "completion_succeeded":
+                continue
+            action = str_or_none(payload.get("action_id"))
+            request = intents.get(action, {})
+            result = _dict(outer.get("result"))
+            usage = _dict(result.get("usage"))
+            if request.get("purpose") not in (None, "agent"):
+                continue  # a compaction or a side call (a title): not a main call
+            tools = [str_or_none(p.get("id")) for p in _list(result.get("parts")) if _dict(p).get("type") == "tool_call"]
+            out[tools[0] if tools and tools[0] else f"assistant-{action}"] = usage
+        return out
+
+    def record(self, entry: dict, role: str, blocks: list[Block], uuid: str, **extra: Any) -> MessageRecord:
+        self.n += 1
+        when = self.span.saw(timestamp(entry.get("createdAt")))
+        rec = MessageRecord(line_no=self.n, offset=self.n, role=role, record_type=str(entry.get("type") or "(none)")[:60],
+                            raw=compact_json(entry), blocks=blocks, uuid=uuid, timestamp=when, session_id=self.session_id, **extra)
+        self.messages.append(rec)
+        return rec
+
+    def call(self, rec: MessageRecord, key: str) -> None:
+        usage = self.measured.get(key) or {}
+        cached = pos_int(usage.get("cached_input_tokens"))
+        written = pos_int(usage.get("cache_write_tokens"))
+        rec.api_message_id = f"call:{rec.uuid}"
+        rec.model = self.model
+        self.usage.append(UsageRecord(api_message_id=rec.api_message_id, request_id=None, message_uuid=rec.uuid, line_no=rec.line_no,
+                                      model=self.model, input_uncached=max(0, pos_int(usage.get("input_tokens")) - cached - written),
+                                      cache_write=written, cache_read=cached, output=pos_int(usage.get("output_tokens")),
+                                      timestamp=rec.timestamp))
+
+    def run(self) -> None:
+        for index, entry in enumerate(self.store.entries):
+            try:
+                self.entry(entry)
+            except Exception as exc:  # one odd entry must not stop the import
+                self.store.bad.append(BadLine(index + 1, index + 1, f"{LABEL}: history entry {index + 1} could not be read "
+                                                                    f"({exc.__class__.__name__}: {exc})"))
+
+    def entry(self, entry: dict) -> None:
+        kind, uuid = entry.get("type"), str_or_none(entry.get("id")) or f"{self.session_id}:{self.n + 1}"
+        if kind == "message" and entry.get("role") in ("user", "assistant"):
+            self.open_call = None
+            blocks = [Block("text", text=t) for t in _texts(entry.get("content"))]
+            rec = self.record(entry, entry["role"], blocks, uuid)
+            if entry["role"] == "assistant":
+                self.call(rec, uuid)
+        elif kind == "effect" and _dict(entry.get("detail")).get("kind") == "tool":
+            self.effect(entry, uuid)
+        elif kind == "checkpoint" and entry.get("kind") == "compaction":
+            self.open_call = None
+            self.fold(entry, uuid)
+        else:
+            self.record(entry, "other", [], uuid)
+
+    def effect(self, entry: dict, uuid: str) -> None:
+        detail, state = _dict(entry.get("detail")), _dict(entry.get("state"))
+        tool_input = _dict(detail.get("input"))
+        call_id = self.calls.find(uuid.removeprefix("effect-"), str_or_none(detail.get("toolName")), tool_input)
+        name = _short_name(str_or_none(detail.get("toolName")))
+        if call_id in self.calls.known:  # the model's own name and input (the store adds defaults)
+            name = self.calls.known[call_id][0] or name
+            tool_input = self.calls.known[call_id][1] or tool_input
+        block = tool_call(call_id or uuid, name, tool_input)
+        group = self.calls.group(call_id)
+        if self.open_call is not None and group is not None and self.open_call[1] == group:
+            self.open_call[0].blocks.append(block)  # another tool call of the same response
+        else:
+            rec = self.record(entry, "assistant", [block], f"{uuid}:call")
+            self.call(rec, call_id or "")
+            self.open_call = (rec, group or call_id)
+        text, failed = _result_text(_dict(state.get("output")))
+        if call_id in self.calls.results and not text:
+            text = self.calls.results[call_id]
+        self.record(entry, "tool", [Block("tool_result", text=text, tool_id=call_id or uuid, tool_name=name, is_error=failed)],
+                    f"{uuid}:result")
+
+    def fold(self, entry: dict, uuid: str) -> None:
+        details = _dict(entry.get("details"))
+        marker = self.record(entry, "system", [Block("text", text=f"{LABEL} compacted the conversation")], uuid,
+                             subtype="compact_boundary")
+        before = list(self.messages[:-1])
+        latest = not any(e.get("type") == "checkpoint" and e.get("kind") == "compaction"
+                         for e in self.store.entries[self.store.entries.index(entry) + 1:])
+        injected, kept = _after_fold(self.store.context, before) if latest else ([], [])
+        summary_text = _summary_of(injected)
+        holder = self.record(entry, "user", [Block("text", text=t) for t in injected], f"{uuid}:summary", is_meta=True,
+                             is_compact_summary=True, parent_uuid=marker.uuid)
+        trigger = str_or_none(details.get("trigger"))
+        self.folds.append(FoldRecord(line_no=marker.line_no, boundary_uuid=marker.uuid, kind="compact",
+                                     trigger=TRIGGERS.get(trigger or "", trigger), tokens_before=self._before(uuid),
+                                     summary_uuid=holder.uuid, summary_text=summary_text,
+                                     preserved_uuids=[r.uuid for r in kept if r.uuid], timestamp=marker.timestamp,
+                                     metadata={"attempt": details.get("attempt"), "summary_length": details.get("summaryLength")}))
+
+    def _before(self, uuid: str) -> int | None:
+        """The last main call's input + output before this compaction, where the folder still has it:
+        the journal's last main completion before it, else the checkpoint of the generation the
+        journal starts after (its ``last_reported_context_tokens``); None when the journal does not
+        reach back to the compaction."""
+        last, first_seq, purposes = None, None, {}
+        for record in self.store.journal:
+            first_seq = record.get("sequence") if first_seq is None else first_seq
+            payload = _dict(record.get("payload"))
+            if record.get("type") == "action_intent" and payload.get("kind") == "completion":
+                purposes[payload.get("action_id")] = _dict(payload.get("request")).get("purpose")
+            elif record.get("type") == "action_result" and purposes.get(payload.get("action_id")) == "agent":
+                usage = _dict(_dict(_dict(payload.get("result")).get("result")).get("usage"))
+                if usage:
+                    last = pos_int(usage.get("input_tokens")) + pos_int(usage.get("output_tokens"))
+            elif record.get("type") == "projection_delta" and any(
+                _dict(d.get("entry")).get("id") == uuid for d in _list(payload.get("delta"))
+            ):
+                if last is not None:
+                    return last
+                checkpoint = self.store.generations.get(first_seq - 1) if first_seq.__class__ is int else None
+                value = _dict(checkpoint).get("last_reported_context_tokens")
+                return value if value.__class__ is int and value > 0 else None
+        return None
+
+
+def _message_texts(message: dict) -> list[str]:
+    return _texts(message.get("content"))
+
+
+def _after_fold(context: list[dict], before: list[MessageRecord]) -> tuple[list[str], list[MessageRecord]]:
+    """What Vibe sends in place of what it folded (the texts of its injected messages and of the user
+    messages it re-sends between them, in order), and the messages before the fold it kept (sent after
+    them, in order), from the model's context now."""
+    last_injection = max((i for i, item in enumerate(context) if item.get("source") == "injection"), default=None)
+    if last_injection is None:
+        return [], []
+    injected = [t for item in context[: last_injection + 1] for t in _message_texts(_dict(item.get("message")))]
+    kept: list[MessageRecord] = []
+    start = 0
+    for item in context[last_injection + 1:]:
+        message = _dict(item.get("message"))
+        texts = _message_texts(message)
+        ids = [str_or_none(p.get("id")) for p in _list(message.get("content")) if _dict(p).get("type") == "tool_call"]
+        ids += [str_or_none(message.get("tool_call_id"))] if message.get("role") == "tool" else []
+        match = None
+        for k in range(start, len(before)):
+            rec = before[k]
+            if rec.role != message.get("role") and not (rec.role == "tool" and message.get("role") == "tool"):
+                continue
+            if ids and any(b.tool_id in ids for b in rec.blocks):
+                match = k
+                break
+            if texts and [b.text for b in rec.blocks if b.kind == "text"] == texts:
+                match = k
+                break
+        if match is None:
+            break
+        kept.append(before[match])
+        start = match + 1
+    return injected, kept
+
+
+def _summary_of(injected: list[str]) -> str:
+    for text in injected:
+        if "<compaction_summary>" in text:
+            inner = text.split("<compaction_summary>", 1)[1]
+            return inner.split("</compaction_summary>", 1)[0].strip()
+    return "\n\n".join(injected)
+
+
+def parse_session(folder: Path) -> Iterator[Record]:
+    store = _Store(folder)
+    store.read()
+    session = _Session(store)
+    session.run()
+    yield from store.bad
+    if not store.entries and not store.bad:
+        yield BadLine(0, 0, f"{LABEL}: the session's history is empty (no entry in its current generation)")
+    yield from session.messages
+    yield from session.usage
+    yield from session.folds
+    meta = store.meta
+    first_user = next((r for r in session.messages if r.role == "user" and not r.is_meta and r.blocks), None)
+    title = str_or_none(meta.get("title")) or (first_user.blocks[0].text.splitlines()[0][:200] if first_user else None)
+    yield SessionInfo(
+        external_id=session.session_id,
+        title=title,
+        cwd=str_or_none(_dict(meta.get("environment")).get("working_directory")) or str_or_none(meta.get("origin_directory")),
+        git_branch=str_or_none(meta.get("git_branch")),
+        models=[session.model] if session.model else [],
+        started_at=timestamp(meta.get("start_time")) or session.span.started_at,
+        ended_at=timestamp(meta.get("end_time")) or session.span.ended_at,
+    )
+
+
+def parse(source: ParseInput) -> Iterator[Record]:
+    """Records of one session folder (or of the folder one of its files is in); never raises."""
+    path = Path(source.path)
+    folder = session_folder(path)
+    if folder is None:
+        yield BadLine(0, 0, f"{path.name} is not {WHAT} (meta.json beside CURRENT and generations/)")
+        yield SessionInfo()
+        return
+    yield from guarded(parse_session(folder))
+
+
+FORMAT = ENTRY.format(parse=parse, rewrites=True)
