@@ -22,6 +22,7 @@ from contextviewer.lab import api as lab_api
 from contextviewer.providers import api as providers_api
 from contextviewer.review import api as review_api
 from contextviewer.review import read_api as review_read_api
+from contextviewer.usage import api as usage_api
 
 # A bearer token first: session auth answers 403 on a failed CSRF check without trying the next
 # method, and a token client sends no CSRF cookie. A token sees only its own project: every
@@ -59,5 +60,6 @@ def _refused(request, exc):
 
 # Each app's operations are one Router in its api module, mounted here (no app imports this module).
 for _router in (ingest_api.router, jobs_api.router, conversations_api.router, builds_api.router,
-                providers_api.router, accounts_api.router, review_api.router, review_read_api.router, lab_api.router):
+                providers_api.router, accounts_api.router, review_api.router, review_read_api.router, lab_api.router,
+                usage_api.router):
     api.add_router("/", _router)

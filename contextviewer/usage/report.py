@@ -88,7 +88,7 @@ class Figures:
     def as_dict(self) -> dict:
         return {
             "period": self.period,
-            **({"model": self.model} if self.model is not None else {}),
+            "model": self.model,  # with breakdown: the model of this line; None: every model
             "tokens": {"input": self.input_uncached, "cache_write": self.cache_write, "cache_read": self.cache_read,
                        "output": self.output, "reasoning": None},
             "cost_usd": float(round(self.cost, 6)),

@@ -49,7 +49,8 @@ def people(conversation_ids: set[int], project_ids: set[int]) -> dict[int, str]:
             .order_by("created_at", "id").values_list("created_by_id", "result"))
     names = dict(get_user_model().objects.values_list("id", "username"))
     for user_id, result in jobs:
-        for conv in (result or {}).get("conversations") or ():
+        for item in (result or {}).get("conversations") or ():
+            conv = item.get("id") if isinstance(item, dict) else None  # ingest/imports.py conversation_summary
             if isinstance(conv, int) and conv in conversation_ids and conv not in out:
                 out[conv] = names.get(user_id, "")
     return out

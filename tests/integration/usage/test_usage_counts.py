@@ -196,7 +196,7 @@ def test_claude_code_spend_equals_the_hand_working(project, fixtures_dir, sessio
     hand = HAND[session]
     assert _per_model(folder, session) == {m: tokens for m, (tokens, _usd) in hand.items()}
     t = _run_usage("session", "--breakdown")
-    by_model = {ln["model"]: ln for ln in t["lines"] if "model" in ln}
+    by_model = {ln["model"]: ln for ln in t["lines"] if ln["model"]}
     assert set(by_model) == set(hand)
     for model, (tokens, usd) in hand.items():
         line = by_model[model]

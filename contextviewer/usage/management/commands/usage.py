@@ -35,7 +35,7 @@ def render(table: dict, breakdown: bool) -> str:
     rows = []
     for line in [*table["lines"], table["total"]]:
         t = line["tokens"]
-        rows.append([line["period"], line.get("model", "") if breakdown else "", f"{t['input']:,}", f"{t['cache_write']:,}",
+        rows.append([line["period"], (line["model"] or "") if breakdown else "", f"{t['input']:,}", f"{t['cache_write']:,}",
                      f"{t['cache_read']:,}", f"{t['output']:,}", _usd(line), _rate(line["cache_hit_rate"]),
                      str(line["sessions"]), str(line["model_calls"]), str(line["folds"])])
     columns = [c for c in COLUMNS if breakdown or c != "model"]
