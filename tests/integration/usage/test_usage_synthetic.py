@@ -27,6 +27,7 @@ from contextviewer.accounts.models import Membership, Role
 from contextviewer.accounts.services import create_token, get_or_create_project
 from contextviewer.ingest import imports
 from contextviewer.jobs import queue as jobs
+from tests.integration.viewer.test_read_api import check_contract
 from tests.sessions import SessionBuilder, session_lines, write_lines
 
 pytestmark = pytest.mark.django_db
@@ -116,6 +117,7 @@ def test_the_api_answers_the_command_s_figures(world, user):
     project, other = world
     c = Client()
     c.force_login(user)
+    openapi = c.get("/api/openapi.json").json()
     for query in ("period=daily", "period=monthly&breakdown=true", "period=session&timezone=Europe/Paris", "period=weekly&person=alice"):
         got = c.get(f"/api/projects/{project.slug}/usage?{query}")
         assert got.status_code == 200, got.content
@@ -124,7 +126,10 @@ def test_the_api_answers_the_command_s_figures(world, user):
         for k, v in params.items():
             args += [f"--{k}"] if k == "breakdown" else [f"--{k}", v]
         assert got.json() | {"filters": None} == _usage(*args) | {"filters": None}
-    assert c.get(f"/api/projects/{project.slug}/usage?since=yesterday").json()["detail"].startswith("since: give a date")
+        check_contract(openapi, "/api/projects/{slug}/usage", got)
+    bad = c.get(f"/api/projects/{project.slug}/usage?since=yesterday")
+    assert bad.status_code == 400 and bad.json()["detail"].startswith("since: give a date")
+    check_contract(openapi, "/api/projects/{slug}/usage", bad)
     assert c.get(f"/api/projects/{other.slug}/usage").status_code == 404  # alice is not in bob's project
 
 
