@@ -210,6 +210,13 @@ def _picoclaw(tmp: Path, fx) -> Path:
     return picoclaw_t.write_session(sessions, picoclaw_t.FILE_KEY, picoclaw_t.LINES, {**picoclaw_t.META, "skip": 13})
 
 
+def _copilot(tmp: Path, fx) -> Path:
+    from tests.unit import test_copilot_importer as copilot_t
+
+    # Two applied compactions (a background one and /compact) and a cancelled one (no fold); a task sub-agent.
+    return copilot_t.session().write(tmp / "session-state" / copilot_t.SID / "events.jsonl")
+
+
 SAMPLES = [
     # Real logs (skipped where ../shared/fixtures is absent).
     Sample("claude-code-fixture", "claude-code", _fixture("claude-code/oneryalcin__fasthooks__sample_main_transcript.jsonl"),
@@ -254,6 +261,7 @@ SAMPLES = [
     Sample("cline-cli", "cline", _cline_cli, external_id="1800000000000_abcde"),
     Sample("crush", "crush", _crush, external_id="s1", folds=1),
     Sample("opencode-go", "opencode-go", _opencode_go, external_id="s1", folds=1),
+    Sample("copilot", "copilot", _copilot, folds=2),
 ]
 
 # (surface, sample id) -> why it fails today; strict, so a fix shows up as XPASS.
