@@ -124,3 +124,16 @@ def test_a_session_cost_kept_per_session_is_recorded_once_and_its_calls_are_not_
     assert t["total"]["cost_usd"] == 0.203691 and t["total"]["cost_recorded_usd"] == 0.203691
     assert t["total"]["cost_complete"] is True and t["total"]["unmeasured_calls"] == 3 and t["total"]["model_calls"] == 3
     assert [(ln.get("model"), ln["cost_usd"]) for ln in t["lines"]] == [(None, 0.203691), ("claude-haiku-4.5", 0.203691)]
+
+
+def test_genai_prices_own_data_file_replaces_the_shipped_data(tmp_path):
+    # A data file in genai-prices' own shape (a list of providers with their models' prices per million):
+    # 1M input x $2 + 1M output x $8 = $10; a model only the shipped data knows is no longer priced.
+    raw = [{"id": "house", "name": "House", "api_pattern": r"https://house\.example", "model_match": {"starts_with": "house-"},
+            "models": [{"id": "house-model-7", "match": {"equals": "house-model-7"}, "prices": {"input_mtok": 2, "output_mtok": 8}}]}]
+    path = tmp_path / "data.json"
+    path.write_text(json.dumps(raw))
+    book = PriceBook.from_file(path)
+    assert book.cost("house-model-7", FEB, CallUsage(1_000_000, 0, 0, 0, 1_000_000)) == Decimal("10")
+    assert book.cost("claude-opus-4-6", FEB, CallUsage(1000)) is None
+    assert "data from the price file" in book.database
