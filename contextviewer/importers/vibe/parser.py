@@ -350,11 +350,32 @@ class _Session:
         holder = self.record(entry, "user", [Block("text", text=t) for t in injected], f"{uuid}:summary", is_meta=True,
                              is_compact_summary=True, parent_uuid=marker.uuid)
         trigger = str_or_none(details.get("trigger"))
+        cost, asked = self._compaction_call(uuid.removeprefix("checkpoint-compaction-"))
+        summary_text = summary_text or asked
         self.folds.append(FoldRecord(line_no=marker.line_no, boundary_uuid=marker.uuid, kind="compact",
                                      trigger=TRIGGERS.get(trigger or "", trigger), tokens_before=self._before(uuid),
                                      summary_uuid=holder.uuid, summary_text=summary_text,
                                      preserved_uuids=[r.uuid for r in kept if r.uuid], timestamp=marker.timestamp,
-                                     metadata={"attempt": details.get("attempt"), "summary_length": details.get("summaryLength")}))
+                                     metadata={"attempt": details.get("attempt"), "summary_length": details.get("summaryLength")},
+                                     cost=cost))
+
+    def _compaction_call(self, compaction_id: str) -> tuple[dict | None, str]:
+        """The compaction call's usage (the fold's cost) and the summary it answered, where the journal
+        still holds it (``request.purpose: "compaction"``, ``compaction_id``)."""
+        action = None
+        for record in self.store.journal:
+            payload = _dict(record.get("payload"))
+            request = _dict(payload.get("request"))
+            if record.get("type") == "action_intent" and request.get("purpose") == "compaction" and request.get("compaction_id") == compaction_id:
+                action = payload.get("action_id")
+            elif record.get("type") == "action_result" and action is not None and payload.get("action_id") == action:
+                result = _dict(_dict(payload.get("result")).get("result"))
+                usage = _dict(result.get("usage"))
+                cached, written = pos_int(usage.get("cached_input_tokens")), pos_int(usage.get("cache_write_tokens"))
+                cost = {"calls": 1, "input_uncached": max(0, pos_int(usage.get("input_tokens")) - cached - written),
+                        "cache_write": written, "cache_read": cached, "output": pos_int(usage.get("output_tokens")), "model": self.model}
+                return (cost if usage else None), "\n".join(_texts(result.get("parts")))
+        return None, ""
 
     def _before(self, uuid: str) -> int | None:
         """The last main call's input + output before this compaction, where the folder still has it:

@@ -1,0 +1,87 @@
+"""Mistral Vibe 3.0 session folders read by the vibe format, on SYNTHETIC folders written here in the
+layout Vibe 3.0.3 wrote when run for real (tests/vibe_folders.py). The expected figures are what the
+generator wrote (its prompts, responses, tool calls and journal usage), not what the importer
+returns. The real CLI is checked by tests/agents/test_vibe_conformance.py."""
+
+from __future__ import annotations
+
+import json
+
+from contextviewer.core.records import BadLine, FoldRecord, MessageRecord, SessionInfo, UsageRecord
+from contextviewer.importers import formats
+from contextviewer.importers.vibe import parser as vibe
+from tests.importers import of, parse_path
+from tests.vibe_folders import MODEL, SUMMARY, make_session
+
+
+def test_a_session_folder_is_claimed_by_vibe_and_read_whole(tmp_path):
+    w = make_session(tmp_path)
+    assert formats.claim(w.folder).name == "vibe"
+    assert formats.claim(w.folder / "meta.json").name == "vibe"  # one of its files: the folder is read
+    assert formats.claim(next((w.folder / "chunks").iterdir())).name == "vibe"
+    found = formats.discover(tmp_path)
+    assert [(s.format, s.main) for s in found.sessions] == [("vibe", w.folder)]
+
+
+def test_messages_calls_and_tools_equal_what_was_written(tmp_path):
+    w = make_session(tmp_path)
+    records = parse_path(vibe.parse, w.folder)
+    assert not of(records, BadLine)
+    messages = of(records, MessageRecord)
+    users = [m for m in messages if m.role == "user" and not m.is_meta]
+    assert [m.blocks[0].text for m in users] == w.prompts
+    calls = of(records, UsageRecord)
+    assert len(calls) == w.responses == 7  # 3 + 2 + 2 responses written, the two reads in ONE response
+    blocks = [b for m in messages for b in m.blocks if b.kind == "tool_call"]
+    assert [(b.tool_id, b.tool_name) for b in blocks] == w.tool_calls  # the model's ids and names, not the store's
+    assert blocks[0].tool_input == {"command": "ls"}  # as the model asked (the store adds timeout_seconds)
+    both = next(m for m in messages if len([b for b in m.blocks if b.kind == "tool_call"]) == 2)
+    assert [b.tool_id for b in both.blocks] == ["call_ra", "call_rb"]
+    results = {b.tool_id: b.text for m in messages for b in m.blocks if b.kind == "tool_result"}
+    assert json.loads(results["call_rb"]) == {"content": "beta", "path": "b.md"}
+
+
+def test_only_the_last_turns_calls_are_measured(tmp_path):
+    w = make_session(tmp_path)
+    calls = of(parse_path(vibe.parse, w.folder), UsageRecord)
+    measured = [(c.input_uncached, c.output) for c in calls if c.context_size]
+    assert measured == w.measured  # the journal of turn 3; Vibe keeps no per-call usage for the turns before
+    assert {c.model for c in calls} == {MODEL}
+
+
+def test_the_compaction_is_a_fold_with_what_vibe_injected_and_kept(tmp_path):
+    w = make_session(tmp_path)
+    records = parse_path(vibe.parse, w.folder)
+    [fold] = of(records, FoldRecord)
+    assert fold.trigger == "auto"
+    assert fold.tokens_before == w.last_context_before_fold  # the generation before the journal
+    assert fold.summary_text == SUMMARY
+    assert fold.cost["calls"] == 1 and (fold.cost["input_uncached"], fold.cost["output"]) == w.compaction_usage
+    by_uuid = {m.uuid: m for m in of(records, MessageRecord)}
+    holder = by_uuid[fold.summary_uuid]
+    assert holder.is_compact_summary and len(holder.blocks) == 4  # preamble, two re-sent prompts, the summary
+    kept = [by_uuid[u].blocks[0].text for u in fold.preserved_uuids]
+    assert kept == ["a.md now says gamma.", "now count the lines of a.md"]
+    info = of(records, SessionInfo)[-1]
+    assert info.cwd == "/work/demo" and info.title == w.prompts[0]
+
+
+def test_bad_input_is_said_with_the_agents_name_and_the_next_session_is_read(tmp_path):
+    good = make_session(tmp_path, sid="aaaa0000-good")
+    bad = make_session(tmp_path, sid="bbbb0000-bad")
+    (bad.folder / "CURRENT").write_text(json.dumps({"generation": "0000000000000099"}))
+    records = parse_path(vibe.parse, bad.folder)
+    [said] = of(records, BadLine)
+    assert said.reason.startswith("Mistral Vibe:") and "generations/0000000000000099/manifest.json is missing" in said.reason
+    (good.folder / "chunks" / "broken.json").write_text("{not json")  # a stray broken chunk loses nothing
+    found = formats.discover(tmp_path)
+    assert sorted(s.main.name for s in found.sessions) == ["aaaa0000-good", "bbbb0000-bad"]
+    records = parse_path(vibe.parse, good.folder)
+    assert not of(records, BadLine) and len(of(records, UsageRecord)) == good.responses
+
+
+def test_a_file_outside_a_session_folder_is_not_vibes(tmp_path):
+    (tmp_path / "meta.json").write_text("{}")
+    assert vibe.sniff(tmp_path / "meta.json", b"{}") == 0.0
+    [said] = of(parse_path(vibe.parse, tmp_path / "meta.json"), BadLine)
+    assert "not a Mistral Vibe session folder" in said.reason
