@@ -23,5 +23,6 @@ urlpatterns = [
     path("", include("contextviewer.providers.urls")),
     path("", include("contextviewer.accounts.urls")),
     path("", include("contextviewer.review.urls")),
+    path("", include("contextviewer.usage.urls")),
     path("", include("contextviewer.viewer.urls")),
 ]

@@ -1,0 +1,7 @@
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("projects/<slug:project>/usage/", views.analytics, name="project_usage"),
+]
