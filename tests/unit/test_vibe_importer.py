@@ -66,14 +66,23 @@ def test_the_compaction_is_a_fold_with_what_vibe_injected_and_kept(tmp_path):
     assert info.cwd == "/work/demo" and info.title == w.prompts[0]
 
 
-def test_bad_input_is_said_with_the_agents_name_and_the_next_session_is_read(tmp_path):
+def test_bad_input_is_said_with_the_agents_name_and_nothing_else_is_lost(tmp_path):
     good = make_session(tmp_path, sid="aaaa0000-good")
     bad = make_session(tmp_path, sid="bbbb0000-bad")
+    # CURRENT names a generation that is not there: said, and the newest generation there is read.
     (bad.folder / "CURRENT").write_text(json.dumps({"generation": "0000000000000099"}))
     records = parse_path(vibe.parse, bad.folder)
     [said] = of(records, BadLine)
-    assert said.reason.startswith("Mistral Vibe:") and "generations/0000000000000099/manifest.json is missing" in said.reason
-    (good.folder / "chunks" / "broken.json").write_text("{not json")  # a stray broken chunk loses nothing
+    assert said.reason.startswith("Mistral Vibe: CURRENT names generation 0000000000000099, which has no manifest")
+    assert "read the newest generation there is, 0000000000000040" in said.reason
+    assert len(of(records, UsageRecord)) == bad.responses
+    # A history chunk gone: said by its name; the session's other parts still read.
+    manifest = json.loads((bad.folder / "generations" / "0000000000000040" / "manifest.json").read_text())
+    (bad.folder / "chunks" / f"{manifest['projection_state']['chunks'][0]}.json").unlink()
+    said = [b.reason for b in of(parse_path(vibe.parse, bad.folder), BadLine)]
+    assert any(r.startswith("Mistral Vibe: chunks/") and "is missing from the session folder" in r for r in said)
+    # The folder beside it loses nothing, a stray broken chunk in it neither.
+    (good.folder / "chunks" / "broken.json").write_text("{not json")
     found = formats.discover(tmp_path)
     assert sorted(s.main.name for s in found.sessions) == ["aaaa0000-good", "bbbb0000-bad"]
     records = parse_path(vibe.parse, good.folder)

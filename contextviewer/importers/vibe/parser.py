@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from contextviewer.core.records import BadLine, Block, FoldRecord, MessageRecord, Record, SessionInfo, UsageRecord
-from contextviewer.importers.common import TimeSpan, compact_json, json_kind, pos_int, str_or_none, timestamp, tool_call
+from contextviewer.importers.common import TimeSpan, compact_json, int_or_none, json_kind, pos_int, str_or_none, timestamp, tool_call
 from contextviewer.importers.driver import guarded
 from contextviewer.importers.formats import ParseInput
 from contextviewer.importers.jsondoc import Document, read_json_file
@@ -82,6 +82,11 @@ def _result_text(output: dict) -> tuple[str, bool]:
     return str_or_none(output.get("message")) or "", failed
 
 
+def _plain_name(name: Any) -> bool:
+    """A generation's or a chunk's name as Vibe writes them (digits, a hex digest): a file name, nothing else."""
+    return name.__class__ is str and 0 < len(name) <= 128 and name.isascii() and name.isalnum()
+
+
 def _short_name(name: str | None) -> str | None:
     """``file_system.bash`` -> ``bash``: the store names a tool with its group, the model without."""
     return name.rsplit(".", 1)[-1] if name else name
@@ -114,7 +119,8 @@ class _Store:
     def chunk_list(self, names: Any, what: str) -> list:
         out: list = []
         for name in _list(names):
-            if name.__class__ is not str or "/" in name or "\\" in name:
+            if not _plain_name(name):
+                self.bad.append(BadLine(0, 0, f"{LABEL}: a {what} chunk's name is not a file name ({json_kind(name)}): left out"))
                 continue
             value = self.json(self.folder / "chunks" / f"{name}.json", required=True)
             if value is None:
@@ -131,17 +137,25 @@ class _Store:
         if meta is not None and meta.__class__ is not dict:
             self.bad.append(BadLine(0, 0, f"{LABEL}: meta.json is {json_kind(meta)}, not the session's metadata object"))
         current = _dict(self.json(self.folder / CURRENT, required=True))
-        generation = str_or_none(current.get("generation"))
-        if generation is None or "/" in generation:
-            if current:
-                self.bad.append(BadLine(0, 0, f"{LABEL}: CURRENT names no generation"))
-        else:
+        generation = current.get("generation")
+        if not _plain_name(generation) or not (self.folder / "generations" / generation / "manifest.json").is_file():
+            newest = self._newest_generation()
+            said = "names no generation" if not _plain_name(generation) else f"names generation {generation}, which has no manifest"
+            self.bad.append(BadLine(0, 0, f"{LABEL}: CURRENT {said}"
+                                          + (f": read the newest generation there is, {newest}" if newest else ": nothing to read")))
+            generation = newest
+        if generation is not None:
             manifest = _dict(self.json(self.folder / "generations" / generation / "manifest.json", required=True))
             self.entries = [e for e in self.chunk_list(_dict(manifest.get("projection_state")).get("chunks"), "history") if e.__class__ is dict]
             self.context = [e for e in self.chunk_list(_dict(manifest.get("checkpoint")).get("chunks"), "context") if e.__class__ is dict]
         self._chunks()
         self._generations()
         self._journal()
+
+    def _newest_generation(self) -> str | None:
+        folder = self.folder / "generations"
+        found = [p.name for p in folder.iterdir() if p.name.isdigit() and (p / "manifest.json").is_file()] if folder.is_dir() else []
+        return max(found, key=int, default=None)
 
     def _chunks(self) -> None:
         folder = self.folder / "chunks"
@@ -356,7 +370,7 @@ class _Session:
                                      trigger=TRIGGERS.get(trigger or "", trigger), tokens_before=self._before(uuid),
                                      summary_uuid=holder.uuid, summary_text=summary_text,
                                      preserved_uuids=[r.uuid for r in kept if r.uuid], timestamp=marker.timestamp,
-                                     metadata={"attempt": details.get("attempt"), "summary_length": details.get("summaryLength")},
+                                     metadata={"attempt": int_or_none(details.get("attempt")), "summary_length": int_or_none(details.get("summaryLength"))},
                                      cost=cost))
 
     def _compaction_call(self, compaction_id: str) -> tuple[dict | None, str]:

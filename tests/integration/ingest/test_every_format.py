@@ -217,6 +217,13 @@ def _copilot(tmp: Path, fx) -> Path:
     return copilot_t.session().write(tmp / "session-state" / copilot_t.SID / "events.jsonl")
 
 
+def _vibe(tmp: Path, fx) -> Path:
+    from tests.vibe_folders import make_session
+
+    # A session folder: three turns, an automatic compaction at the start of the third (one fold).
+    return make_session(tmp / "unified").folder
+
+
 SAMPLES = [
     # Real logs (skipped where ../shared/fixtures is absent).
     Sample("claude-code-fixture", "claude-code", _fixture("claude-code/oneryalcin__fasthooks__sample_main_transcript.jsonl"),
@@ -262,6 +269,7 @@ SAMPLES = [
     Sample("crush", "crush", _crush, external_id="s1", folds=1),
     Sample("opencode-go", "opencode-go", _opencode_go, external_id="s1", folds=1),
     Sample("copilot", "copilot", _copilot, folds=2),
+    Sample("vibe", "vibe", _vibe, external_id="9e1c0de0-0000-4000-8000-00000000abcd", folds=1),
 ]
 
 # (surface, sample id) -> why it fails today; strict, so a fix shows up as XPASS.
