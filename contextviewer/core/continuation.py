@@ -7,7 +7,9 @@ reads them (the same message dicts facts.extract reads) beside the fold's FactRe
 - used_after: the keys of lost facts (tiers A and B the summary did not keep) that the
   continuation uses again, so the agent had to find them again. A path, URL or identifier counts
   when a later tool call acts on it (its input, less its label (`description`) and the text it
-  writes (`content`, `new_string` ...)) or a user message names it; a command counts when a later
+  writes (`content`, `new_string` ...)) or a user message names it (in any spelling of the path,
+  core/pathmatch.py; a glob or folder a later call searches is not a use of each file it covers);
+  a command counts when a later
   command or user message states it. Matched as the probe matches a summary (facts.is_kept): what
   follows the fold is read as a summary would be. Requests, decisions, constraints, errors and
   numbers are statements, not things a call uses: they are not looked for. In order of first use.
@@ -32,7 +34,7 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
-from contextviewer.core import facts, salience
+from contextviewer.core import facts, pathmatch, salience
 
 USED_KINDS = ("path", "command", "identifier", "url")
 FIRST_ACTIONS = 10
@@ -200,7 +202,9 @@ def _used_after(after: Sequence[Mapping], report: facts.FactReport, cwd: str) ->
         return []
 
     def used(fact: facts.Fact, uses, commands) -> bool:
-        return bool(facts.is_kept(fact, commands if fact.kind == "command" else uses, cwd, tails))
+        # A glob or a folder a later call searches (`**/*.py`) is not the file used again.
+        how = facts.is_kept(fact, commands if fact.kind == "command" else uses, cwd, tails)
+        return bool(how) and how != pathmatch.PATTERN
 
     # The whole continuation first (one pass), then the first message using each candidate.
     everything = facts.merge([u for u, _ in texts]), facts.merge([c for _, c in texts])

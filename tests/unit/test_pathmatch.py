@@ -106,6 +106,10 @@ def test_used_after_and_reread_after_match_the_same_way():
     assert measured.used_after == ["notes/todo.md"]
     assert measured.reread_after == ["notes/todo.md"]
 
+    # A later search over a glob covering it is no use of the file itself.
+    globbed = [_msg(2, "assistant", _call("Glob", "g1", pattern="notes/**/*.md"))]
+    assert continuation.measure(before, "Nothing about notes.", globbed, report, cwd=POSIX).used_after == []
+
     win_before = [_msg(0, "assistant", _call("Read", "r1", file_path="C:\\Users\\Ana\\Projects\\shop\\src\\Cart.ts"))]
     win_report = facts.probe(win_before, "Nothing.", cwd=WIN)
     win_after = [_msg(1, "assistant", _call("Edit", "e1", file_path="c:/users/ana/projects/shop/src/cart.ts", old_string="a", new_string="b"))]
