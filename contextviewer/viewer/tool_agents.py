@@ -99,7 +99,7 @@ def normalize(name: str, tool_input: Any) -> tuple[str, dict] | None:
         return "TodoWrite", {"todos": todos}
     if key in TASKS and isinstance(tool_input.get("prompt"), str):
         return "Task", {"prompt": tool_input["prompt"], "description": _s(tool_input, "description"),
-                        "subagent_type": _s(tool_input, "subagent_type")}  # fmt: skip
+                        "subagent_type": _s(tool_input, "subagent_type", "agent_type")}  # fmt: skip
     if key in BROWSE:
         url, code = _s(tool_input, "url"), _s(tool_input, "code", "browser_actions")
         return ("Browse", {"url": url, "code": code}) if url or code else None
@@ -132,7 +132,7 @@ def _file_call(key: str, d: dict, path: str) -> tuple[str, dict] | None:
         return "Read", {
             "file_path": path,
             "offset": offset,
-            "plain": key in ("read_file", "filereadaction", "read") and not command,
+            "plain": key in ("read_file", "filereadaction", "read", "view") and not command,
         }
     if command == "insert" or (key == "insert"):
         line = _int(d.get("insert_line")) if command else _int(d.get("line"))
@@ -224,6 +224,7 @@ _OH_META = re.compile(r"\n?\[(Current working directory|Python interpreter): ([^
 _OH_TIMEOUT = re.compile(r"\n?\[(The command (?:timed out|has no new output)[^\]\n]*)\]")
 _DEEP_EXIT = re.compile(r"\n?\[Command (?:succeeded|failed) with exit code (-?\d+)\]")
 _DEEP_CUT = "[Output was truncated due to size limits]"
+_SHELL_ID_EXIT = re.compile(r"\n?<shellId: [^<>\n]*? completed with exit code (-?\d+)>\s*$")
 _STDERR = "[stderr]"
 _MINI = re.compile(r"^<returncode>(-?\d+)</returncode>\s*(?:<output>\n?(.*?)\n?</output>)?(.*)$", re.S)
 _GEMINI_KEYS = ("Command", "Directory", "Output", "Error", "Exit Code", "Signal", "Background PIDs", "Process Group PGID")
@@ -253,7 +254,8 @@ def shell_output(text: str) -> ShellOutput:
     Error: / Exit Code:` lines, OpenHands' `[The command completed with exit code N.]` and
     `[Current working directory: D]` lines, SWE-agent's `(Open file: F)(Current directory: D)bash-$`
     trailer, Crush's `<cwd>D</cwd>`, deepagents' `[Command failed with exit code N]` (its stderr lines
-marked `[stderr] `); else the text as output (exit code unknown)."""
+marked `[stderr] `), GitHub Copilot CLI's `<shellId: N completed with exit code N>`; else the text as
+    output (exit code unknown)."""
     text = decode_escapes(text, loose=True).replace("\r\n", "\n")
     if m := _MINI.match(text.strip()):
         rest = m.group(3).strip()
@@ -272,6 +274,8 @@ marked `[stderr] `); else the text as output (exit code unknown)."""
         out.output = out.output[: m.start()] + out.output[m.end() :]
     if out.exit_code is None and (m := _DEEP_EXIT.search(out.output)):
         _deepagents(out, m)
+    if out.exit_code is None and (m := _SHELL_ID_EXIT.search(out.output)):
+        out.exit_code, out.output = int(m.group(1)), out.output[: m.start()]
     for m in list(_OH_META.finditer(out.output)):
         if m.group(1) == "Current working directory":
             out.workdir = m.group(2).strip()

@@ -69,6 +69,8 @@ class Session:
             self.event("tool.execution_start", agent, toolCallId=i, toolName=n, arguments=a)
             if failed:
                 self.result(i, "command exited 1", agent, success=False)
+            elif n == "bash":  # the trailer Copilot's bash tool ends its output with
+                self.result(i, f"output of {n}\n<shellId: 0 completed with exit code 0>", agent)
             elif n != "task":
                 self.result(i, f"output of {n}", agent)
         self.event("assistant.turn_end", agent, turnId="0")
@@ -259,3 +261,23 @@ def test_an_event_written_twice_is_read_once(tmp_path):
 def test_copilot_compacts_at_80_percent_of_the_prompt_limit():
     rules = formats.harness("copilot")
     assert rules.auto_fold_at(ModelSpec("local", 50_000, 8_000)) == 40_000
+
+
+def test_a_bash_result_shows_its_output_and_exit_code():
+    from contextviewer.viewer.tool_agents import shell_output  # noqa: PLC0415
+
+    # As Copilot 1.0.102 answered `cat notes.txt` in the run here.
+    out = shell_output("status: final\n<shellId: 0 completed with exit code 0>")
+    assert (out.output, out.exit_code) == ("status: final", 0)
+    assert shell_output("boom\n<shellId: 3 completed with exit code 2>\n").exit_code == 2
+
+
+def test_its_view_and_task_calls_read_as_a_file_and_a_sub_agent():
+    from contextviewer.viewer.tool_agents import normalize  # noqa: PLC0415
+    from contextviewer.viewer.tool_display import tool_view  # noqa: PLC0415
+
+    # `view` answers with the file's text, unnumbered (README.md in the run here).
+    read = tool_view("view", {"path": "/p/README.md"}, "# Scripted project\n\nA tiny project.\n")
+    assert read.kind == "read" and read.code is not None and read.code.lines == 3
+    task = normalize("task", {"name": "reader", "description": "Read app.py", "prompt": "read app.py", "agent_type": "explore"})
+    assert task == ("Task", {"prompt": "read app.py", "description": "Read app.py", "subagent_type": "explore"})
