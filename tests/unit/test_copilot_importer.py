@@ -281,3 +281,21 @@ def test_its_view_and_task_calls_read_as_a_file_and_a_sub_agent():
     assert read.kind == "read" and read.code is not None and read.code.lines == 3
     task = normalize("task", {"name": "reader", "description": "Read app.py", "prompt": "read app.py", "agent_type": "explore"})
     assert task == ("Task", {"prompt": "read app.py", "description": "Read app.py", "subagent_type": "explore"})
+
+
+def test_a_log_without_call_ids_or_usage_has_one_call_per_assistant_message_and_says_a_truncation(tmp_path):
+    """apiCallId and the usage records are optional in the schema: each assistant message is then a
+    call of its own, with no measured usage; a truncation (no summary) is a note, not a fold."""
+    s = Session()
+    s.user("hello")
+    s.event("assistant.message", content="", toolRequests=[{"toolCallId": "c1", "name": "bash", "arguments": {"command": "ls"}}])
+    s.result("c1", "file1")
+    s.event("assistant.message", content="Done", toolRequests=[])
+    s.event("session.truncation", messagesRemovedDuringTruncation=4, tokensRemovedDuringTruncation=1234,
+            performedBy="BasicTruncator", tokenLimit=50_000)
+    records = parse_path(copilot.parse, s.write(tmp_path / SID / "events.jsonl"))
+    calls = of(records, UsageRecord)
+    assert len(calls) == 2 and all(c.input_uncached == c.output == 0 for c in calls)
+    assert not of(records, FoldRecord)
+    note = next(m for m in of(records, MessageRecord) if m.subtype == "truncation")
+    assert note.role == "system" and note.blocks[0].text == "GitHub Copilot CLI truncated the conversation (4 messages, 1234 tokens removed)"

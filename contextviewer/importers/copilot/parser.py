@@ -36,6 +36,9 @@ sub-agent's events, which are written in its parent's file):
   Copilot's others as written (``context_limit_retry``, ``memory_pressure``, ``model_switch``).
   ``tokens_before`` is Copilot's own ``currentTokens`` at compaction start (system + conversation +
   tool definitions). A failed or cancelled compaction (the process ended first) is no fold.
+- ``session.truncation`` (Copilot dropped messages to fit, no summary: ``messagesRemovedDuringTruncation``,
+  ``tokensRemovedDuringTruncation``): a ``system`` note where it happened, not a fold (the log does
+  not say which messages went). Not seen in the runs here.
 - Bookkeeping (turn and tool starts, shutdown, model.* internals of a manual compaction, hooks...):
   no message. Any type this parser does not know: an ``other`` message (its raw kept).
 
@@ -94,6 +97,13 @@ def _dict(value) -> dict:
 
 def _int(value) -> int | None:
     return value if value.__class__ is int and value >= 0 else None
+
+
+def _truncation_note(data: dict) -> str:
+    removed, tokens = _int(data.get("messagesRemovedDuringTruncation")), _int(data.get("tokensRemovedDuringTruncation"))
+    said = [f"{removed} messages" if removed is not None else "", f"{tokens} tokens" if tokens is not None else ""]
+    said = [x for x in said if x]
+    return "GitHub Copilot CLI truncated the conversation" + (f" ({', '.join(said)} removed)" if said else "")
 
 
 class _Parser(JsonParser, TimeSpan):
@@ -205,6 +215,9 @@ class _Parser(JsonParser, TimeSpan):
         elif kind == "abort":
             record.role, record.subtype = "system", "abort"
             record.blocks = [Block("text", text=str_or_none(data.get("reason")) or "aborted")]
+        elif kind == "session.truncation":
+            record.role, record.subtype = "system", "truncation"
+            record.blocks = [Block("text", text=_truncation_note(data))]
         self.out.append(record)
         pending = self.pending.get(agent)
         if pending is not None and record.role in ("user", "assistant", "tool"):
