@@ -248,6 +248,23 @@ def decode_escapes(text: str, loose: bool = False) -> str:
     return text
 
 
+def read_object(text: str) -> tuple[str, int, str] | None:
+    """A read whose result is one JSON object holding the file's text, as some harnesses send it
+    (``{"content", "path", "offset", "lines_read", ...}``, offset 0-based): (the text, its first line
+    number, the path); None for any other result."""
+    if not text.startswith("{") or '"content"' not in text:
+        return None
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict) or not isinstance(obj.get("content"), str) or not isinstance(obj.get("path"), str):
+        return None
+    offset = obj.get("offset")
+    first = offset + 1 if isinstance(offset, int) and not isinstance(offset, bool) and offset >= 0 else 1
+    return obj["content"], first, obj["path"]
+
+
 def shell_output(text: str) -> ShellOutput:
     """What a shell call printed and how it ended, by the result's shape: mini-swe-agent's
     `<returncode>N</returncode><output>...</output>`, Gemini CLI's `Command: / Directory: / Output: /

@@ -489,6 +489,12 @@ def _agent_view(call: str, args: dict, result_text: str | None, result_error: bo
                         note=args.get("note", ""))  # fmt: skip
     if call == "Read":
         view = ToolView("read", path=path)
+        if ok and (sent := tool_agents.read_object(result_text or "")) is not None:
+            body, first, where = sent
+            view.path = view.path or where
+            view.code = plain_code(view.path, body, first)
+            view.shows_result = view.code is not None
+            return view
         if ok:
             listing = tool_agents.numbered_listing(result_text or "")
             if listing is not None:

@@ -208,6 +208,9 @@ def agent_shell_result(text: str, is_error: bool, extra: dict | None) -> BashRes
         return codex
     out = tool_agents.shell_output(text)
     extra = extra if isinstance(extra, dict) else {}
+    if isinstance(extra.get("stdout"), str) or isinstance(extra.get("stderr"), str):
+        # The log keeps the run's streams apart (a result the harness sends as one JSON object): those, not the text.
+        out.output, out.stderr = extra.get("stdout") or "", extra.get("stderr") or ""
     code = out.exit_code if out.exit_code is not None else _exit_code(extra, "exit_code", "exitCode")
     note = out.note or (extra["note"] if isinstance(extra.get("note"), str) else "")
     if code is None and is_error and not out.stderr:

@@ -94,3 +94,18 @@ def test_a_file_outside_a_session_folder_is_not_vibes(tmp_path):
     assert vibe.sniff(tmp_path / "meta.json", b"{}") == 0.0
     [said] = of(parse_path(vibe.parse, tmp_path / "meta.json"), BadLine)
     assert "not a Mistral Vibe session folder" in said.reason
+
+
+def test_a_bash_result_reads_as_a_command_run_with_its_exit_code_and_output(tmp_path):
+    from contextviewer.viewer.tool_display import tool_view  # noqa: PLC0415
+
+    w = make_session(tmp_path)
+    messages = of(parse_path(vibe.parse, w.folder), MessageRecord)
+    result = next(b for m in messages for b in m.blocks if b.kind == "tool_result" and b.tool_id == "call_ls")
+    assert json.loads(result.text)["stdout"] == "a.md\nb.md\n"  # the text stays what the model was sent
+    view = tool_view("bash", {"command": "ls"}, result.text, result.is_error, result.extra)
+    assert (view.bash.exit_code, view.bash.stdout, view.bash.stderr) == (0, "a.md\nb.md\n", "")
+    read = next(b for m in messages for b in m.blocks if b.kind == "tool_result" and b.tool_id == "call_ra")
+    assert read.extra is None
+    view = tool_view("read_file", {"path": "a.md"}, read.text, read.is_error, read.extra)
+    assert view.kind == "read" and view.code is not None and "alpha" in str(view.code) and '"content"' not in str(view.code)

@@ -82,6 +82,21 @@ def _result_text(output: dict) -> tuple[str, bool]:
     return str_or_none(output.get("message")) or "", failed
 
 
+def _run_of(structured: Any) -> dict | None:
+    """How a command ran, where the result is bash's ``{command, returncode, stdout, stderr, timed_out}``
+    (Block.extra: the streams apart, the exit code, a timeout as interrupted); None otherwise."""
+    run = _dict(structured)
+    if not (isinstance(run.get("stdout"), str) or isinstance(run.get("stderr"), str)):
+        return None
+    extra: dict[str, Any] = {"stdout": run.get("stdout") or "", "stderr": run.get("stderr") or ""}
+    code = int_or_none(run.get("returncode"))
+    if code is not None:
+        extra["exit_code"] = code
+    if run.get("timed_out") is True:
+        extra["interrupted"] = True
+    return extra
+
+
 def _plain_name(name: Any) -> bool:
     """A generation's or a chunk's name as Vibe writes them (digits, a hex digest): a file name, nothing else."""
     return name.__class__ is str and 0 < len(name) <= 128 and name.isascii() and name.isalnum()
@@ -346,11 +361,12 @@ class _Session:
             rec = self.record(entry, "assistant", [block], f"{uuid}:call")
             self.call(rec, call_id or "")
             self.open_call = (rec, group or call_id)
-        text, failed = _result_text(_dict(state.get("output")))
+        output = _dict(state.get("output"))
+        text, failed = _result_text(output)
         if call_id in self.calls.results and not text:
             text = self.calls.results[call_id]
-        self.record(entry, "tool", [Block("tool_result", text=text, tool_id=call_id or uuid, tool_name=name, is_error=failed)],
-                    f"{uuid}:result")
+        self.record(entry, "tool", [Block("tool_result", text=text, tool_id=call_id or uuid, tool_name=name, is_error=failed,
+                                          extra=_run_of(output.get("structured_content")))], f"{uuid}:result")
 
     def fold(self, entry: dict, uuid: str) -> None:
         details = _dict(entry.get("details"))
