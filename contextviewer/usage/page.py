@@ -5,17 +5,16 @@ Every query is aggregated in SQL or reads one row per session; the template only
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db.models import Count, Max
-from django.db.models.functions import ExtractHour, ExtractIsoWeekDay
 
 from contextviewer.conversations import figures
 from contextviewer.conversations.models import Conversation, ConversationKind, ModelCall
 from contextviewer.core import severity
-from contextviewer.usage import charts, services
+from contextviewer.usage import charts, rows, services
 
 DEFAULT_DAYS = 30
 PEAK_EDGES = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
@@ -67,14 +66,20 @@ def build(project, q: Query) -> dict:
 
 
 def _activity(project, q: Query) -> dict[tuple[int, int], int]:
+    """Model calls per weekday and hour in the page's time zone, counted per UTC hour in SQL."""
     tz = ZoneInfo(q.timezone or settings.TIME_ZONE)
-    calls = ModelCall.objects.filter(conversation__project=project, timestamp__date__gte=q.since - timedelta(days=1),
-                                     timestamp__date__lte=q.until + timedelta(days=1))
+    lo = datetime.combine(q.since, time.min, tzinfo=tz)
+    hi = datetime.combine(q.until + timedelta(days=1), time.min, tzinfo=tz)
+    calls = ModelCall.objects.filter(conversation__project=project, timestamp__gte=lo, timestamp__lt=hi)
     if q.agent:
         calls = calls.filter(conversation__agent=q.agent)
-    rows = (calls.annotate(day=ExtractIsoWeekDay("timestamp", tzinfo=tz), hour=ExtractHour("timestamp", tzinfo=tz))
-            .values("day", "hour").annotate(n=Count("id")).order_by())
-    return {(r["day"] - 1, r["hour"]): r["n"] for r in rows}
+    out: dict[tuple[int, int], int] = {}
+    for hour, n in calls.annotate(hour=rows.utc_hour(tz)).values_list("hour").annotate(n=Count("id")).order_by():
+        moment = rows.local(hour, tz)
+        if moment is not None:
+            key = (moment.weekday(), moment.hour)
+            out[key] = out.get(key, 0) + n
+    return out
 
 
 def _peaks(mains) -> dict:

@@ -165,9 +165,18 @@ class PriceBook:
             self._rates[key] = _rates_of(price, (starts[tier - 1] + 1) if tier else 1, f"{self.database}: {provider.id} {info.id}")
         return self._rates[key]
 
-    def cost(self, model: str, when: datetime | None, usage: CallUsage) -> Decimal | None:
-        """The call's cost in USD at list price, None when the model's price is not known."""
-        rates = self.rates(model, when, usage.prompt)
+    def tier_starts(self, model: str, when: datetime | None = None) -> list[int]:
+        """The prompt sizes past which the model's price changes (its long-context tiers)."""
+        found = None if self._override(model or "") is not None else (self._model(model) if model else None)
+        if found is None:
+            return []
+        price = found[1].get_prices((when or datetime.now(UTC)).astimezone(UTC))
+        return sorted({t.start for v in vars(price).values() if isinstance(v, TieredPrices) for t in v.tiers})
+
+    def cost(self, model: str, when: datetime | None, usage: CallUsage, prompt: int | None = None) -> Decimal | None:
+        """The call's cost in USD at list price, None when the model's price is not known. `prompt`:
+        the size that picks the tier, when `usage` sums several calls of one tier."""
+        rates = self.rates(model, when, usage.prompt if prompt is None else prompt)
         if rates is None:
             return None
         return (usage.input_uncached * rates.input + usage.output * rates.output + usage.cache_read * rates.cache_read

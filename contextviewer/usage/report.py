@@ -15,7 +15,7 @@ its cost, which is then a lower bound.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, datetime, tzinfo
+from datetime import date, datetime, time, tzinfo
 from decimal import Decimal
 
 from contextviewer.usage.prices import CallUsage, PriceBook
@@ -40,11 +40,17 @@ class Session:
 
 @dataclass(frozen=True, slots=True)
 class Call:
+    """One model call, or several of one session, model, day and price tier summed (rows.py sums in SQL:
+    their list price is the sum of theirs, the tier being the same)."""
+
     session: int
     model: str
-    when: datetime | None
+    when: datetime | date | None  # a moment, or the day in the report's time zone
     usage: CallUsage
     recorded_cost: Decimal | None = None  # the agent's own figure for this call
+    calls: int = 1
+    unmeasured: int | None = None  # of `calls`, those whose log records no usage (None: 1 when usage is all zero)
+    prompt: int | None = None  # the prompt size that picks the price tier (None: usage.prompt)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,14 +111,18 @@ class Figures:
         }
 
 
-def period_of(when: datetime | None, period: str, tz: tzinfo, session: Session) -> str:
+def _day(when: datetime | date | None, tz: tzinfo) -> date | None:
+    if isinstance(when, datetime):
+        return when.astimezone(tz).date()
+    return when
+
+
+def period_of(when: datetime | date | None, period: str, tz: tzinfo, session: Session) -> str:
     if period == "session":
         return session.label
-    if when is None:
-        when = session.started
-    if when is None:
+    day = _day(when if when is not None else session.started, tz)
+    if day is None:
         return "undated"
-    day = when.astimezone(tz).date()
     if period == "daily":
         return day.isoformat()
     if period == "weekly":
@@ -121,13 +131,13 @@ def period_of(when: datetime | None, period: str, tz: tzinfo, session: Session) 
     return f"{day.year}-{day.month:02d}"
 
 
-def in_range(when: datetime | None, tz: tzinfo, since: date | None, until: date | None) -> bool:
+def in_range(when: datetime | date | None, tz: tzinfo, since: date | None, until: date | None) -> bool:
     """Whether a moment's day in `tz` falls within [since, until] (both inclusive, either open)."""
     if since is None and until is None:
         return True
-    if when is None:
+    day = _day(when, tz)
+    if day is None:
         return False
-    day = when.astimezone(tz).date()
     return (since is None or day >= since) and (until is None or day <= until)
 
 
@@ -138,6 +148,13 @@ class Options:
     since: date | None = None
     until: date | None = None
     breakdown: bool = False
+
+
+def _moment(when: datetime | date | None, tz: tzinfo) -> datetime | None:
+    """A day's noon in `tz` (the date that picks a price), or the moment itself."""
+    if when is None or isinstance(when, datetime):
+        return when
+    return datetime.combine(when, time(12), tzinfo=tz)
 
 
 def table(sessions: list[Session], calls: list[Call], folds: list[FoldRow], prices: PriceBook, opts: Options) -> dict:
@@ -165,23 +182,25 @@ def table(sessions: list[Session], calls: list[Call], folds: list[FoldRow], pric
             continue
         cost = call.recorded_cost
         measured = any(getattr(call.usage, kind) for kind in TOKEN_KINDS)
+        unmeasured = call.unmeasured if call.unmeasured is not None else (0 if measured else call.calls)
         priced_by_session = session.recorded_cost is not None  # the agent kept its cost per session only
         estimated = None
         if cost is None and measured and not priced_by_session:
-            estimated = prices.cost(call.model, call.when or session.started, call.usage)
+            estimated = prices.cost(call.model, _moment(call.when or session.started, tz), call.usage, prompt=call.prompt)
         for f in line(session, call.when, call.model):
-            f.model_calls += 1
+            f.model_calls += call.calls
+            f.unmeasured_calls += unmeasured
             f.sessions.add(session.id)
             for kind in TOKEN_KINDS:
                 setattr(f, kind, getattr(f, kind) + getattr(call.usage, kind))
-            if cost is None and (priced_by_session or not measured):
-                f.unmeasured_calls += 0 if measured else 1
-            elif cost is not None:
+            if cost is not None:
                 f.cost_recorded += cost
+            elif priced_by_session or not measured:
+                continue
             elif estimated is not None:
                 f.cost_estimated += estimated
             else:
-                f.unpriced_calls += 1
+                f.unpriced_calls += call.calls - unmeasured
                 f.unpriced.add(call.model or "(unknown model)")
     for session in sessions:  # a session's own recorded cost, and sessions with no call at all
         if not in_range(session.started, tz, opts.since, opts.until):

@@ -8,16 +8,18 @@ import job's requester); a session a watched folder brought in has none.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, tzinfo
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from decimal import Decimal, InvalidOperation
 
 from django.contrib.auth import get_user_model
-from django.db.models import QuerySet
+from django.db.models import Case, CharField, Count, F, IntegerField, QuerySet, Sum, Value, When
+from django.db.models.functions import Cast, Coalesce, Substr
 
 from contextviewer.conversations.models import Conversation, ConversationKind, Fold, FoldOrigin, Message, ModelCall
 from contextviewer.jobs.models import Job
-from contextviewer.usage.prices import CallUsage
+from contextviewer.usage.prices import CallUsage, PriceBook
 from contextviewer.usage.report import Call, FoldRow, Session
 
 
@@ -75,7 +77,7 @@ def _window(f: Filters) -> tuple[datetime | None, datetime | None]:
     return lo, hi
 
 
-def read(f: Filters) -> tuple[list[Session], list[Call], list[FoldRow]]:
+def read(f: Filters, book: PriceBook) -> tuple[list[Session], list[Call], list[FoldRow]]:
     qs = Conversation.objects.exclude(kind=ConversationKind.BUILD)
     if f.projects is not None:
         qs = qs.filter(project__in=f.projects)
@@ -101,14 +103,7 @@ def read(f: Filters) -> tuple[list[Session], list[Call], list[FoldRow]]:
         calls_qs = calls_qs.exclude(timestamp__lt=lo)
     if hi is not None:
         calls_qs = calls_qs.exclude(timestamp__gte=hi)
-    rows = list(calls_qs.values_list("conversation_id", "message_id", "model", "timestamp", "input_uncached", "cache_write",
-                                     "cache_write_1h", "cache_read", "output"))
-    recorded = _recorded_per_message({r[1] for r in rows if r[1] is not None})
-    calls: list[Call] = []
-    for conv_id, message_id, model, when, unc, write, write_1h, read_, out in rows:
-        cost = recorded.pop(message_id, None)  # a message's recorded cost goes to its first call only
-        calls.append(Call(roots[conv_id], model or "", when, CallUsage(unc, write, write_1h or 0, read_, out), cost))
-
+    calls = _calls(calls_qs, roots, f, book)
     calls += _fold_calls(members, roots, f)
     session_cost = _session_totals(members) if not f.model else {}
     sessions = []
@@ -128,16 +123,63 @@ def read(f: Filters) -> tuple[list[Session], list[Call], list[FoldRow]]:
     return sessions, calls, folds
 
 
-def _recorded_per_message(message_ids: set[int]) -> dict[int, Decimal]:
-    """The agent's own cost per message, where its log records one (``flags["cost"]``)."""
-    out: dict[int, Decimal] = {}
-    if not message_ids:
-        return out
-    for mid, flags in Message.objects.filter(pk__in=message_ids, flags__has_key="cost").values_list("id", "flags"):
-        cost = _cost((flags or {}).get("cost"))
-        if cost is not None:
-            out[mid] = cost
+_TOKENS = ("input_uncached", "cache_write", "cache_write_1h", "cache_read", "output")
+
+
+def _calls(calls_qs, roots: dict[int, int], f: Filters, book: PriceBook) -> list[Call]:
+    """The calls, summed in SQL per conversation, model, day (in f.tz) and price tier; a call whose
+    message records the agent's own cost (``flags["cost"]``) one by one, that cost going to the
+    message's first call only."""
+    out: list[Call] = []
+    own = list(calls_qs.filter(message__flags__has_key="cost").order_by("id").values_list(
+        "id", "conversation_id", "message_id", "message__flags", "model", "timestamp", *_TOKENS))
+    seen: set[int] = set()
+    for _pk, conv_id, message_id, flags, model, when, unc, write, write_1h, read_, output in own:
+        cost = None if message_id in seen else _cost((flags or {}).get("cost"))
+        seen.add(message_id)
+        out.append(Call(roots[conv_id], model or "", when, CallUsage(unc, write, write_1h or 0, read_, output), cost))
+    rest = calls_qs.exclude(pk__in=[row[0] for row in own]) if own else calls_qs
+    starts = sorted({s for m in rest.values_list("model", flat=True).distinct() for s in book.tier_starts(m or "")})
+    prompt = F("input_uncached") + F("cache_write") + F("cache_read")
+    band = Case(*[When(prompt_size__gt=s, then=Value(i + 1)) for i, s in reversed(list(enumerate(starts)))],
+                default=Value(0), output_field=IntegerField())
+    zero = Case(When(prompt_size=0, output=0, then=Value(1)), default=Value(0), output_field=IntegerField())
+    groups = (rest.annotate(prompt_size=prompt).annotate(band=band, hour=utc_hour(f.tz), zero=zero)
+              .values("conversation_id", "model", "hour", "band")
+              .annotate(n=Count("id"), unmeasured=Sum("zero"), unc=Sum("input_uncached"), write=Sum("cache_write"),
+                        write_1h=Sum(Coalesce("cache_write_1h", 0)), read=Sum("cache_read"), output=Sum("output"))
+              .order_by())
+    days: dict[tuple, list] = {}  # the hours of one day in f.tz summed again
+    for g in groups:
+        day = local(g["hour"], f.tz)
+        key = (g["conversation_id"], g["model"] or "", day.date() if day else None, g["band"])
+        sums = days.setdefault(key, [0] * 7)
+        for i, k in enumerate(("n", "unmeasured", "unc", "write", "write_1h", "read", "output")):
+            sums[i] += g[k] or 0
+    for (conv_id, model, day, band), (n, unmeasured, *tokens) in days.items():
+        out.append(Call(roots[conv_id], model, day, CallUsage(*tokens), None, calls=n, unmeasured=unmeasured,
+                        prompt=starts[band - 1] + 1 if band else 0))
     return out
+
+
+def utc_hour(tz=None):
+    """A call's hour in UTC as text, 'YYYY-MM-DD HH', without a function per row (SQLite runs Django's
+    date functions in Python, a second per 100,000 calls): both backends write a UTC timestamp in ISO
+    order. A zone whose offset is not whole hours (India, Nepal) gets the minute, 'YYYY-MM-DD HH:MM'."""
+    return Substr(Cast("timestamp", CharField()), 1, 13 if whole_hours(tz) else 16)
+
+
+def whole_hours(tz) -> bool:
+    """Whether the zone is a whole number of hours from UTC, winter and summer."""
+    return tz is None or all((tz.utcoffset(datetime(2026, m, 1)) or timedelta()).total_seconds() % 3600 == 0 for m in (1, 7))
+
+
+@functools.lru_cache(maxsize=65536)
+def local(hour: str | None, tz) -> datetime | None:
+    """The start of a UTC hour ('YYYY-MM-DD HH') or minute in `tz`."""
+    if not hour:
+        return None
+    return datetime.strptime(hour, "%Y-%m-%d %H:%M" if len(hour) > 13 else "%Y-%m-%d %H").replace(tzinfo=UTC).astimezone(tz)
 
 
 def _session_totals(conversation_ids: list[int]) -> dict[int, Decimal]:

@@ -68,7 +68,7 @@ def usage(period: str, *, projects: QuerySet | None = None, project: str = "", a
     f = rows.Filters(projects=projects, project=project[:100], agent=agent[:40], model=model[:100], person=person[:150],
                      since=first, until=last, tz=tz)
     book = price_book()
-    sessions, calls, folds = rows.read(f)
+    sessions, calls, folds = rows.read(f, book)
     out = report.table(sessions, calls, folds, book, report.Options(period, tz, first, last, breakdown))
     out["filters"] = {"project": project or None, "agent": agent or None, "model": model or None, "person": person or None}
     return out

@@ -137,3 +137,12 @@ def test_genai_prices_own_data_file_replaces_the_shipped_data(tmp_path):
     assert book.cost("house-model-7", FEB, CallUsage(1_000_000, 0, 0, 0, 1_000_000)) == Decimal("10")
     assert book.cost("claude-opus-4-6", FEB, CallUsage(1000)) is None
     assert "data from the price file" in book.database
+
+
+def test_a_call_s_day_is_its_day_in_a_zone_of_half_hours_too():
+    from contextviewer.usage.rows import local, whole_hours
+
+    kolkata = ZoneInfo("Asia/Kolkata")  # UTC+05:30: 18:40 UTC is 00:10 the next day
+    assert not whole_hours(kolkata) and whole_hours(ZoneInfo("Europe/Paris")) and whole_hours(UTC)
+    assert local("2026-02-10 18:40", kolkata).date() == date(2026, 2, 11)
+    assert local("2026-02-10 18", ZoneInfo("Europe/Paris")).isoformat() == "2026-02-10T19:00:00+01:00"
