@@ -254,6 +254,7 @@ REGISTRY = [
     "contextviewer.importers.codex.entry",
     "contextviewer.importers.vibe.entry",
     "contextviewer.importers.copilot.entry",
+    "contextviewer.importers.gptme.entry",
 ]
 
 _ENTRIES: list[Entry] | None = None

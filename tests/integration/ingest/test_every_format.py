@@ -224,6 +224,14 @@ def _vibe(tmp: Path, fx) -> Path:
     return make_session(tmp / "unified").folder
 
 
+def _gptme(tmp: Path, fx) -> Path:
+    from tests.unit import test_gptme_importer as gptme_t
+
+    # A logs folder: a conversation folder with its automatic compaction (one fold), a sub-agent's beside it.
+    gptme_t.write_logs(tmp / "logs")
+    return tmp / "logs"
+
+
 SAMPLES = [
     # Real logs (skipped where ../shared/fixtures is absent).
     Sample("claude-code-fixture", "claude-code", _fixture("claude-code/oneryalcin__fasthooks__sample_main_transcript.jsonl"),
@@ -270,6 +278,7 @@ SAMPLES = [
     Sample("opencode-go", "opencode-go", _opencode_go, external_id="s1", folds=1),
     Sample("copilot", "copilot", _copilot, folds=2),
     Sample("vibe", "vibe", _vibe, external_id="9e1c0de0-0000-4000-8000-00000000abcd", folds=1),
+    Sample("gptme", "gptme", _gptme, external_id="work", folds=1),
 ]
 
 # (surface, sample id) -> why it fails today; strict, so a fix shows up as XPASS.
