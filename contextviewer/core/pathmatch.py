@@ -102,6 +102,14 @@ def tail_counts(keys: Iterable[str]) -> dict[str, int]:
     return counts
 
 
+def _valid(regex: str) -> bool:
+    try:
+        re.compile(regex)
+    except re.error:  # a class no regex takes (`[z-a]`): read as plain text
+        return False
+    return True
+
+
 def _glob_regex(pattern: str) -> re.Pattern:
     out, i = [], 0
     while i < len(pattern):
@@ -121,8 +129,10 @@ def _glob_regex(pattern: str) -> re.Pattern:
         elif c == "[" and "]" in pattern[i + 1 :]:
             end = pattern.index("]", i + 1)
             inner = pattern[i + 1 : end]
-            inner = ("^" + inner[1:] if inner.startswith("!") else inner).replace("\\", "\\\\").replace("[", "\\[")
-            out.append("[" + inner + "]" if inner.strip("^") else re.escape(pattern[i : end + 1]))
+            negate = inner.startswith(("!", "^"))
+            body = "".join(c if c.isalnum() or c == "-" else re.escape(c) for c in inner[negate:])
+            cls = "[" + "^" * negate + body + "]"
+            out.append(cls if body and "--" not in body and not body.startswith("-") and _valid(cls) else re.escape(pattern[i : end + 1]))
             i = end
         elif c == "{" and "}" in pattern[i + 1 :]:
             end = pattern.index("}", i + 1)
@@ -185,7 +195,10 @@ def named(text: str) -> Named:
         if len(word) < 2 or word.startswith(("http:", "https:")) or "://" in word:
             continue
         if is_glob(word):
-            if re.search(r"\w", word) and not re.fullmatch(r"[*?./\\]+", word):
+            word = re.sub(r"\*{3,}", "**", word)
+            # A glob names files when it has a word in it; a run of wildcards is no name (and a
+            # regex of hundreds of them would take forever to fail).
+            if re.search(r"\w", word) and not re.fullmatch(r"[*?./\\]+", word) and len(word) <= 300 and len(re.findall(r"[*?]", word)) <= 12:
                 out.globs.add(word)
             continue
         if word.endswith(("/", "\\")):
