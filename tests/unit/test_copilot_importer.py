@@ -299,3 +299,29 @@ def test_a_log_without_call_ids_or_usage_has_one_call_per_assistant_message_and_
     assert not of(records, FoldRecord)
     note = next(m for m in of(records, MessageRecord) if m.subtype == "truncation")
     assert note.role == "system" and note.blocks[0].text == "GitHub Copilot CLI truncated the conversation (4 messages, 1234 tokens removed)"
+
+
+def test_reasoning_goes_to_its_message_once_and_a_plain_text_result_is_kept(tmp_path):
+    s = Session()
+    s.user("hello")
+    s.event("assistant.reasoning", reasoningId="r1", content="Think about ls.")
+    s.event("assistant.message", content="", reasoningText="", toolRequests=[{"toolCallId": "c1", "name": "bash", "arguments": {"command": "ls"}}])
+    s.event("tool.execution_complete", toolCallId="c1", success=True, result="file1\n")
+    s.event("assistant.reasoning", reasoningId="r2", content="Done thinking.")
+    s.event("assistant.message", content="Done", reasoningText="Done thinking.", toolRequests=[])
+    records = parse_path(copilot.parse, s.write(tmp_path / SID / "events.jsonl"))
+    assistants = [m for m in of(records, MessageRecord) if m.role == "assistant"]
+    assert [[b.text for b in m.blocks if b.kind == "thinking"] for m in assistants] == [["Think about ls."], ["Done thinking."]]
+    assert len(assistants) == 2  # the reasoning events are no messages of their own
+    (result,) = [b for m in of(records, MessageRecord) if m.role == "tool" for b in m.blocks]
+    assert result.text == "file1\n"
+
+
+def test_a_file_cut_before_its_session_start_is_the_session_of_its_folder(tmp_path):
+    s = session()
+    s.lines = s.lines[1:]
+    records = parse_path(copilot.parse, s.write(tmp_path / SID / "events.jsonl"))
+    assert of(records, SessionInfo)[-1].external_id == SID
+    assert {m.session_id for m in of(records, MessageRecord)} == {SID}
+    older = parse_path(copilot.parse, s.write(tmp_path / "session-state" / f"{SID}.jsonl"))  # an older version's layout
+    assert of(older, SessionInfo)[-1].external_id == SID

@@ -1,7 +1,8 @@
 """GitHub Copilot CLI (npm ``@github/copilot``): the light entry of ``importers/copilot/parser.py`` (its
 name, label, where its logs are, the file endings it reads, and its sniff); see ``importers/formats.py``.
 
-A session is ``~/.copilot/session-state/<session uuid>/events.jsonl``: JSON lines, each one typed event
+A session is ``~/.copilot/session-state/<session uuid>/events.jsonl`` (older versions wrote
+``session-state/<session uuid>.jsonl``): JSON lines, each one typed event
 ``{"type", "data", "id", "timestamp", "parentId"}`` (its schema ships with the CLI:
 ``schemas/session-events.schema.json``). The first is ``session.start`` (``data.sessionId``,
 ``data.producer`` ``"copilot-agent"``, ``data.copilotVersion``, ``data.context.cwd``); the types are
@@ -65,6 +66,6 @@ ENTRY = Entry(
     storage=DOCUMENT,
     sniff=sniff,
     extensions=(".jsonl",),
-    where="~/.copilot/session-state/<session>/events.jsonl (sub-agents in the same file)",
+    where="~/.copilot/session-state/<session>/events.jsonl (sub-agents in the same file; older versions: <session>.jsonl)",
     locations=("~/.copilot/session-state",),
 )

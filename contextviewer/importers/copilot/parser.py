@@ -13,7 +13,8 @@ sub-agent's events, which are written in its parent's file):
   adds. The message holds the prompt as typed (the title and the page read it; the added line, about
   20 tokens, stays in the raw event and the call's measured input).
 - ``system.message``: the system prompt (role system: stored, not a window item).
-- ``assistant.message``: one message of a model call: ``content`` (text), ``reasoningText``,
+- ``assistant.message``: one message of a model call: ``content`` (text), ``reasoningText`` (else the
+  ``assistant.reasoning`` event written before it, the same thinking for Copilot's timeline),
   ``toolRequests [{toolCallId, name, arguments}]``; ``apiCallId`` names the call (a response split
   in chunks writes several messages with one ``apiCallId``).
 - ``session.usage_record``: the usage of one call (``usage.apiCallId``): ``inputTokens`` is the
@@ -61,7 +62,7 @@ from contextviewer.importers.common import (
     str_or_none,
     tool_call,
 )
-from contextviewer.importers.copilot.entry import ENTRY, sniff  # noqa: F401 - the light part
+from contextviewer.importers.copilot.entry import ENTRY, FILE_NAME, sniff  # noqa: F401 - the light part
 from contextviewer.importers.driver import JsonParser
 from contextviewer.importers.formats import ParseInput
 
@@ -112,6 +113,10 @@ class _Parser(JsonParser, TimeSpan):
     def __init__(self, source: ParseInput):
         super().__init__(max_line_bytes=source.max_line_bytes, max_decompressed_bytes=source.max_decompressed_bytes)
         self.session_id: str | None = None
+        # Without a session.start (a file cut at its start): the session's folder, or an older
+        # version's session-state/<id>.jsonl name.
+        path = source.path
+        self.path_id = (path.parent.name if path.name == FILE_NAME else path.name.removesuffix(".jsonl")) if path else None
         self.cwd: str | None = None
         self.branch: str | None = None
         self.version: str | None = None
@@ -124,6 +129,7 @@ class _Parser(JsonParser, TimeSpan):
         self.links: list[AgentLink] = []
         self.pending: dict[str | None, _Compaction] = {}  # agentId (None: main) -> compaction under way
         self.seen: set[str] = set()
+        self.reasoning: dict[str | None, str] = {}  # agentId -> an assistant.reasoning not yet in a message
         self.duplicates = 0
 
     def run(self, stream, start_offset: int, start_line: int) -> Iterator[Record]:
@@ -157,7 +163,7 @@ class _Parser(JsonParser, TimeSpan):
         data = _dict(obj.get("data"))
         ts = self.saw(parse_timestamp(obj.get("timestamp")))
         agent = str_or_none(obj.get("agentId"))
-        event_id = str_or_none(obj.get("id")) or f"{self.session_id or 'copilot'}:{line_no}"
+        event_id = str_or_none(obj.get("id")) or f"{self.session_id or self.path_id or 'copilot'}:{line_no}"
         if event_id in self.seen:  # an event written twice: the first is kept
             self.duplicates += 1
             return None
@@ -165,6 +171,7 @@ class _Parser(JsonParser, TimeSpan):
         if kind in ("session.start", "session.resume"):
             self._session(kind, data)
             return None
+        session_id = self.session_id or self.path_id
         if kind == "session.title_changed":
             self.title = str_or_none(data.get("title")) or self.title
             return None
@@ -180,6 +187,10 @@ class _Parser(JsonParser, TimeSpan):
         if kind == "subagent.started":
             self._subagent(data, agent, line_no)
             return None
+        if kind == "assistant.reasoning":  # the thinking, for the timeline: given to the message it belongs to
+            if data.get("content").__class__ is str and data["content"]:
+                self.reasoning[agent] = data["content"]
+            return None
         if kind in SESSION_BOOKKEEPING or kind.startswith(BOOKKEEPING_PREFIXES):
             return None
         record = MessageRecord(
@@ -191,7 +202,7 @@ class _Parser(JsonParser, TimeSpan):
             uuid=event_id,
             parent_uuid=str_or_none(obj.get("parentId")),
             timestamp=ts,
-            session_id=self.session_id,
+            session_id=session_id,
             agent_id=agent,
             agent_kind="inline" if agent else None,
         )
@@ -238,8 +249,11 @@ class _Parser(JsonParser, TimeSpan):
     def _assistant(self, record: MessageRecord, data: dict, line_no: int, ts) -> None:
         record.role = "assistant"
         blocks: list[Block] = []
+        reasoning = self.reasoning.pop(record.agent_id, None)
         if data.get("reasoningText").__class__ is str and data["reasoningText"]:
-            blocks.append(Block("thinking", text=data["reasoningText"]))
+            reasoning = data["reasoningText"]
+        if reasoning:
+            blocks.append(Block("thinking", text=reasoning))
         if data.get("content").__class__ is str and data["content"]:
             blocks.append(Block("text", text=data["content"]))
         for request in data.get("toolRequests") if data.get("toolRequests").__class__ is list else ():
@@ -268,6 +282,8 @@ class _Parser(JsonParser, TimeSpan):
         record.role = "tool"
         result, error = _dict(data.get("result")), _dict(data.get("error"))
         text = result.get("content") if result.get("content").__class__ is str else None
+        if data.get("result").__class__ is str:  # an older log's result as plain text
+            text = data["result"]
         if text is None:
             text = str_or_none(error.get("message")) or (compact_json(data["result"]) if "result" in data else "")
         record.blocks = [Block("tool_result", text=text, tool_id=str_or_none(data.get("toolCallId")),
@@ -306,7 +322,7 @@ class _Parser(JsonParser, TimeSpan):
             uuid=f"{marker.uuid}:summary",
             parent_uuid=marker.uuid,
             timestamp=ts,
-            session_id=self.session_id,
+            session_id=marker.session_id,
             agent_id=agent,
             agent_kind=marker.agent_kind,
             is_meta=True,
@@ -350,7 +366,7 @@ class _Parser(JsonParser, TimeSpan):
 
     def session_info(self) -> SessionInfo:
         return SessionInfo(
-            external_id=self.session_id,
+            external_id=self.session_id or self.path_id,
             title=self.title,
             cwd=self.cwd,
             git_branch=self.branch,
