@@ -28,7 +28,8 @@ from pathlib import Path
 import genai_prices
 from genai_prices import Usage
 from genai_prices.data_snapshot import DataSnapshot, get_snapshot
-from genai_prices.types import TieredPrices, _providers_from_raw  # its own reader of its data file
+from genai_prices import types as genai_types
+from genai_prices.types import TieredPrices
 
 MTOK = Decimal(1_000_000)
 _KINDS = ("input", "output", "cache_read", "cache_write", "cache_write_1h")
@@ -97,8 +98,12 @@ def read_price_file(path: str | Path) -> tuple[dict[str, Rates], DataSnapshot | 
     except ValueError as exc:
         raise PriceFileError(f"price file {path}: not JSON ({exc})") from None
     if isinstance(raw, list):
+        reader = getattr(genai_types, "_providers_from_raw", None)  # its own reader of its data file (a private name)
+        if reader is None:
+            raise PriceFileError(f"price file {path}: genai-prices {genai_prices.__version__} reads no data file here; "
+                                 'give {"models": ...} instead')
         try:
-            return {}, DataSnapshot(providers=_providers_from_raw(raw), from_auto_update=False)
+            return {}, DataSnapshot(providers=reader(raw), from_auto_update=False)
         except Exception as exc:  # pydantic's validation error names the bad entry
             raise PriceFileError(f"price file {path}: not a genai-prices data file ({str(exc)[:300]})") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("models"), dict):
