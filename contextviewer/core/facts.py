@@ -465,7 +465,7 @@ def _errors_of(text: str, marked: bool, tool: str, message: Mapping, add, failed
         return
     if marked:
         command = tool not in CONTENT_TOOLS
-        head = error_head((error_lines(stderr[:8000]) or lines) if command else lines)
+        head = error_head((error_lines(stderr[:8000]) or lines) if command else lines, command=command)
         said = [head]
         if tool not in CONTENT_TOOLS:
             said += [x for x in lines if (ERROR_HEADER_RE.match(x) or DIAGNOSTIC_RE.search(x)) and x not in head][:8]

@@ -135,13 +135,17 @@ def error_lines(text: str) -> list[str]:
     return out
 
 
-def error_head(lines: list[str]) -> str:
+def error_head(lines: list[str], *, command: bool = False) -> str:
     """The headline of an error-marked result: its error header line (an exception, `fatal:`,
-    `error:`), else the first line naming a failure, else its first line; a line that only
-    introduces (`Pre-commit validation failed:`) runs on into the next one."""
+    `error:`), else the first line naming a failure, else its first line (for a `command`'s output
+    the line printed last, its stderr following its stdout, unless the first line introduces what
+    follows); a line that only introduces (`Pre-commit validation failed:`) runs on into the next
+    one."""
     pick = next((i for i, x in enumerate(lines) if ERROR_HEADER_RE.match(x)), None)
     if pick is None:
-        pick = next((i for i, x in enumerate(lines) if ERROR_RE.search(x) and not x.endswith(":")), 0)
+        pick = next((i for i, x in enumerate(lines) if ERROR_RE.search(x) and not x.endswith(":")), None)
+    if pick is None:  # no line names the failure
+        pick = 0 if not command or lines[0].endswith(":") else len(lines) - 1
     head = lines[pick]
     for more in lines[pick + 1 : pick + 3]:
         if not head.endswith(":") or len(head) > 120:

@@ -159,6 +159,13 @@ def test_an_error_shows_its_message_from_stderr_not_the_first_line_of_stdout():
                                 extra={"exit_code": 2, "stderr": "deploy.sh: target 'prod' unknown"})),
     )
     assert [e.text for e in errors] == ["deploy.sh: target 'prod' unknown"]
+    # Where the log keeps one text (Claude Code: `Exit code N`, stdout, then stderr) and no line names
+    # the failure, the line printed last says why, not the first line of stdout.
+    errors, _ = _errors(
+        _msg(0, "assistant", _call("Bash", "b", command="make deploy")),
+        _msg(1, "user", _result("b", "Exit code 2\nBuilding images\nStep 1/9\ndeploy.sh: target 'prod' unknown", error=True)),
+    )
+    assert [e.text for e in errors] == ["deploy.sh: target 'prod' unknown"]
 
 
 def test_a_users_decision_is_its_own_kind_not_an_error():
