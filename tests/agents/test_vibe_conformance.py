@@ -1,13 +1,15 @@
 """Mistral Vibe (PyPI `mistral-vibe`, pinned in ops/drivers/pins.py) checked by itself: the real CLI
-runs the standard plan (no sub-agent: see ops/drivers/vibe.py) against the scripted Chat Completions
-server: `vibe -p`, then `vibe -c -p` (prompt 2's answer reports an input over Vibe's compaction
-threshold, so it compacts at the start of prompt 3). The session folder it wrote is imported as a
-user would (`import FOLDER`), and every figure is compared with the requests it sent
-(ops/conformance.py): the label, main calls (not the summarization call), tool calls, one fold with
-its trigger and figures, and the window at every main call: after the fold, what Vibe injected (its
-preamble, the user messages it re-sends, the summary), then the messages it kept, then prompt 3's.
+runs the standard plan's prompts (the sub-agent second, see ops/drivers/vibe.py) and a last read
+against the scripted Chat Completions server: `vibe -p`, then `vibe -c -p` (the edit prompt's
+answer reports an input over Vibe's compaction threshold, so it compacts at the start of the last
+prompt). The session folder it wrote is imported as a user would (`import FOLDER`), and every
+figure is compared with the requests it sent (ops/conformance.py): the label, main calls (not the
+summarization call), tool calls, the sub-agent (a child session folder) under its parent with its
+own calls, one fold with its trigger and figures, and the window at every main call: the
+sub-agent's "Runtime notification", and after the fold what Vibe injected (its preamble, the user
+messages it re-sends, the summary), the messages it kept, the last prompt's.
 
-The CLI runs once per module (about 30 s)."""
+The CLI runs once per module (about 60 s: five processes, a 5 s wait for the sub-agent)."""
 
 from __future__ import annotations
 
@@ -34,9 +36,9 @@ def test_the_fold_is_vibes_automatic_compaction_with_its_summary(run, project):
     before = [e for e in mains if e.n < compactions[0].n][-1].usage
     assert fold.tokens_before == before["input"] + before["output"]  # Vibe's last reported context: input + output
     assert fold.tokens_after == next(e for e in mains if e.n > compactions[0].n).usage["input"]
-    # The first call after the fold carried the summary Vibe asked for, and prompt 3 after it.
+    # The first call after the fold carried the summary Vibe asked for, and the last prompt after it.
     first_after = next(i for i, e in enumerate(mains, 1) if e.n > compactions[0].n)
     items = call_window(main, first_after).items
     summaries = [i for i in items if i["kind"] == "summary"]
     assert any("Primary Request and Intent" in i["text"] for i in summaries)
-    assert "cv-prompt-3" in [i for i in items if i["kind"] == "text"][-1]["text"]
+    assert "cv-prompt-5" in [i for i in items if i["kind"] == "text"][-1]["text"]

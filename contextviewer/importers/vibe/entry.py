@@ -5,7 +5,9 @@ A session is a folder ``~/.vibe/logs/session/unified/<session id>/`` (Vibe 3.0's
 store", ``store_format`` ``mistral.vibe.unified-session-store/v1``): ``meta.json``, ``CURRENT``
 (the current generation), ``generations/<n>/manifest.json`` (which ``chunks/<sha256>.json`` hold
 the session's history and the model's context), ``journal/<n>.jsonl`` (the recovery journal since
-the last generation but one). The folder is read whole; pointing at one of its files reads it.
+the last generation but one). The folder is read whole; pointing at one of its files reads it. A
+sub-agent runs as a child session in a folder of its own beside it, ``child-<id>/`` (no
+``meta.json``), read as the sub-agent of the session that spawned it.
 """
 
 from __future__ import annotations
@@ -24,8 +26,15 @@ SUBFOLDERS = ("chunks", "generations", "journal")
 
 
 def _is_session(folder: Path) -> bool:
+    """A session folder: ``CURRENT`` beside ``generations/``, with ``meta.json`` (a main session) or
+    without (a sub-agent's: ``child-<id>/``, whose ``CURRENT`` names the store's format)."""
     try:
-        return (folder / META).is_file() and ((folder / CURRENT).is_file() or (folder / "generations").is_dir())
+        if not (folder / CURRENT).is_file() or not (folder / "generations").is_dir():
+            return False
+        if (folder / META).is_file():
+            return True
+        with open(folder / CURRENT, "rb") as fh:
+            return STORE_FORMAT.encode() in fh.read(4096)
     except OSError:
         return False
 
@@ -45,8 +54,8 @@ def session_folder(path: Path) -> Path | None:
 
 
 def sniff(path: Path, head: bytes) -> float:
-    """A Vibe session folder (``meta.json`` beside ``CURRENT`` or ``generations/``), or one of its
-    files: the folder is read."""
+    """A Vibe session folder (``CURRENT`` beside ``generations/``), or one of its files: the folder is
+    read."""
     if path.is_dir():
         return 0.95 if _is_session(path) else 0.0
     return 0.9 if session_folder(path) is not None else 0.0

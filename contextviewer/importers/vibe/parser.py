@@ -39,17 +39,19 @@ the generation before it: ``last_reported_context_tokens``). Sub-agents (``agent
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from contextviewer.core.records import BadLine, Block, FoldRecord, MessageRecord, Record, SessionInfo, UsageRecord
+from contextviewer.core.records import AgentLink, BadLine, Block, FoldRecord, MessageRecord, Record, SessionInfo, UsageRecord
 from contextviewer.importers.common import TimeSpan, compact_json, int_or_none, json_kind, pos_int, str_or_none, timestamp, tool_call
 from contextviewer.importers.driver import guarded
-from contextviewer.importers.formats import ParseInput
+from contextviewer.importers.formats import ParseInput, SessionFiles, SubagentFile
 from contextviewer.importers.jsondoc import Document, read_json_file
-from contextviewer.importers.vibe.entry import CURRENT, ENTRY, LABEL, META, session_folder, sniff  # noqa: F401
+from contextviewer.importers.vibe.entry import CURRENT, ENTRY, LABEL, META, NAME, session_folder, sniff  # noqa: F401
 
 WHAT = f"a {LABEL} session folder"
 TRIGGERS = {"automatic": "auto", "manual": "manual"}
@@ -146,8 +148,8 @@ class _Store:
             out.extend(value)
         return out
 
-    def read(self) -> None:
-        meta = self.json(self.folder / META, required=True)
+    def read(self, sub_agent: bool = False) -> None:
+        meta = self.json(self.folder / META, required=not sub_agent)
         self.meta = _dict(meta)
         if meta is not None and meta.__class__ is not dict:
             self.bad.append(BadLine(0, 0, f"{LABEL}: meta.json is {json_kind(meta)}, not the session's metadata object"))
@@ -265,8 +267,12 @@ class _Calls:
 
 
 class _Session:
-    def __init__(self, store: _Store):
+    def __init__(self, store: _Store, agent_id: str | None = None):
         self.store = store
+        self.agent_id = agent_id  # a sub-agent's folder: its child session id
+        self.links: list[AgentLink] = []
+        self.link_records: list[MessageRecord] = []  # the record each link's line is
+        self.spawned: set[str] = set()  # run_typescript call ids already written
         self.calls = _Calls(store)
         self.session_id = str_or_none(store.meta.get("session_id")) or store.folder.name
         self.model = str_or_none(_dict(store.meta.get("config")).get("model_name"))
@@ -306,7 +312,8 @@ class _Session:
         self.n += 1
         when = self.span.saw(timestamp(entry.get("createdAt")))
         rec = MessageRecord(line_no=self.n, offset=self.n, role=role, record_type=str(entry.get("type") or "(none)")[:60],
-                            raw=compact_json(entry), blocks=blocks, uuid=uuid, timestamp=when, session_id=self.session_id, **extra)
+                            raw=compact_json(entry), blocks=blocks, uuid=uuid, timestamp=when, session_id=self.session_id,
+                            agent_id=self.agent_id, is_sidechain=self.agent_id is not None, **extra)
         self.messages.append(rec)
         return rec
 
@@ -319,7 +326,7 @@ class _Session:
         self.usage.append(UsageRecord(api_message_id=rec.api_message_id, request_id=None, message_uuid=rec.uuid, line_no=rec.line_no,
                                       model=self.model, input_uncached=max(0, pos_int(usage.get("input_tokens")) - cached - written),
                                       cache_write=written, cache_read=cached, output=pos_int(usage.get("output_tokens")),
-                                      timestamp=rec.timestamp))
+                                      agent_id=self.agent_id, timestamp=rec.timestamp))
 
     def run(self) -> None:
         for index, entry in enumerate(self.store.entries):
@@ -328,6 +335,57 @@ class _Session:
             except Exception as exc:  # one odd entry must not stop the import
                 self.store.bad.append(BadLine(index + 1, index + 1, f"{LABEL}: history entry {index + 1} could not be read "
                                                                     f"({exc.__class__.__name__}: {exc})"))
+        self.notifications()
+
+    def notifications(self) -> None:
+        """What the runtime put in the context that the history does not show (a sub-agent's
+        "Runtime notification" when it finished, with its answer: parts sent as one text, joined by a
+        blank line): a user message (meta) after the message it followed
+        in the context, from every context the folder still has (the current one, older generations'
+        chunks left beside it)."""
+        inserted, seen = False, set()
+        for context in (self.store.context, *self.store.chunks):
+            start = _fold_block_end(context)
+            last: MessageRecord | None = None
+            for k, item in enumerate(context[0 if start is None else start + 1:]):
+                message = _dict(item.get("message"))
+                if item.get("source") != "injection":
+                    last = self._record_of(message) or last
+                    continue
+                texts = _message_texts(message)
+                if not texts or last is None or (last.uuid, tuple(texts)) in seen:
+                    last = next((r for r in self.messages if r.record_type == "injection" and r.parent_uuid == last.uuid), last) if last else last
+                    continue
+                seen.add((last.uuid, tuple(texts)))
+                rec = MessageRecord(line_no=0, offset=0, role="user", record_type="injection", raw=compact_json(item),
+                                    blocks=[Block("text", text="\n\n".join(texts))], uuid=f"{last.uuid}:injection:{hashlib.sha256(compact_json(texts).encode()).hexdigest()[:12]}",
+                                    parent_uuid=last.uuid, timestamp=last.timestamp, session_id=self.session_id,
+                                    agent_id=self.agent_id, is_sidechain=self.agent_id is not None, is_meta=True)
+                self.messages.insert(self.messages.index(last) + 1, rec)
+                last, inserted = rec, True
+        if inserted:  # number them again in their order (a call's line is its first message's)
+            for n, rec in enumerate(self.messages, 1):
+                rec.line_no = rec.offset = n
+            lines = {rec.uuid: rec.line_no for rec in self.messages}
+            for usage in self.usage:
+                usage.line_no = lines.get(usage.message_uuid, usage.line_no)
+            for fold in self.folds:
+                fold.line_no = lines.get(fold.boundary_uuid, fold.line_no)
+            for link, rec in zip(self.links, self.link_records):
+                link.line_no = rec.line_no
+
+    def _record_of(self, message: dict) -> MessageRecord | None:
+        """The record a context message is (by its tool ids, else its role and text), the latest first."""
+        ids = [str_or_none(p.get("id")) for p in _list(message.get("content")) if _dict(p).get("type") == "tool_call"]
+        if message.get("role") == "tool":
+            ids.append(str_or_none(message.get("tool_call_id")))
+        texts = _message_texts(message)
+        for rec in reversed(self.messages):
+            if ids and any(b.tool_id in ids for b in rec.blocks if b.kind in ("tool_call", "tool_result")):
+                return rec
+            if not ids and texts and rec.role == message.get("role") and [b.text for b in rec.blocks if b.kind == "text"] == texts:
+                return rec
+        return None
 
     def entry(self, entry: dict) -> None:
         kind, uuid = entry.get("type"), str_or_none(entry.get("id")) or f"{self.session_id}:{self.n + 1}"
@@ -339,6 +397,8 @@ class _Session:
                 self.call(rec, uuid)
         elif kind == "effect" and _dict(entry.get("detail")).get("kind") == "tool":
             self.effect(entry, uuid)
+        elif kind == "effect" and _dict(entry.get("detail")).get("kind") == "subagent":
+            self.spawn(entry, uuid)
         elif kind == "checkpoint" and entry.get("kind") == "compaction":
             self.open_call = None
             self.fold(entry, uuid)
@@ -367,6 +427,36 @@ class _Session:
             text = self.calls.results[call_id]
         self.record(entry, "tool", [Block("tool_result", text=text, tool_id=call_id or uuid, tool_name=name, is_error=failed,
                                           extra=_run_of(output.get("structured_content")))], f"{uuid}:result")
+
+    def spawn(self, entry: dict, uuid: str) -> None:
+        """A sub-agent started from ``run_typescript`` code (``tools.agents.spawn``): the history has
+        the spawn, not the ``run_typescript`` call that made it; that call (from the spawn's
+        ``spawnCallId``, ``typescript:<n>:<call id>:...``, else the one whose code holds the task) is
+        written once, with the result it sent, and the child linked to it."""
+        detail, state = _dict(entry.get("detail")), _dict(entry.get("state"))
+        child = str_or_none(detail.get("childSessionId"))
+        meta = _dict(_dict(_dict(state.get("output")).get("_meta")).get("mistral.vibe.subagent"))
+        task = str_or_none(_dict(detail.get("input")).get("task")) or ""
+        parts = (str_or_none(meta.get("spawnCallId")) or "").split(":")
+        call_id = parts[2] if len(parts) > 2 and parts[0] == "typescript" and parts[2] in self.calls.known else None
+        if call_id is None:
+            call_id = next((cid for cid, (name, args, _g) in self.calls.known.items() if name == "run_typescript" and task
+                            and task in str(args.get("code") or "")), None)
+        if call_id is None or call_id in self.spawned:
+            rec = self.record(entry, "other", [], uuid)
+        else:
+            self.spawned.add(call_id)
+            self.calls.used.add(call_id)
+            name, args, _group = self.calls.known[call_id]
+            rec = self.record(entry, "assistant", [tool_call(call_id, name, args)], f"{uuid}:call")
+            self.call(rec, call_id)
+            self.open_call = None
+            text = self.calls.results.get(call_id) or ""
+            self.record(entry, "tool", [Block("tool_result", text=text, tool_id=call_id, tool_name=name)], f"{uuid}:result")
+        if child:
+            self.link_records.append(rec)
+            self.links.append(AgentLink(agent_id=child, tool_use_id=call_id, line_no=rec.line_no,
+                                        agent_type=str_or_none(detail.get("agentName")), description=task.splitlines()[0][:200] if task else None))
 
     def fold(self, entry: dict, uuid: str) -> None:
         details = _dict(entry.get("details"))
@@ -441,7 +531,7 @@ def _after_fold(context: list[dict], before: list[MessageRecord]) -> tuple[list[
     """What Vibe sends in place of what it folded (the texts of its injected messages and of the user
     messages it re-sends between them, in order), and the messages before the fold it kept (sent after
     them, in order), from the model's context now."""
-    last_injection = max((i for i, item in enumerate(context) if item.get("source") == "injection"), default=None)
+    last_injection = _fold_block_end(context)
     if last_injection is None:
         return [], []
     injected = [t for item in context[: last_injection + 1] for t in _message_texts(_dict(item.get("message")))]
@@ -470,6 +560,18 @@ def _after_fold(context: list[dict], before: list[MessageRecord]) -> tuple[list[
     return injected, kept
 
 
+def _fold_block_end(context: list[dict]) -> int | None:
+    """The index of the last item of what a fold put at the head of the context: its injected
+    messages (the one holding ``<compaction_summary>`` ends it) and the user messages re-sent between
+    them; None when the context starts with no injection (no fold)."""
+    if not context or context[0].get("source") != "injection":
+        return None
+    for i, item in enumerate(context):
+        if "<compaction_summary>" in "".join(_message_texts(_dict(item.get("message")))):
+            return i
+    return 0
+
+
 def _summary_of(injected: list[str]) -> str:
     for text in injected:
         if "<compaction_summary>" in text:
@@ -478,10 +580,10 @@ def _summary_of(injected: list[str]) -> str:
     return "\n\n".join(injected)
 
 
-def parse_session(folder: Path) -> Iterator[Record]:
+def parse_session(folder: Path, agent_id: str | None = None, agent_type: str | None = None) -> Iterator[Record]:
     store = _Store(folder)
-    store.read()
-    session = _Session(store)
+    store.read(sub_agent=agent_id is not None)
+    session = _Session(store, agent_id)
     session.run()
     yield from store.bad
     if not store.entries and not store.bad:
@@ -489,6 +591,7 @@ def parse_session(folder: Path) -> Iterator[Record]:
     yield from session.messages
     yield from session.usage
     yield from session.folds
+    yield from session.links
     meta = store.meta
     first_user = next((r for r in session.messages if r.role == "user" and not r.is_meta and r.blocks), None)
     title = str_or_none(meta.get("title")) or (first_user.blocks[0].text.splitlines()[0][:200] if first_user else None)
@@ -500,6 +603,8 @@ def parse_session(folder: Path) -> Iterator[Record]:
         models=[session.model] if session.model else [],
         started_at=timestamp(meta.get("start_time")) or session.span.started_at,
         ended_at=timestamp(meta.get("end_time")) or session.span.ended_at,
+        agent_id=agent_id,
+        agent_type=agent_type,
     )
 
 
@@ -508,10 +613,41 @@ def parse(source: ParseInput) -> Iterator[Record]:
     path = Path(source.path)
     folder = session_folder(path)
     if folder is None:
-        yield BadLine(0, 0, f"{path.name} is not {WHAT} (meta.json beside CURRENT and generations/)")
+        yield BadLine(0, 0, f"{path.name} is not {WHAT} (CURRENT beside generations/)")
         yield SessionInfo()
         return
-    yield from guarded(parse_session(folder))
+    yield from guarded(parse_session(folder, source.agent_id, source.agent_type))
 
 
-FORMAT = ENTRY.format(parse=parse, rewrites=True)
+_CHILD = re.compile(rb'"childSessionId"\s*:\s*"([A-Za-z0-9_.-]{1,200})"')
+
+
+def children(folder: Path) -> list[str]:
+    """The child sessions (sub-agents) a session's history names, in order."""
+    found: dict[str, None] = {}
+    for path in sorted((folder / "chunks").glob("*.json")) if (folder / "chunks").is_dir() else ():
+        try:
+            found.update(dict.fromkeys(m.decode() for m in _CHILD.findall(path.read_bytes())))
+        except OSError:
+            continue
+    return list(found)
+
+
+def group(paths: list[Path]) -> list[SessionFiles]:
+    """Each path as its session folder; a sub-agent's folder (``child-<id>/`` beside its parent)
+    under the session whose history names it, else on its own."""
+    folders = list(dict.fromkeys(session_folder(p) or p for p in paths))
+    subs: dict[Path, list[SubagentFile]] = {}
+    taken: set[Path] = set()
+    for folder in folders:
+        if not (folder / META).is_file():
+            continue
+        for child in children(folder):
+            path = folder.parent / child
+            if path not in taken and session_folder(path) == path:
+                subs.setdefault(folder, []).append(SubagentFile(path=path, agent_id=child))
+                taken.add(path)
+    return [SessionFiles(format=NAME, main=f, subagents=subs.get(f, [])) for f in sorted(folders) if f not in taken]
+
+
+FORMAT = ENTRY.format(parse=parse, group=group, rewrites=True)
