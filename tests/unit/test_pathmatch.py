@@ -114,6 +114,8 @@ def test_used_after_and_reread_after_match_the_same_way():
     win_report = facts.probe(win_before, "Nothing.", cwd=WIN)
     win_after = [_msg(1, "assistant", _call("Edit", "e1", file_path="c:/users/ana/projects/shop/src/cart.ts", old_string="a", new_string="b"))]
     assert continuation.measure(win_before, "Nothing.", win_after, win_report, cwd=WIN).used_after == ["src/cart.ts"]
+    win_reread = [_msg(1, "assistant", _call("Read", "r2", file_path="src\\CART.ts"))]
+    assert continuation.measure(win_before, "Nothing.", win_reread, win_report, cwd=WIN).reread_after == ["src/cart.ts"]
 
 
 # --- errors -------------------------------------------------------------------------------------
