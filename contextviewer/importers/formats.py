@@ -255,6 +255,7 @@ REGISTRY = [
     "contextviewer.importers.vibe.entry",
     "contextviewer.importers.copilot.entry",
     "contextviewer.importers.gptme.entry",
+    "contextviewer.importers.kimi.entry",
 ]
 
 _ENTRIES: list[Entry] | None = None

@@ -130,8 +130,9 @@ PINS: dict[str, Pin] = {
         Pin("cline", "cline", "3.0.65", "cline"),
         Pin("copilot", "@github/copilot", "1.0.102", "copilot"),
         Pin("gptme", "gptme", "0.35.1", "gptme", kind=PYPI, python="3.12"),
-        # 1.52.0 is a stub pointing to an installer that cannot be reached from here.
-        Pin("kimi", "kimi-cli", "1.51.0", "kimi", kind=PYPI, python="3.12"),
+        # 1.52.0 is a stub pointing to an installer that cannot be reached from here. Python 3.13: on
+        # pyenv's 3.12.1 it stops at start (TypeError: super(type, obj) in its utils/slashcmd.py).
+        Pin("kimi", "kimi-cli", "1.51.0", "kimi", kind=PYPI, python="3.13"),
         # It pins a certifi release no longer published: its own pins (vibe-requirements.txt, the .post1), without deps.
         Pin("vibe", "mistral-vibe", "3.0.3", "vibe", kind=PYPI, python="3.12", flags=("--no-deps",),
             extra=("-r", str(Path(__file__).with_name("vibe-requirements.txt")))),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib
 
-MODULES = ("claude_code", "codex", "gemini", "qwen", "opencode", "pi", "cline", "copilot", "vibe", "gptme")
+MODULES = ("claude_code", "codex", "gemini", "qwen", "opencode", "pi", "cline", "copilot", "vibe", "gptme", "kimi")
 
 
 def drivers() -> list:

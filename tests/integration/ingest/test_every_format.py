@@ -232,6 +232,14 @@ def _gptme(tmp: Path, fx) -> Path:
     return tmp / "logs"
 
 
+def _kimi(tmp: Path, fx) -> Path:
+    from tests.unit import test_kimi_importer as kimi_t
+
+    # A sessions folder: one session whose compaction set context_1.jsonl aside (one fold), a sub-agent.
+    kimi_t.write_session(tmp / "sessions")
+    return tmp / "sessions"
+
+
 SAMPLES = [
     # Real logs (skipped where ../shared/fixtures is absent).
     Sample("claude-code-fixture", "claude-code", _fixture("claude-code/oneryalcin__fasthooks__sample_main_transcript.jsonl"),
@@ -279,6 +287,7 @@ SAMPLES = [
     Sample("copilot", "copilot", _copilot, folds=2),
     Sample("vibe", "vibe", _vibe, external_id="9e1c0de0-0000-4000-8000-00000000abcd", folds=1),
     Sample("gptme", "gptme", _gptme, external_id="work", folds=1),
+    Sample("kimi", "kimi", _kimi, external_id="0b7e6f4e-1111-4222-8333-444455556666", folds=1),
 ]
 
 # (surface, sample id) -> why it fails today; strict, so a fix shows up as XPASS.
