@@ -43,7 +43,36 @@ def _text(text: str) -> list[dict]:
     return [{"text": text, "type": "text"}]
 
 
-def make_session(root: Path, sid: str = "9e1c0de0-0000-4000-8000-00000000abcd", cwd: str = "/work/demo") -> Written:
+CHILD = "child-5eed0000aaaa"
+TASK = "read a.md and say what it holds"
+
+
+def make_child(unified: Path) -> Path:
+    """A sub-agent's folder beside its parent: no meta.json; a task, one read_file call, an answer."""
+    folder = unified / CHILD
+    for sub in ("chunks", "journal", "generations/0000000000000009"):
+        (folder / sub).mkdir(parents=True)
+    entries = [
+        {"type": "message", "role": "user", "id": "user-child-1", "content": _text(TASK), "createdAt": START_MS + 5_000},
+        {"type": "effect", "id": "effect-child-read", "createdAt": START_MS + 5_100,
+         "detail": {"kind": "tool", "toolName": "file_system.read_file", "input": {"path": "a.md"}},
+         "state": {"output": {"type": "success", "structured_content": {"content": "alpha", "path": "a.md"}}}},
+        {"type": "message", "role": "assistant", "id": "assistant-child-2", "content": _text("a.md holds alpha."), "createdAt": START_MS + 5_200},
+    ]
+    context = [{"message": {"role": "assistant", "content": [{"type": "tool_call", "id": "call_cr", "name": "read_file",
+                                                              "arguments": {"type": "json", "value": {"path": "a.md"}}}]},
+                "source": "history", "turn_index": 0}]
+    manifest = {"checkpoint": {"chunks": [_chunk(folder, context)]}, "projection_state": {"chunks": [_chunk(folder, entries)]}}
+    (folder / "generations" / "0000000000000009" / "manifest.json").write_text(json.dumps(manifest))
+    (folder / "CURRENT").write_text(json.dumps({"generation": "0000000000000009", "session_id": CHILD,
+                                                "store_format": "mistral.vibe.unified-session-store/v1"}))
+    return folder
+
+
+def make_session(root: Path, sid: str = "9e1c0de0-0000-4000-8000-00000000abcd", cwd: str = "/work/demo",
+                 child: bool = False) -> Written:
+    """The session (see above); ``child``: turn 2 first spawns a sub-agent from run_typescript code and
+    waits for it (the runtime's notification of its answer in the context), its folder beside."""
     folder = root / sid
     for sub in ("chunks", "journal", "generations"):
         (folder / sub).mkdir(parents=True)
@@ -85,6 +114,26 @@ def make_session(root: Path, sid: str = "9e1c0de0-0000-4000-8000-00000000abcd", 
                      ("call_rb", "read_file", "file_system.read_file", {"path": "b.md"}, {"content": "beta", "path": "b.md"})])
     answer("turn-1", "a-1", "a.md says alpha, b.md says beta.")
     user("turn-2", "replace alpha with gamma in a.md")
+    if child:
+        w.responses += 2  # the run_typescript call, the wait
+        code = f"return await tools.agents.spawn({{name: 'reader', message: {json.dumps(TASK)}}});"
+        w.tool_calls += [("call_ts", "run_typescript"), ("call_wt", "wait")]
+        context.append({"message": {"role": "assistant", "content": [{"type": "tool_call", "id": "call_ts", "name": "run_typescript",
+                                                                      "arguments": {"type": "json", "value": {"code": code}}}]},
+                        "source": "history", "turn_index": 0})
+        entries.append({"type": "effect", "id": "effect-spawn", "turnId": "turn-2", "createdAt": next(clock),
+                        "detail": {"kind": "subagent", "toolName": "agents.spawn", "agentName": "reader", "childSessionId": CHILD,
+                                   "input": {"agent": "generic", "task": TASK}},
+                        "state": {"output": {"type": "success", "structured_content": {"type": "success"}, "_meta": {
+                            "mistral.vibe.subagent": {"childSessionId": CHILD, "spawnCallId": "typescript:3:call_ts:0:tool:0"}}}}})
+        context.append({"message": {"role": "tool", "tool_call_id": "call_ts", "name": "run_typescript", "content": _text('{"type":"success"}')},
+                        "source": "history", "turn_index": 0})
+        context.append({"message": {"role": "user", "content": _text("Runtime notification:\n{\"message\": \"Subagent reader completed turn 1.\"}")
+                                    + _text("a.md holds alpha.")}, "source": "injection", "turn_index": 0})
+        tools("turn-2", [("call_wt", "wait", "self.wait", {"timeout_ms": 5000}, {"reason": "timeout"})])
+        w.tool_calls.pop()  # tools() added the wait again
+        w.responses -= 1
+        make_child(root)
     tools("turn-2", [("call_ed", "edit", "file_system.edit", {"file_path": "a.md", "old_string": "alpha", "new_string": "gamma"},
                       {"file": "a.md", "lines_changed": 1})])
     answer("turn-2", "a-2", "a.md now says gamma.")

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 
-from contextviewer.core.records import BadLine, FoldRecord, MessageRecord, SessionInfo, UsageRecord
+from contextviewer.core.records import AgentLink, BadLine, FoldRecord, MessageRecord, SessionInfo, UsageRecord
 from contextviewer.importers import formats
+from contextviewer.importers.formats import ParseInput
 from contextviewer.importers.vibe import parser as vibe
 from tests.importers import of, parse_path
-from tests.vibe_folders import MODEL, SUMMARY, make_session
+from tests.vibe_folders import CHILD, MODEL, SUMMARY, TASK, make_session
 
 
 def test_a_session_folder_is_claimed_by_vibe_and_read_whole(tmp_path):
@@ -109,3 +110,22 @@ def test_a_bash_result_reads_as_a_command_run_with_its_exit_code_and_output(tmp_
     assert read.extra is None
     view = tool_view("read_file", {"path": "a.md"}, read.text, read.is_error, read.extra)
     assert view.kind == "read" and view.code is not None and "alpha" in str(view.code) and '"content"' not in str(view.code)
+
+
+def test_a_sub_agent_is_its_child_folder_linked_to_the_run_typescript_call_that_spawned_it(tmp_path):
+    w = make_session(tmp_path, child=True)
+    [group] = formats.discover(tmp_path).sessions  # the child folder is read under its parent, not alone
+    assert group.main == w.folder and [(s.path.name, s.agent_id) for s in group.subagents] == [(CHILD, CHILD)]
+    records = parse_path(vibe.parse, w.folder)
+    assert len(of(records, UsageRecord)) == w.responses == 9
+    messages = of(records, MessageRecord)
+    blocks = [b for m in messages for b in m.blocks if b.kind == "tool_call"]
+    assert [(b.tool_id, b.tool_name) for b in blocks] == w.tool_calls
+    [link] = of(records, AgentLink)
+    assert (link.agent_id, link.tool_use_id, link.agent_type, link.description) == (CHILD, "call_ts", "reader", TASK)
+    # The runtime's notification, sent after the spawn's result, as one text (its parts joined).
+    at = next(i for i, m in enumerate(messages) if any(b.tool_id == "call_ts" and b.kind == "tool_result" for b in m.blocks))
+    assert messages[at + 1].is_meta and messages[at + 1].blocks[0].text.endswith("completed turn 1.\"}\n\na.md holds alpha.")
+    sub = list(vibe.parse(ParseInput(path=tmp_path / CHILD, agent_id=CHILD)))  # as the import reads it
+    assert not of(sub, BadLine)
+    assert [m.agent_id for m in of(sub, MessageRecord)] == [CHILD] * 4 and len(of(sub, UsageRecord)) == 2

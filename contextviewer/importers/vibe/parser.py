@@ -106,7 +106,7 @@ def _plain_name(name: Any) -> bool:
 
 def _short_name(name: str | None) -> str | None:
     """``file_system.bash`` -> ``bash``: the store names a tool with its group, the model without."""
-    return name.rsplit(".", 1)[-1] if name else name
+    return (name.partition(".")[2] or name) if name else name
 
 
 class _Store:

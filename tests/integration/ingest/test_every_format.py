@@ -220,8 +220,9 @@ def _copilot(tmp: Path, fx) -> Path:
 def _vibe(tmp: Path, fx) -> Path:
     from tests.vibe_folders import make_session
 
-    # A session folder: three turns, an automatic compaction at the start of the third (one fold).
-    return make_session(tmp / "unified").folder
+    # A session folder: three turns, a sub-agent (its child folder beside), an automatic compaction
+    # at the start of the third (one fold).
+    return make_session(tmp / "unified", child=True).folder
 
 
 def _gptme(tmp: Path, fx) -> Path:
