@@ -12,7 +12,8 @@ showed it (keys as written):
   has ``last_reported_context_tokens`` (the last call's input + output);
 - ``chunks/<sha256>.json``: content-addressed chunks, older generations' ones left beside;
 - ``journal/<n>.jsonl``: the recovery journal since the generation before the current one (Vibe
-  drops older segments when it writes a generation, at the end of each turn): ``action_intent``
+  drops older segments when it writes a generation, at the end of each turn and when a sub-agent
+  starts): ``action_intent``
   (``kind: "completion"``, ``request.purpose: "agent"`` for a main call; ``kind: "tool"`` with
   ``call_id``) and ``action_result`` (``completion_succeeded``: ``parts`` and ``usage {input_tokens,
   output_tokens, cached_input_tokens, cache_write_tokens}``).
@@ -33,8 +34,11 @@ messages it re-sends, the ``<compaction_summary>``), and the messages it kept (p
 order it sends them). Usage is measured only for the calls whose journal is still in the folder
 (the last turn's): earlier calls are unmeasured (Vibe keeps no per-call usage elsewhere). A fold's
 tokens_before is the last call's input + output where the folder still holds it (the journal, or
-the generation before it: ``last_reported_context_tokens``). Sub-agents (``agents.spawn`` inside
-``run_typescript``) live in their own session folders (``parent_session_id``) and are not linked.
+the generation before it: ``last_reported_context_tokens``); the compaction call's usage is its
+cost. A sub-agent (``tools.agents.spawn`` in ``run_typescript`` code: an ``effect`` of kind
+``subagent`` with ``childSessionId``) is the session folder ``child-<id>/`` beside (``group``),
+linked to the ``run_typescript`` call, which the history leaves out and the context gives; the
+runtime's notifications (a child's answer) are put back where the context had them.
 """
 
 from __future__ import annotations
