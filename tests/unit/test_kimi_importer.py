@@ -104,6 +104,9 @@ def test_a_session_folder_gives_its_messages_calls_tools_and_fold(tmp_path):
     answered = [m for m in messages_of(BEFORE) + messages_of(AFTER)[3:] if m["role"] == "assistant"]
     assert len(calls) == len(answered) == len(STATUS)
     assert [(c.input_uncached, c.cache_read, c.output, c.request_id) for c in calls] == STATUS
+    # The log has no times: the wire's (its TurnBegin for the prompt, each StatusUpdate for its answer).
+    assert messages[0].timestamp.timestamp() == 1796650000.0
+    assert [c.timestamp.timestamp() for c in calls] == [1796650001.0 + n for n in range(len(STATUS))]
     tools = [b for m in messages for b in m.blocks if b.kind == "tool_call"]
     assert [(b.tool_name, b.tool_id) for b in tools] == [("Glob", "c1"), ("Agent", "c2")]
     (fold,) = of(records, FoldRecord)

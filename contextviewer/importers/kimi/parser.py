@@ -255,16 +255,25 @@ class _Session(TimeSpan):
     # -- usage: wire.jsonl's StatusUpdates where they match the calls, else the _usage figures
 
     def _measure(self) -> None:
-        status, compactions = self._wire()
+        status, compactions, turns = self._wire()
         measured = len(status) == len(self.calls)
+        by_uuid = {r.uuid: r for r in self.records}
+        prompts = [r for r in self.records if r.role == "user" and not r.is_meta]
+        k = 0
+        for text, when in turns:  # each turn's prompt, when it was typed (a /compact turn writes none)
+            found = next((i for i in range(k, len(prompts)) if _text(prompts[i].blocks).strip() == text.strip()), None)
+            if found is not None:
+                prompts[found].timestamp, k = when, found + 1
         for n, call in enumerate(self.calls):
             if measured:
-                usage = _dict(status[n].get("token_usage"))
+                payload, when = status[n]
+                call.timestamp = by_uuid[call.message_uuid].timestamp = when
+                usage = _dict(payload.get("token_usage"))
                 call.input_uncached = pos_int(usage.get("input_other"))
                 call.cache_read = pos_int(usage.get("input_cache_read"))
                 call.cache_write = pos_int(usage.get("input_cache_creation"))
                 call.output = pos_int(usage.get("output"))
-                call.request_id = str_or_none(status[n].get("message_id"))
+                call.request_id = str_or_none(payload.get("message_id"))
             else:
                 before, after = self.usage[n]
                 call.input_uncached = before
@@ -272,11 +281,12 @@ class _Session(TimeSpan):
         for fold, manual in zip(self.folds, compactions):
             fold.trigger = "manual" if manual else "auto"
 
-    def _wire(self) -> tuple[list[dict], list[bool]]:
-        """The main agent's StatusUpdate payloads in order, and for each compaction whether a
-        ``/compact`` turn asked for it."""
-        status: list[dict] = []
+    def _wire(self) -> tuple[list[tuple[dict, Any]], list[bool], list[tuple[str, Any]]]:
+        """The main agent's StatusUpdate payloads with their times, in order; for each compaction
+        whether a ``/compact`` turn asked for it; each turn's input with its time."""
+        status: list[tuple[dict, Any]] = []
         compactions: list[bool] = []
+        turns: list[tuple[str, Any]] = []
         path = self.folder / "wire.jsonl"
         try:
             text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
@@ -290,16 +300,17 @@ class _Session(TimeSpan):
                 continue
             message = _dict(_dict(event).get("message"))
             kind, payload = message.get("type"), _dict(message.get("payload"))
-            self.saw(timestamp(_dict(event).get("timestamp")))
+            when = self.saw(timestamp(_dict(event).get("timestamp")))
             if kind == "TurnBegin":
                 turn = payload.get("user_input") if payload.get("user_input").__class__ is str else ""
+                turns.append((turn, when))
             elif kind == "StatusUpdate" and payload.get("token_usage").__class__ is dict:
-                status.append(payload)
+                status.append((payload, when))
                 if payload.get("max_context_tokens").__class__ is int and payload["max_context_tokens"] > 0:
                     self.window = payload["max_context_tokens"]
             elif kind == "CompactionBegin":
                 compactions.append(turn.strip().startswith("/compact"))
-        return status, compactions
+        return status, compactions, turns
 
     def _links(self) -> list[AgentLink]:
         """Each sub-agent under the Agent call whose result names its id (``agent_id: <id>``)."""
