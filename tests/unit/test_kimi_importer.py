@@ -170,3 +170,19 @@ def test_its_files_are_kimi_and_look_alikes_are_not(tmp_path):
     write_jsonl(other, [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}])
     claimed = formats.claim(other)
     assert claimed is None or claimed.name != "kimi"
+
+
+def test_an_undo_set_aside_file_is_not_read_twice(tmp_path):
+    # revert_to: context.jsonl moved aside, the new one holds its lines up to the checkpoint gone back
+    # to (the first prompt and its calls, BEFORE[:8]), then what came next.
+    folder = tmp_path / "h" / SID
+    after_undo = BEFORE[:8] + [cp(2), {"role": "user", "content": "try again"}, cp(3), usage(1200),
+                               {"role": "assistant", "content": "Again."}, usage(1210)]
+    write_jsonl(folder / "context_1.jsonl", BEFORE)
+    write_jsonl(folder / "context.jsonl", after_undo)
+    records = parse_path(parse, folder)
+    messages = of(records, MessageRecord)
+    copied = len(messages_of(BEFORE[:8]))
+    assert len(messages) == len(messages_of(BEFORE)) + len(messages_of(after_undo)) - copied
+    assert not of(records, FoldRecord)
+    assert [(c.input_uncached, c.output) for c in of(records, UsageRecord)] == [(1000, 10), (1100, 20), (1200, 10)]

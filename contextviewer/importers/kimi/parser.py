@@ -152,6 +152,7 @@ class _Session(TimeSpan):
         self.cwd: str | None = None
         self.window: int | None = None
         self.base = 0  # lines of the files read before: positions run on across the files
+        self.file_start = 0  # where the messages of the file read last begin in what was read
 
     def run(self) -> Iterator[Record]:
         files = context_files(self.folder)
@@ -188,6 +189,15 @@ class _Session(TimeSpan):
             if run and len(run) <= len(sent) and all(_same(a.obj, b) for a, (_u, b) in zip(run, sent[-len(run):])):
                 kept = [u for u, _m in sent[-len(run):]]
                 copies = {id(ln) for ln in run}
+        elif not first:
+            # An undo (revert_to): the new file starts with the lines of the one before up to the
+            # checkpoint it went back to. Those are that file's messages again: not stored twice.
+            before = [m for _u, m in sent[self.file_start:]]
+            for ln, old in zip(messages, before):
+                if not _same(ln.obj, old):
+                    break
+                copies.add(id(ln))
+        self.file_start = len(sent)
         last_usage: int | None = None
         pending_call: int | None = None  # index in self.usage of the last answer, awaiting its after-figure
         for ln in lines:
