@@ -533,6 +533,41 @@ def shorten_strings(data: bytes, keep: int = 256) -> bytes:
     return _JSON_STRING.sub(cut, data)
 
 
+def written_again(raw: str, *volatile: Any) -> int:
+    """A fingerprint of a record's line without the values that differ when an agent writes one
+    record again (its session id and time on a resume): two lines with one id and one fingerprint
+    are one record written twice; one id with two fingerprints, two records (a collision to say)."""
+    for value in volatile:
+        if value.__class__ is str and value:
+            raw = raw.replace(value, "")
+    return hash(raw)
+
+
+class KeptIds:
+    """The ids of the records a file kept, each with its line and ``written_again`` fingerprint.
+    A later line under a kept id is not kept: said nothing when it is that record written again,
+    else said with both lines (``collision``), never dropped without a word."""
+
+    def __init__(self, word: str = "uuid"):
+        self.first: dict[str, tuple[int, int]] = {}
+        self.word = word
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.first
+
+    def add(self, key: str, line_no: int, raw: str, *volatile: Any) -> None:
+        self.first[key] = (line_no, written_again(raw, *volatile))
+
+    def collision(self, key: str, line_no: int, offset: int, raw: str, *volatile: Any) -> BadLine | None:
+        first, kept = self.first[key]
+        if kept == written_again(raw, *volatile):
+            return None
+        shown = key if len(key) <= 80 else key[:80] + "…"
+        return BadLine(line_no=line_no, offset=offset, size=len(raw),
+                       reason=f"line {line_no}: its {self.word} {shown!r} is already the {self.word} of line {first}, "
+                              "a different record: not stored again")
+
+
 def json_lines(text: str, limit: int = 200) -> list[tuple[int, dict]]:
     """(index, object) of the lines among the first ``limit`` of ``text`` that are a JSON object
     (for JSONL sniffing; a line the head cut short is not one)."""

@@ -69,7 +69,7 @@ def subagent_id(path: Path) -> str | None:
 def count_independently(path: Path, file_agent: str | None) -> dict:
     """Numbers a correct import must give, from the raw lines with nothing but json."""
     n = Counter()
-    seen: set[str] = set()
+    seen: dict[str, dict] = {}  # uuid -> its first line's object, without session id and time
     calls: set[tuple] = set()
     links: set[str] = set()
     sidechain_uuids: set[str] = set()
@@ -98,10 +98,17 @@ def count_independently(path: Path, file_agent: str | None) -> dict:
             continue
         uuid = obj.get("uuid")
         if isinstance(uuid, str) and uuid:
+            again = {k: v for k, v in obj.items() if k not in ("sessionId", "timestamp")}
             if uuid in seen:
                 n["duplicates"] += 1
+                message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+                request = obj.get("requestId") if isinstance(obj.get("requestId"), str) and obj["requestId"] else None
+                later_record_of_a_call = kind == "assistant" and isinstance(message.get("usage"), dict) and (
+                    message.get("id"), request) in calls
+                if again != seen[uuid] and not later_record_of_a_call:
+                    n["bad"] += 1  # another record under a kept uuid: said, not stored
                 continue
-            seen.add(uuid)
+            seen[uuid] = again
         n["messages"] += 1
         message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
         content = obj.get("content") if kind == "system" else message.get("content")
@@ -339,6 +346,10 @@ def test_edge_cases_file(fixtures_dir: Path):
         13: "line 13 is a JSON string, not a JSON object",
         15: "line 15 is a JSON number, not a JSON object",
         16: "line 16 is a JSON array, not a JSON object",
+        # Two lines that reuse a kept line's uuid with other content (read by hand: line 12 is the
+        # real prompt of line 11's broken record, line 18 another user message than line 10's).
+        12: "line 12: its uuid 'edge_011' is already the uuid of line 11, a different record: not stored again",
+        18: "line 18: its uuid 'edge_010' is already the uuid of line 10, a different record: not stored again",
     }
     info = info_of(records)
     assert info.duplicate_uuids == 2
@@ -1049,3 +1060,23 @@ def test_the_2_1_compaction_file_has_the_summarizer_call_from_its_last_record(tm
     assert calls[own[0]["message"]["id"]].output == own[-1]["message"]["usage"]["output_tokens"]
     # Every other call of the file is one of the parent's, replayed (ingest leaves them out).
     assert len(calls) > 10 and set(calls) - {own[0]["message"]["id"]} <= parent_ids
+
+
+def test_another_record_under_a_kept_uuid_is_said_with_both_lines(tmp_path):
+    from tests.sessions import session_lines
+
+    lines = [json.loads(x) for x in session_lines(2)]
+    first_user = next(n for n, o in enumerate(lines) if o.get("type") == "user")
+    resumed = dict(lines[first_user], sessionId="another-session", timestamp="2030-01-01T00:00:00Z")
+    other = json.loads(json.dumps(lines[first_user]))
+    other["message"] = {"role": "user", "content": "another prompt"}
+    lines += [resumed, other]  # the same record written again on a resume (silent), then another record
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(o) + "\n" for o in lines))
+    records = run_file(path)
+    bad = of(records, BadLine)
+    n = len(lines)
+    assert [(b.line_no, b.reason) for b in bad] == [
+        (n, f"line {n}: its uuid {other['uuid']!r} is already the uuid of line {first_user + 1}, a different record: "
+            "not stored again")]
+    assert of(records, SessionInfo)[-1].duplicate_uuids == 2

@@ -181,3 +181,15 @@ def test_an_entry_written_twice_is_read_once(tmp_path):
     calls = of(records, UsageRecord)
     assert len(calls) == len({c.api_message_id for c in calls}) == sum(1 for ln in session().lines if ln.get("message", {}).get("role") == "assistant")
     assert of(records, SessionInfo)[-1].duplicate_uuids == 1
+
+
+def test_another_entry_under_a_kept_id_is_said_with_both_lines(tmp_path):
+    s = session()
+    again = dict(s.lines[5], timestamp="2030-01-01T00:00:00.000Z")  # the same entry written again later: silent
+    other = json.loads(json.dumps(s.lines[5]))  # another entry that reuses line 6's id
+    other["message"]["content"] = [{"type": "text", "text": "another answer"}]
+    s.lines[6:6] = [again, other]
+    records = parse_path(pi.parse, s.write(tmp_path / "--p--" / "s.jsonl"))
+    assert [(b.line_no, b.reason) for b in of(records, BadLine)] == [
+        (8, f"line 8: its id {other['id']!r} is already the id of line 6, a different record: not stored again")]
+    assert of(records, SessionInfo)[-1].duplicate_uuids == 2

@@ -275,3 +275,16 @@ def test_a_line_written_twice_is_read_once(tmp_path):
     calls = of(records, UsageRecord)
     assert len(calls) == len({c.api_message_id for c in calls}) == sum(1 for ln in main_session().lines if "usageMetadata" in ln)
     assert of(records, SessionInfo)[-1].duplicate_uuids == 1
+
+
+def test_another_record_under_a_kept_uuid_is_said_with_both_lines(tmp_path):
+    s = main_session()
+    again = dict(s.lines[3], timestamp="2030-01-01T00:00:00Z")  # the same record written again later: silent
+    other = json.loads(json.dumps(s.lines[1]))  # another record that reuses line 2's uuid
+    other["message"] = {"role": "user", "parts": [{"text": "a different prompt"}]}
+    s.lines[4:4] = [again, other]
+    records = parse_path(qwen.parse, s.write(tmp_path / "chats" / "s.jsonl"))
+    bad = of(records, BadLine)
+    assert [(b.line_no, b.reason) for b in bad] == [
+        (6, f"line 6: its uuid {other['uuid']!r} is already the uuid of line 2, a different record: not stored again")]
+    assert of(records, SessionInfo)[-1].duplicate_uuids == 2

@@ -74,6 +74,7 @@ from contextviewer.importers.common import (
     TimeSpan,
     str_or_none as _str,
     text_of as _text_of,
+    KeptIds,
 )
 from contextviewer.importers.claude_code import layout as claude_code_layout
 from contextviewer.importers.driver import JsonParser
@@ -169,6 +170,7 @@ class _Parser(JsonParser, TimeSpan):
         self.seen_message = False
         # per-line state
         self.parents: dict[str, str | None] = {}  # uuid -> parentUuid of every message line kept
+        self.kept = KeptIds()  # the uuids of the message lines kept
         self.duplicates = 0
         self.calls: dict[tuple[str, str | None], _Call] = {}
         self.folds: list[FoldRecord] = []
@@ -277,12 +279,13 @@ class _Parser(JsonParser, TimeSpan):
         uuid = _str(obj.get("uuid"))
         parent = _str(obj.get("parentUuid"))
         if uuid is not None:
-            if uuid in self.parents:
+            if uuid in self.kept:
                 self.duplicates += 1
-                if kind == "assistant":
-                    self._usage_again(obj)
-                return None
+                if kind == "assistant" and self._usage_again(obj):
+                    return None
+                return self.kept.collision(uuid, line_no, offset, raw, obj.get("sessionId"), obj.get("timestamp"))
             self.parents[uuid] = parent
+            self.kept.add(uuid, line_no, raw, obj.get("sessionId"), obj.get("timestamp"))
 
         message = obj.get("message")
         if message.__class__ is not dict:
@@ -399,17 +402,21 @@ class _Parser(JsonParser, TimeSpan):
             self.requests.boundary()
             self._fold(obj, record.subtype, record.uuid, record.line_no, record.agent_id, record.timestamp)
 
-    def _usage_again(self, obj: dict) -> None:
+    def _usage_again(self, obj: dict) -> bool:
         """A line whose uuid was read already may still be the later record of its call: Claude
         Code writes a response first as a streaming placeholder (a few output tokens, no
-        stop_reason) and may write it again under the same uuid with the real output."""
+        stop_reason) and may write it again under the same uuid with the real output. True when
+        the line was such a record of a call read already."""
         message = obj.get("message")
         if message.__class__ is not dict:
-            return
+            return False
         api_id = _str(message.get("id"))
         key = (api_id, _str(obj.get("requestId")))
         if api_id is not None and key in self.calls and message.get("usage").__class__ is dict:
             self._update_call(self.calls[key], message["usage"], message.get("stop_reason") is not None)
+            return True
+        return False
+
 
     @staticmethod
     def _update_call(call: _Call, usage: dict, final: bool) -> None:

@@ -36,8 +36,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from contextviewer.core.harness import Harness
-from contextviewer.core.records import Block, FoldRecord, MessageRecord, Record, SessionInfo, UsageRecord
+from contextviewer.core.records import BadLine, Block, FoldRecord, MessageRecord, Record, SessionInfo, UsageRecord
 from contextviewer.importers.common import (
+    KeptIds,
     TimeSpan,
     compact_json,
     image_block,
@@ -104,6 +105,7 @@ class _Parser(JsonParser, TimeSpan):
         self.made: dict[str, str] = {}  # entry id -> message uuid (sent roles only)
         self.last_id: str | None = None
         self.duplicates = 0
+        self.kept = KeptIds("id")  # the entry ids kept
 
     def run(self, stream, start_offset: int, start_line: int) -> Iterator[Record]:
         for record in super().run(stream, start_offset, start_line):
@@ -122,7 +124,7 @@ class _Parser(JsonParser, TimeSpan):
 
     # -- one line
 
-    def process(self, obj: dict, line_no: int, offset: int, raw: str) -> None:
+    def process(self, obj: dict, line_no: int, offset: int, raw: str) -> BadLine | None:
         kind = obj.get("type")
         ts = self.saw(parse_timestamp(obj.get("timestamp")))
         if kind == "session":
@@ -131,9 +133,10 @@ class _Parser(JsonParser, TimeSpan):
             self.version = obj.get("version") if obj.get("version").__class__ is int else self.version
             return None
         entry_id = str_or_none(obj.get("id")) or f"{self.session_id or 'pi'}:{line_no}"
-        if entry_id in self.parents:  # an entry written twice: the first is kept
+        if entry_id in self.kept:  # an entry written twice (said when it is another record): the first is kept
             self.duplicates += 1
-            return None
+            return self.kept.collision(entry_id, line_no, offset, raw, obj.get("timestamp"))
+        self.kept.add(entry_id, line_no, raw, obj.get("timestamp"))
         # v1 entries have no parentId: each follows the one before.
         parent = str_or_none(obj.get("parentId")) if "parentId" in obj else self.last_id
         self.parents[entry_id] = parent

@@ -51,8 +51,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from contextviewer.core.harness import Harness
-from contextviewer.core.records import AgentLink, Block, FoldRecord, MessageRecord, Record, SessionInfo, UsageRecord
+from contextviewer.core.records import AgentLink, BadLine, Block, FoldRecord, MessageRecord, Record, SessionInfo, UsageRecord
 from contextviewer.importers.common import (
+    KeptIds,
     TimeSpan,
     compact_json,
     image_block,
@@ -152,7 +153,7 @@ class _Parser(JsonParser, TimeSpan):
         self.side_calls: list[dict] = []  # api_response telemetry since the last assistant line
         self.folds: list[FoldRecord] = []
         self.links: dict[str, AgentLink] = {}
-        self.seen: set[str] = set()
+        self.kept = KeptIds()  # the uuids of the lines kept
         self.duplicates = 0
 
     # -- the driver
@@ -182,14 +183,14 @@ class _Parser(JsonParser, TimeSpan):
 
     # -- one line
 
-    def process(self, obj: dict, line_no: int, offset: int, raw: str) -> None:
+    def process(self, obj: dict, line_no: int, offset: int, raw: str) -> BadLine | None:
         kind = obj.get("type")
         uuid = str_or_none(obj.get("uuid"))
         if uuid is not None:
-            if uuid in self.seen:  # a line written twice: the first is kept
+            if uuid in self.kept:  # a line written twice (said when it is another record): the first is kept
                 self.duplicates += 1
-                return None
-            self.seen.add(uuid)
+                return self.kept.collision(uuid, line_no, offset, raw, obj.get("sessionId"), obj.get("timestamp"))
+            self.kept.add(uuid, line_no, raw, obj.get("sessionId"), obj.get("timestamp"))
         self.session_id = self.session_id or str_or_none(obj.get("sessionId"))
         self.cwd = self.cwd or str_or_none(obj.get("cwd"))
         self.version = str_or_none(obj.get("version")) or self.version

@@ -31,7 +31,7 @@ if not MAIN_FILES:
 
 def count_independently(path: Path) -> dict:
     """Plain counting: what a person would count by reading the file."""
-    seen_uuids = set()
+    seen_uuids: dict[str, dict] = {}  # uuid -> its first line, but for the session id and time
     counts = {"messages": 0, "bad_lines": 0, "tool_calls": 0, "folds": 0, "sidechain_roots": 0}
     own_agent = None  # a file whose first message line is a sub-agent's is that sub-agent's file
     other_agents = set()
@@ -61,9 +61,17 @@ def count_independently(path: Path) -> dict:
             continue
         uid = obj.get("uuid")
         if isinstance(uid, str):
+            plain = {k: v for k, v in obj.items() if k not in ("sessionId", "timestamp")}
             if uid in seen_uuids:
+                # The same record written again (a resume), or the later record of a streamed call,
+                # is not said; another record under the uuid is (a bad line: not stored again).
+                message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+                streamed = kind == "assistant" and isinstance(message.get("usage"), dict) and (
+                    message.get("id"), obj.get("requestId")) in calls
+                if plain != seen_uuids[uid] and not streamed:
+                    counts["bad_lines"] += 1
                 continue
-            seen_uuids.add(uid)
+            seen_uuids[uid] = plain
         if counts["messages"] == 0 and obj.get("isSidechain") is True and obj.get("agentId"):
             own_agent = obj["agentId"]
         counts["messages"] += 1
