@@ -175,3 +175,31 @@ def test_the_log_alone_is_gptme_and_look_alikes_are_not(tmp_path):
     write_jsonl(other, [{"role": "user", "content": "hi", "timestamp": T.format(1)}, {"role": "assistant", "content": "yo", "timestamp": T.format(2)}])
     claimed = formats.claim(other)
     assert claimed is None or claimed.name != "gptme"
+
+
+def test_the_markdown_tool_format_gives_calls_and_their_outputs(tmp_path):
+    # gptme's default format: a tool call is a fenced block tagged with the tool (tools/base.py
+    # ToolUse._from_codeblock), its output the system lines after it (no call id in either).
+    conv = tmp_path / "md"
+    answer = {"model": "local/m", "usage": {"input_tokens": 500, "output_tokens": 5}}
+    write_jsonl(conv / "conversation.jsonl", [
+        HEAD[0], msg("user", "list, then write hello.py", 1),
+        msg("assistant", "Let me list.\n```shell\nls -la\n```", 2, metadata=answer),
+        msg("system", "Ran command: `ls -la`\n```stdout\na.py\n```", 3),
+        msg("system", "<system_warning>Token usage: 900/128000</system_warning>", 3, hide=True),
+        msg("assistant", "```save /home/dev/app/hello.py\nprint('hi')\n```\nSaved it.", 4, metadata=answer),
+        msg("system", "Saved to /home/dev/app/hello.py", 5),
+        msg("assistant", "Done: ```python\nnot a tool\n```", 6, metadata=answer),
+    ])
+    (conv / "config.toml").write_text('[chat]\ntool_format = "markdown"\n')
+    records = parse_path(parse, conv)
+    messages = of(records, MessageRecord)
+    calls = [b for m in messages for b in m.blocks if b.kind == "tool_call"]
+    assert [(b.tool_name, b.tool_input) for b in calls] == [
+        ("shell", {"command": "ls -la"}), ("save", {"path": "/home/dev/app/hello.py", "content": "print('hi')"})]
+    results = [m.blocks[0] for m in messages if m.role == "tool"]
+    assert [r.tool_id for r in results] == [c.tool_id for c in calls] and "a.py" in results[0].text
+    assert len(of(records, UsageRecord)) == 3
+    # The same lines in the tool format (config.toml says so): fenced blocks are text, not calls.
+    (conv / "config.toml").write_text('[chat]\ntool_format = "tool"\n')
+    assert not [b for m in of(parse_path(parse, conv), MessageRecord) for b in m.blocks if b.kind == "tool_call"]

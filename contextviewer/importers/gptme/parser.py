@@ -33,10 +33,15 @@ Pure. A conversation is a folder ``logs/<name>/``:
 - ``config.toml``'s ``[chat] name`` is the title; the system prompt says the version ("You are gptme
   vX") and the working folder ("**Working Directory:** ...").
 
+The markdown tool format (gptme's default; ``tool_format`` in config.toml, else no ``@tool(id)``
+call in the log): a fenced block whose language tag names a tool (```` ```shell ````, ```` ```save
+<path> ````...) is a call (the log gives it no id: ``<line uuid>:<n>``), and the system lines that
+follow it (not hidden) its output, in order; read from gptme's source, not driven here (the scripted
+server answers with native tool calls).
+
 Not read: a manual ``/compact`` rewrites conversation.jsonl in place and keeps the full history in
 ``lossless.jsonl`` (read instead of it when present, without a fold); a trim (``method: trim``) view
-with no checkpoint; the markdown and XML tool formats (a tool call in a fenced block, its result a
-system line without ``call_id``): their calls show as the assistant's text.
+with no checkpoint; the XML tool format (its calls show as the assistant's text).
 """
 
 from __future__ import annotations
@@ -142,6 +147,59 @@ def assistant_blocks(content: str) -> list[Block]:
         pos = search = end
     if content[pos:].strip():
         blocks.append(Block("text", text=content[pos:] if pos else content))
+    return blocks
+
+
+# gptme's markdown tool format (its default): a fenced block whose language tag names a tool
+# (tools/base.py ToolUse._from_codeblock: the tag's first word is one of a tool's block_types; save,
+# append and patch take the path after it). Its result comes as the system lines that follow.
+MARKDOWN_TOOLS = {"shell": "shell", "ipython": "ipython", "py": "ipython", "save": "save", "append": "append",
+                  "patch": "patch", "patch_many": "patch_many", "read": "read", "tmux": "tmux", "complete": "complete",
+                  "todo": "todo", "gh": "gh", "memory": "memory"}
+OPEN_FENCE = re.compile(r"^(`{3,})([^`\n]*)$")
+
+
+def _markdown_input(tool: str, arg: str, body: str) -> dict:
+    if tool == "shell":
+        return {"command": body}
+    if tool == "ipython":
+        return {"code": body}
+    if tool in ("save", "append"):
+        return {"path": arg, "content": body}
+    if tool == "patch":
+        return {"path": arg, "patch": body}
+    if tool == "read":
+        return {"path": arg or body.strip()}
+    return {"content": body, **({"args": arg} if arg else {})}
+
+
+def markdown_blocks(content: str, call_id: str) -> list[Block]:
+    """An assistant line of the markdown tool format: its text, and each tool block as a call
+    (ids ``<call_id>:<n>``: the format has none)."""
+    blocks: list[Block] = []
+    lines = content.split("\n")
+    text: list[str] = []
+    i = 0
+    while i < len(lines):
+        m = OPEN_FENCE.match(lines[i])
+        words = m.group(2).strip().split(" ", 1) if m else [""]
+        tool = MARKDOWN_TOOLS.get(words[0])
+        if tool is None:
+            text.append(lines[i])
+            i += 1
+            continue
+        end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == m.group(1)), None)
+        if end is None:
+            text.extend(lines[i:])
+            break
+        if "\n".join(text).strip():
+            blocks.append(Block("text", text="\n".join(text)))
+        text = []
+        arg = words[1].strip() if len(words) > 1 else ""
+        blocks.append(tool_call(f"{call_id}:{len(blocks) + 1}", tool, _markdown_input(tool, arg, "\n".join(lines[i + 1:end]))))
+        i = end + 1
+    if "\n".join(text).strip():
+        blocks.append(Block("text", text="\n".join(text)))
     return blocks
 
 
@@ -261,6 +319,8 @@ class _Conversation(TimeSpan):
         self.version: str | None = None
         self.cwd: str | None = None
         self._compaction_events: list[dict] | None = None
+        self.markdown = False  # the markdown tool format: calls in fenced blocks, results in the system lines after
+        self.open_calls: list[str] = []  # markdown calls of the last answer awaiting their result
 
     def uuid(self, index: int) -> str:
         return f"{self.session}:{index + 1}"
@@ -269,6 +329,7 @@ class _Conversation(TimeSpan):
         lines = read_lines(self.history, self.source.max_line_bytes, self.bad)
         views = read_views(self.folder, self.source.max_line_bytes, self.bad) if self.folder is not None else []
         folds = self._find_folds(lines, views)
+        self.markdown = self._markdown_format(lines)
         for ln in lines:
             try:
                 self._line(ln, folds)
@@ -359,6 +420,15 @@ class _Conversation(TimeSpan):
                     self._compaction_events.append(event)
         return self._compaction_events
 
+    def _markdown_format(self, lines: list[_Line]) -> bool:
+        """The markdown tool format: config.toml says so, or says no format and no answer has an
+        ``@tool(id)`` call."""
+        chat = _dict(_read_toml(self.folder / "config.toml").get("chat")) if self.folder is not None else {}
+        said = chat.get("tool_format")
+        if said.__class__ is str:
+            return said == "markdown"
+        return not any(ln.obj["role"] == "assistant" and TOOL_CALL.search(ln.obj["content"]) for ln in lines)
+
     # -- one line
 
     def _line(self, ln: _Line, folds: dict[int, dict]) -> None:
@@ -371,6 +441,9 @@ class _Conversation(TimeSpan):
         if role == "system" and str_or_none(obj.get("call_id")):
             record.role, record.record_type = "tool", "tool_result"
             record.blocks = [Block("tool_result", text=content, tool_id=obj["call_id"], tool_name=str_or_none(meta.get("tool")))]
+        elif role == "system" and self.open_calls and not any(obj.get(k) is True for k in ("hide", "ui_only", "pinned")):
+            record.role, record.record_type = "tool", "tool_result"  # a markdown call's output
+            record.blocks = [Block("tool_result", text=content, tool_id=self.open_calls.pop(0))]
         elif role == "system":
             record.role, record.is_meta = "system", True
             record.blocks = [Block("text", text=content)] if content else []
@@ -378,13 +451,18 @@ class _Conversation(TimeSpan):
                 record.flags["ui_only"] = True
             self._system(content)
         elif role == "user":
+            self.open_calls = []
             record.role = "user"
             record.blocks = [Block("text", text=content)] if content else []
             if CHECKPOINT_KEY in meta:
                 record.is_meta, record.record_type = True, "checkpoint_request"
         elif role == "assistant":
             record.role = "assistant"
+            self.open_calls = []
             record.blocks = assistant_blocks(content)
+            if self.markdown and not any(b.kind == "tool_call" for b in record.blocks):
+                record.blocks = markdown_blocks(content, record.uuid)
+                self.open_calls = [b.tool_id for b in record.blocks if b.kind == "tool_call"]
             record.model = str_or_none(meta.get("model"))
             if record.model:
                 self.models[record.model] = None
