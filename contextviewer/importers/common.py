@@ -162,7 +162,8 @@ def said_bad(records: Iterator, place: str, keys: tuple[str, ...]) -> Iterator:
                                                                   or "Infinity" in record.raw):
             fault = bad_value(raw_json(record.raw), keys)
             if fault:
-                kept = "a record of unknown kind" if record.role == "other" else f"a {record.role} record, as read"
+                article = "an" if record.role[:1] in "aeiou" else "a"
+                kept = "a record of unknown kind" if record.role == "other" else f"{article} {record.role} record, as read"
                 yield BadLine(record.line_no, record.offset, f"{place} {record.line_no}: {fault}, so it was kept as {kept}")
 
 
