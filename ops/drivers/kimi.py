@@ -7,7 +7,8 @@ Completions: its `kimi` provider).
 session goes on). The plan (base.standard_plan): prompt 1 (Glob, ReadFile), prompt 2
 (StrReplaceFile, Shell; its answer reports COMPACT_AT input tokens: with Kimi's 50,000 reserved for
 the answer, context + reserve passes the window, so it compacts at the start of the next step),
-prompt 3 (a foreground sub-agent through the `Agent` tool, which reads app.py).
+prompt 3 (a foreground sub-agent through the `Agent` tool, which reads app.py), `/compact` (a manual
+fold: `--print` runs slash commands), prompt 4 (a call after the manual fold).
 
 The folder a user imports: ~/.kimi/sessions/ (<work folder hash>/<session id>/ with context.jsonl,
 context_1.jsonl after the fold, wire.jsonl, state.json, subagents/<id>/), copied out of the temp HOME.
@@ -23,7 +24,7 @@ from pathlib import Path
 from contextviewer.importers.kimi.entry import ENTRY as KIMI
 from ops.drivers.base import MAIN, SUB, Allowance, Run, Toolset, base_env, end_daemons, run_step, standard_plan, workspace
 from ops.drivers.pins import PINS, Pin
-from ops.scripted.plan import Plan, Tool
+from ops.scripted.plan import Plan, Prompt, Tool
 from ops.scripted.server import ScriptedServer
 
 LABEL = KIMI.name  # the format's name (contextviewer/importers/kimi): Conversation.agent
@@ -35,6 +36,7 @@ COMPACT_AT = 60_000
 TIMEOUT = 120.0
 # What Kimi's compaction request says (prompts/compact.md).
 COMPACTION_MARKERS = ("compact this conversation context",)
+EXTRA_MARKER = "cv-prompt-4"
 
 
 def toolset() -> Toolset:
@@ -61,8 +63,16 @@ class KimiDriver:
 
     def plan(self, project: Path) -> Plan:
         plan = standard_plan(toolset(), project, compact_at=COMPACT_AT)
+        plan.prompts.append(
+            Prompt(f"{EXTRA_MARKER}: say which file holds the status line.", EXTRA_MARKER, [], "notes.txt holds the status line.")
+        )
         plan.compaction_markers = (*plan.compaction_markers, *COMPACTION_MARKERS)
         return plan
+
+    def prompts(self, plan: Plan) -> list[str]:
+        """What the user types, one process each: the main prompts, `/compact` (a manual fold) after the third."""
+        main = [p.text for p in plan.prompts if p.agent == MAIN]
+        return [*main[:3], "/compact", *main[3:]]
 
     def run(self, pin: Pin | None = None) -> Run:
         """One run on the pinned install, or on `pin` (another install of the same package)."""
@@ -76,8 +86,8 @@ class KimiDriver:
             with ScriptedServer(plan) as srv:
                 env = base_env(home, KIMI_BASE_URL=f"{srv.url}/v1", KIMI_API_KEY="sk-scripted", KIMI_MODEL_NAME=MODEL,
                                KIMI_MODEL_MAX_CONTEXT_SIZE=str(WINDOW))
-                for i, prompt in enumerate(p for p in plan.prompts if p.agent == MAIN):
-                    cmd = [str(pin.exe), "--print", "--yolo", *(["-C"] if i else []), "-p", prompt.text]
+                for i, text in enumerate(self.prompts(plan)):
+                    cmd = [str(pin.exe), "--print", "--yolo", *(["-C"] if i else []), "-p", text]
                     steps.append(run_step(cmd, project, env, timeout=TIMEOUT))
                     if steps[-1].returncode != 0:
                         break
@@ -95,7 +105,7 @@ class KimiDriver:
                 plan=plan,
                 steps=steps,
                 parents={SUB: MAIN},
-                triggers={MAIN: ["auto"], SUB: []},
+                triggers={MAIN: ["auto", "manual"], SUB: []},
                 allowances=allowances(),
             )
 

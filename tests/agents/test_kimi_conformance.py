@@ -3,9 +3,9 @@ standard plan against the scripted Chat Completions server (ops/drivers/kimi.py)
 --yolo -p`, then `-C -p` for the next prompts; prompt 2's answer reports an input that, with the
 50,000 Kimi reserves for the answer, passes the window, so it compacts at the start of prompt 3
 (context.jsonl moves aside to context_1.jsonl); prompt 3 runs a sub-agent through its `Agent`
-tool. The sessions folder it wrote is imported as a user would (`import FOLDER`), and every figure
+tool; `/compact` folds by hand before prompt 4. The sessions folder it wrote is imported as a user would (`import FOLDER`), and every figure
 is compared with the requests it sent (ops/conformance.py): the label, main calls (not the
-compaction call), tool calls, the sub-agent under its parent, one fold, and the window at every
+compaction calls), tool calls, the sub-agent under its parent, two folds (auto, manual), and the window at every
 main call: after the fold, the compaction output, then the two messages Kimi kept (the last answer
 and the new prompt), then what follows.
 
@@ -28,8 +28,9 @@ def test_the_fold_keeps_the_two_messages_kimi_kept(run, project):
     convs = conformance.find_conversations(run, project)
     main, sub = convs["main"], convs["sub"]
     assert sub.parent_id == main.pk and sub.agent_type == "coder"
-    (fold,) = main.folds.all()
-    (compaction,) = run.server.calls("compaction")
+    fold, manual = main.folds.order_by("position")
+    compaction, _by_hand = run.server.calls("compaction")
+    assert manual.trigger == "manual"
     mains = run.server.calls("main", agent="main")
     before = [e for e in mains if e.n < compaction.n][-1].usage
     after = next(e for e in mains if e.n > compaction.n).usage
