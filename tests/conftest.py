@@ -4,10 +4,18 @@ The real corpus is read in place from ../shared/fixtures (or CONTEXTVIEWER_FIXTU
 need it are skipped with a clear message where it is absent. Synthetic sessions need nothing.
 """
 
+import os
 from pathlib import Path
 
 import pytest
 from django.conf import settings
+from hypothesis import settings as hypothesis_settings
+
+# Property tests draw the same examples on every run (a CI run that lands is one that can be run
+# again); CONTEXTVIEWER_HYPOTHESIS=explore draws new ones each run, to look for what they have not met.
+hypothesis_settings.register_profile("repeatable", derandomize=True, database=None)
+hypothesis_settings.register_profile("explore", database=None)
+hypothesis_settings.load_profile("explore" if os.environ.get("CONTEXTVIEWER_HYPOTHESIS") == "explore" else "repeatable")
 
 
 @pytest.fixture(autouse=True, scope="session")
