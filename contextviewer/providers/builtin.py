@@ -14,7 +14,9 @@ import re
 from dataclasses import dataclass, field
 
 from contextviewer.core import facts, handoff
+from contextviewer.core import handoff_truth as truth
 from contextviewer.core.handoff import Entry
+from contextviewer.core.salience import CONTENT_TOOLS, error_head, error_lines
 from contextviewer.core.secrets import mask_text
 from contextviewer.core.tokens import count_text
 
@@ -98,10 +100,16 @@ def _intent(summary: str) -> str:
 
 
 def _command(text: str) -> str:
-    """A command on one line: whole up to LONG_COMMAND characters, else its start (with its head;
-    a commit message's body or a heredoc is not worth its tokens)."""
+    """A command on one line: whole up to LONG_COMMAND characters, else its head and " …": its
+    words before its first quoted, heredoc or subshell argument (a commit message's body or a
+    heredoc is not worth its tokens), at most 160 characters of whole words."""
     line = " ".join(text.split())
-    return line if len(line) <= LONG_COMMAND else _one_line(line, 120)
+    if len(line) <= LONG_COMMAND:
+        return line
+    head = " ".join(re.split(r"\n|\$\(|<<|[\"'`]", text, maxsplit=1)[0].split()).rstrip("=")
+    if len(head) > 160:
+        head = head[:161].rsplit(" ", 1)[0]
+    return (head or facts.command_head(text)) + " …"
 
 
 _TICKED = re.compile(r"`([^`]+)`")
@@ -110,7 +118,7 @@ _TICKED = re.compile(r"`([^`]+)`")
 def _carried_state(text: str) -> dict[str, list[str]]:
     """What an earlier builtin summary's State listed, by kind, to merge with the new view's."""
     out: dict[str, list[str]] = {
-        k: [] for k in ("edited", "read", "mentioned", "commands", "searches", "symbols", "errors", "states", "other", "quoted", "done")
+        k: [] for k in ("edited", "read", "mentioned", "commands", "named", "searches", "symbols", "errors", "states", "other", "quoted", "done")
     }
     out["last"] = ""  # type: ignore[assignment]
     for raw in (text or "").split("\n"):
@@ -128,6 +136,8 @@ def _carried_state(text: str) -> dict[str, list[str]]:
         else:
             if line.startswith("Ran `") and line.endswith("`"):
                 out["commands"].append(line[len("Ran `") : -1])
+            elif line.startswith(_NAMED):
+                out["named"] += _TICKED.findall(line[len(_NAMED) :])
             elif line.startswith("Searched: "):
                 out["searches"] += [x for x in line[len("Searched: ") :].split("; ") if x]
             elif line.startswith("Error seen: "):
@@ -145,29 +155,32 @@ def _carried_state(text: str) -> dict[str, list[str]]:
 
 def _paths_seen(prose: list[Entry], tools: list[Entry]) -> list[str]:
     """File paths named in what was said and in tool commands and outputs (files only, not
-    directories or slash-words), read the way the fact probes read them."""
-    messages = [{"role": e.role, "blocks": [{"kind": "text", "text": e.text}]} for e in prose]
+    directories or slash-words), read the way the fact probes read them, each whole: the words a
+    cut left in pieces are not read, and a path seen only in pieces is left out (handoff_truth)."""
+    messages = [{"role": e.role, "blocks": [{"kind": "text", "text": truth.uncut(e.text)}]} for e in prose]
     for t in tools:
-        data = _input(t)
-        blocks = [{"kind": "tool_result", "text": t.text}]
-        if isinstance(data.get("command"), str):
-            blocks.append({"kind": "tool_result", "text": data["command"]})
+        blocks = [{"kind": "tool_result", "text": truth.uncut(t.text)}]
+        command = truth.command_of(_input(t))
+        if command:
+            blocks.append({"kind": "tool_result", "text": truth.uncut(command)})
         messages.append({"role": "tool", "blocks": blocks})
-    return [f.text for f in facts.extract(messages) if f.kind == "path"]
+    texts = [b["text"] for m in messages for b in m["blocks"]]
+    return truth.whole_paths([f.text for f in facts.extract(messages) if f.kind == "path"], texts)
 
 
+# A backticked span shaped like a command: a program name (or ./path) then its arguments.
+_COMMAND_START = re.compile(r"^(?:\.{0,2}/)?[a-z][\w.+-]*(?:/[\w.+-]+)* +[^ ]")
+_NAMED = "Named by the earlier summary: "
 _ERROR_TARGET_RE = re.compile(r"^(?P<tool>[\w.:-]+): (?P<msg>.*?)(?: \(on `(?P<target>[^`]+)`\))?$")
 _OPEN_TASK = "Open task: "
 _ANSWER = "Answer the latest request: "
 _LATEST = "Latest request (see Last state for where it stands): "
 _STEM_RE = re.compile(r"[\w.@+-]+$")
-# A backticked span that reads as a command: a program name (or ./path) then its arguments.
-_COMMAND_START = re.compile(r"^(?:\.{0,2}/)?[a-z][\w.+-]*(?:/[\w.+-]+)* +[^ ]")
 # State lists that give way in tiers (carried, from the view, the view's latest, named by the request).
 TIERED = ("mentioned", "searches", "symbols", "read", "commands", "errors", "edited")
 # The order the lists (a TIERED list: its tiers) give way in over the budget, least useful first.
 DROP_ORDER = (
-    "other", "earlier", "done",
+    "other", "named", "earlier", "done",
     *(name + "@carried" for name in TIERED),
     *(name + "@view" for name in TIERED),
     "error_steps", "tasks",
@@ -179,15 +192,17 @@ DROP_ORDER = (
 
 
 def _foreign_items(text: str) -> dict[str, list[str]]:
-    """The facts of a summary that is not ours (or of lines quoted by an older builtin summary): its
-    paths and its backticked commands, merged as items instead of pasting the text."""
+    """The paths of a summary that is not ours (or of lines quoted by an older builtin summary),
+    merged as items instead of pasting the text, and its backticked spans shaped like commands: named
+    as what the earlier summary names, never as "Ran" lines (a summary's prose, "the instruction was
+    to run `bd ready`", or `cannot invoke remote function`, is no command that ran)."""
     paths = [f.text for f in facts.extract([{"role": "assistant", "blocks": [{"kind": "text", "text": text}]}]) if f.kind == "path"]
-    commands = []
+    named = []
     for span in facts.BACKTICK_RE.findall(text):  # one line, at most 80 characters
         span = " ".join(span.split())
         if " " in span and _COMMAND_START.match(span) and not PATH_RE.fullmatch(span):
-            commands.append(_command(span))
-    return {"mentioned": paths, "commands": commands}
+            named.append(span)
+    return {"mentioned": truth.whole_paths(paths, [text]), "named": named}
 
 
 def _stems(text: str) -> set[str]:
@@ -267,7 +282,7 @@ def _carried(view: _View) -> dict[str, list[str]]:
     for text in ([view.foreign[0]] if view.foreign else []) + (["\n".join(carried["quoted"])] if carried["quoted"] else []):
         items = _foreign_items(text)
         carried["mentioned"] += items["mentioned"]
-        carried["commands"] += items["commands"]
+        carried["named"] += items["named"]
     return carried
 
 
@@ -314,19 +329,22 @@ def _forget_deleted(work: _Work, t: Entry, data: dict) -> None:
 
 
 def _note_call(work: _Work, t: Entry, data: dict) -> None:
-    """The files a call changed or read, the command it ran and the search it made."""
-    for key in PATH_KEYS:
+    """The files a call changed or read (when it succeeded: a failed Read read nothing), the
+    command it ran (unless it was refused before it ran) and the search it made."""
+    for key in PATH_KEYS if not t.is_error else ():
         value = data.get(key)
-        if not isinstance(value, str) or not value.strip():
-            continue
+        if not isinstance(value, str) or not value.strip() or value.endswith("…"):
+            continue  # a value ending in "…" was cut by the transcript: not a whole path
         value = value.strip()
         # file_path and notebook_path name files; a search `path` is often a directory.
         if key != "path" or facts.is_file_like(value):
             (work.edited if t.tool_name in EDIT_TOOLS else work.read).append(value)
             work.deleted.discard(value)
             work.fresh.add(value)
-    if isinstance(data.get("command"), str) and data["command"].strip():
-        work.commands.append(_command(data["command"]))
+    command = truth.command_of(data)
+    # A command the transcript cut (its value ends in "…") is longer than LONG_COMMAND: its head stays whole.
+    if command and not truth.refused(t.text, t.is_error):
+        work.commands.append(_command(command))
         work.fresh.add(work.commands[-1])
     if isinstance(data.get("pattern"), str) and t.tool_name not in {"Bash"}:
         where = data.get("path") if isinstance(data.get("path"), str) else ""
@@ -334,14 +352,27 @@ def _note_call(work: _Work, t: Entry, data: dict) -> None:
         work.fresh.add(work.searches[-1])
 
 
+def _target(target: str) -> str:
+    """What an error ran on, whole: a path or a short command as it is, a long command by its head."""
+    if not target or "`" in target:
+        return ""
+    return target if len(target) <= 100 else facts.command_head(target) + " …"
+
+
+def _error_message(t: Entry) -> str:
+    """An error's message (its headline, salience.error_head), on whole sentences."""
+    lines = error_lines(truth.uncut(t.text)) or [" ".join(t.text.split())]
+    return handoff.first_sentences(error_head(lines, command=t.tool_name not in CONTENT_TOOLS), 160)
+
+
 def _note_outcome(work: _Work, t: Entry, data: dict) -> None:
     """A failed call opens an error (the latest on a tool and target says it); a successful run of
     the same tool on the same target resolves the errors it answers."""
     target = handoff.run_target(data)
     tool_name = re.sub(r"[^\w.:-]", "_", t.tool_name or "tool")
-    if t.is_error and t.text.strip():
-        shown = _one_line(target, 100) if target and "`" not in target else ""
-        line = _one_line(f"{tool_name}: {t.text.strip()}", 160) + (f" (on `{shown}`)" if shown else "")
+    if t.is_error and t.text.strip() and truth.failed(t.text):
+        shown = _target(target)
+        line = f"{tool_name}: {_error_message(t)}" + (f" (on `{shown}`)" if shown else "")
         work.open_errors = {k: v for k, v in work.open_errors.items() if v != (tool_name, shown)}  # the latest one says it
         work.open_errors[line] = (tool_name, shown)
         work.fresh.add(line)
@@ -373,12 +404,13 @@ def _state(view: _View, carried: dict[str, list[str]], work: _Work) -> tuple[dic
     earlier_states = list(carried["states"])
     if view.assistants and carried["last"]:
         earlier_states.append(carried["last"])
-    last = handoff.scrub_noise_paths(_one_line(view.assistants[-1].text, 600)) if view.assistants else carried["last"]
+    last = handoff.scrub_noise_paths(handoff.first_sentences(truth.uncut(view.assistants[-1].text), 600)) if view.assistants else carried["last"]
     return {
         "edited": edited,
         "read": read,
         "mentioned": [p for p in _unique(mentioned, MAX_PATHS, keep_last=True) if p not in listed_paths and keep(p)],
         "commands": [c for c in _unique(work.commands, MAX_COMMANDS, keep_last=True) if not handoff.names_noise_path(c)],
+        "named": [c for c in _unique(carried["named"], MAX_COMMANDS, keep_last=True) if c not in work.commands and not handoff.names_noise_path(c)],
         "searches": [x for x in _unique(work.searches, 24, keep_last=True) if not handoff.names_noise_path(x)],
         "symbols": _unique(symbols, MAX_SYMBOLS, keep_last=True),
         "errors": [e for e in _unique(list(work.open_errors), MAX_ERRORS, keep_last=True) if not handoff.names_noise_path(e)],
@@ -402,8 +434,8 @@ def _next_steps(view: _View, carried: dict[str, list[str]], work: _Work, errors:
         m = _ERROR_TARGET_RE.match(err)
         error_steps.append(f"Resolve the error of {m.group('tool')} on `{m.group('target')}`" if m and m.group("target") else f"Resolve the error: {err}")
     return _request_steps(view), {
-        "done": _unique([_one_line(x, 160) for x in done_tasks], 20, keep_last=True),
-        "tasks": [_OPEN_TASK + _one_line(x, 200) for x in _unique(open_tasks, 20)],
+        "done": _unique([handoff.first_sentences(x, 160) for x in done_tasks], 20, keep_last=True),
+        "tasks": [_OPEN_TASK + handoff.first_sentences(x, 200) for x in _unique(open_tasks, 20)],
         "error_steps": error_steps,
     }
 
@@ -433,7 +465,7 @@ def _constraints(view: _View) -> list[str]:
             if ln.strip() and not ln.startswith("None stated")
         ]
     for e in view.users:
-        constraints += [_one_line(s, 300) for s in _sentences(e.text) if CONSTRAINT_RE.search(s)]
+        constraints += [handoff.first_sentences(s, 300) for s in _sentences(truth.uncut(e.text)) if CONSTRAINT_RE.search(s)]
     return [c for c in _unique(constraints, MAX_CONSTRAINTS, keep_last=True) if not c.startswith("None stated")]
 
 
@@ -489,6 +521,8 @@ def _render(g: dict[str, list[str]], full: dict[str, list[str]], goal_lines: lis
         if paths:
             state.append(label + ", ".join(f"`{p}`" for p in paths))
     state += [f"Ran `{c}`" for c in live("commands")]
+    if live("named"):
+        state.append(_NAMED + ", ".join(f"`{c}`" for c in live("named")))
     if live("searches"):
         state.append("Searched: " + "; ".join(live("searches")))
     if live("symbols"):
