@@ -33,7 +33,7 @@ def _nice(top: float) -> float:
 
 
 def stacked_bars(columns: list[str], series: dict[str, dict[str, float]], *, width: int = 720, height: int = 180,
-                 unit: str = "$") -> dict:
+                 unit: str = "$", digits: int = 0) -> dict:
     """One bar per column, stacked by series (e.g. spend per day by model). `series`: name -> column -> value."""
     names = sorted(series, key=lambda n: -sum(series[n].values()))
     colours = {n: PALETTE[i] if i < len(PALETTE) - 1 else PALETTE[-1] for i, n in enumerate(names)}
@@ -51,10 +51,10 @@ def stacked_bars(columns: list[str], series: dict[str, dict[str, float]], *, wid
             h = height * v / top
             y -= h
             rects.append(Rect(round(i * slot + (slot - bar) / 2, 2), round(y, 2), round(bar, 2), round(h, 2), colours[n],
-                              f"{col} · {n}: {unit}{v:,.2f}" if unit == "$" else f"{col} · {n}: {v:,.0f}"))
+                              f"{col} · {n}: {unit}{v:,.2f}" if unit == "$" else f"{col} · {n}: {v:,.{digits}f}"))
     every = max(1, len(columns) // 8)
     labels = [(round(i * slot + slot / 2, 2), c[5:] if len(c) == 10 else c) for i, c in enumerate(columns) if i % every == 0]
-    ticks = [(round(height - height * f, 2), f"{unit}{top * f:,.2f}" if unit == "$" else f"{top * f:,.0f}") for f in (0.5, 1.0)]
+    ticks = [(round(height - height * f, 2), f"{unit}{top * f:,.2f}" if unit == "$" else f"{top * f:,.{digits}f}") for f in (0.5, 1.0)]
     return {"width": width, "height": height, "rects": rects, "labels": labels, "ticks": ticks,
             "legend": [(n, colours[n], sum(series[n].values())) for n in names]}
 

@@ -8,13 +8,14 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
+from django.apps import apps
 from django.conf import settings
-from django.db.models import Count, Max
+from django.db.models import Max
+from django.utils.module_loading import import_string
 
-from contextviewer.conversations import figures
-from contextviewer.conversations.models import Conversation, ConversationKind, ModelCall
-from contextviewer.core import severity
-from contextviewer.usage import charts, rows, services
+from contextviewer.conversations.models import Conversation, ConversationKind
+from contextviewer.core import model_specs, severity
+from contextviewer.usage import charts, report, rows, services, tools
 
 DEFAULT_DAYS = 30
 PEAK_EDGES = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
@@ -42,9 +43,18 @@ def _days(since: date, until: date) -> list[str]:
     return [(since + timedelta(days=i)).isoformat() for i in range((until - since).days + 1)]
 
 
+def words(project, q: Query) -> dict:
+    """The page's query as the words of services.query."""
+    return {"project": project.slug, "agent": q.agent, "person": q.person, "since": q.since.isoformat(),
+            "until": q.until.isoformat(), "timezone": q.timezone or None}
+
+
 def build(project, q: Query) -> dict:
-    table = services.usage("daily", project=project.slug, agent=q.agent, person=q.person, since=q.since.isoformat(),
-                           until=q.until.isoformat(), timezone=q.timezone or None, breakdown=True)
+    f, opts = services.query("daily", breakdown=True, **words(project, q))
+    book = services.price_book()
+    hours: dict[str, int] = {}
+    sessions, calls, folds = rows.read(f, book, hours)
+    table = report.table(sessions, calls, folds, book, opts)
     series: dict[str, dict[str, float]] = {}
     for line in table["lines"]:
         if line["model"] and line["cost_usd"]:
@@ -54,29 +64,99 @@ def build(project, q: Query) -> dict:
     mains = mains.filter(started_at__date__gte=q.since, started_at__date__lte=q.until)
     if q.agent:
         mains = mains.filter(agent=q.agent)
+    if q.person:
+        mains = mains.filter(pk__in=[s.id for s in sessions])
     return {
         "table": table,
         "hit_pct": None if table["total"]["cache_hit_rate"] is None else 100 * table["total"]["cache_hit_rate"],
         "spend": charts.stacked_bars(days, series),
-        "heatmap": charts.heatmap(_activity(project, q)),
+        "heatmap": charts.heatmap(_activity(hours, q)),
         "peaks": _peaks(mains),
         "compaction": _compaction(mains),
+        "needed_again": _needed_again(folds, sessions, opts),
+        "people": _people(sessions, calls, folds, book, opts),
         "days": len(days),
     }
 
 
-def _activity(project, q: Query) -> dict[tuple[int, int], int]:
-    """Model calls per weekday and hour in the page's time zone, counted per UTC hour in SQL."""
+def _people(sessions, calls, folds, book, opts: report.Options) -> list[dict]:
+    """Each person's totals side by side (the person whose import brought a session in; "" for a
+    watched folder's): one table per person over that person's rows. Empty when there are not two to compare."""
+    by_person: dict[str, list] = {}
+    for s in sessions:
+        by_person.setdefault(s.person, []).append(s)
+    if len(by_person) < 2:
+        return []
+    person_of = {s.id: s.person for s in sessions}
+    calls_of: dict[str, list] = {}
+    for c in calls:
+        calls_of.setdefault(person_of.get(c.session, ""), []).append(c)
+    totals = report.Options("monthly", opts.tz, opts.since, opts.until)
+    out = []
+    for name in sorted(by_person, key=lambda n: (n == "", n)):
+        t = report.table(by_person[name], calls_of.get(name, []), folds, book, totals)["total"]
+        if t["sessions"]:
+            hit = t["cache_hit_rate"]
+            out.append({"person": name, "total": t, "hit_pct": None if hit is None else 100 * hit})
+    return out
+
+
+def top_tools(project, q: Query, limit: int = 15) -> dict:
+    """The tool calls of the range's sessions (of q.person, q.agent) by tool name, most used first,
+    with each one's bar (a share of the most used)."""
+    f, _ = services.query("daily", **words(project, q))
+    lo = datetime.combine(q.since, time.min, tzinfo=f.tz)
+    hi = datetime.combine(q.until + timedelta(days=1), time.min, tzinfo=f.tz)
+    top = tools.top_tools(rows.member_ids(f), lo, hi, limit)
+    most = max((n for _, n in top), default=0) or 1
+    return [{"name": name, "calls": n, "pct": round(100 * n / most)} for name, n in top]
+
+
+def _fold_measures():
+    """The function an app above this one declares to measure folds (review's `usage_fold_measures`:
+    fold ids -> lost facts needed again after each probed fold), or None: usage may not import review
+    (the layers), so it is declared on that app's AppConfig by dotted path, as fold panels are."""
+    paths = [getattr(config, "usage_fold_measures", "") for config in apps.get_app_configs()]
+    path = next((p for p in paths if p), "")
+    return import_string(path) if path else None
+
+
+def _needed_again(folds, sessions, opts: report.Options) -> dict:
+    """Per ISO week: the folds, those measured (probed with what followed them) and how many facts
+    they lost that the conversation needed again after the fold; the rate is per measured fold."""
+    started = {s.id: s.started for s in sessions}
+    in_range = [fo for fo in folds if fo.fold is not None
+                and report.in_range(fo.when or started.get(fo.session), opts.tz, opts.since, opts.until)]
+    measure = _fold_measures()
+    found = measure([fo.fold for fo in in_range]) if measure and in_range else {}
+    weeks: dict[str, list[int]] = {}
+    for fo in in_range:
+        when = fo.when or started.get(fo.session)
+        day = report.period_of(when, "weekly", opts.tz, None) if when is not None else "undated"
+        row = weeks.setdefault(day, [0, 0, 0])
+        row[0] += 1
+        if fo.fold in found:
+            row[1] += 1
+            row[2] += found[fo.fold]
+    lines = [{"week": w, "folds": n, "measured": m, "needed": k, "rate": k / m if m else None}
+             for w, (n, m, k) in sorted(weeks.items())]
+    chart = charts.stacked_bars([x["week"] for x in lines],
+                                {"needed again per fold": {x["week"]: x["rate"] for x in lines if x["rate"]}},
+                                unit="", digits=2, height=120)
+    measured = sum(x["measured"] for x in lines)
+    return {"lines": lines, "chart": chart, "folds": len(in_range), "measured": measured,
+            "needed": sum(x["needed"] for x in lines),
+            "rate": sum(x["needed"] for x in lines) / measured if measured else None}
+
+
+def _activity(hours: dict[str, int], q: Query) -> dict[tuple[int, int], int]:
+    """Model calls per weekday and hour in the page's time zone, from the calls per UTC hour the
+    report's grouped query counted (the days of the range only)."""
     tz = ZoneInfo(q.timezone or settings.TIME_ZONE)
-    lo = datetime.combine(q.since, time.min, tzinfo=tz)
-    hi = datetime.combine(q.until + timedelta(days=1), time.min, tzinfo=tz)
-    calls = ModelCall.objects.filter(conversation__project=project, timestamp__gte=lo, timestamp__lt=hi)
-    if q.agent:
-        calls = calls.filter(conversation__agent=q.agent)
     out: dict[tuple[int, int], int] = {}
-    for hour, n in calls.annotate(hour=rows.utc_hour(tz)).values_list("hour").annotate(n=Count("id")).order_by():
+    for hour, n in hours.items():
         moment = rows.local(hour, tz)
-        if moment is not None:
+        if moment is not None and q.since <= moment.date() <= q.until:
             key = (moment.weekday(), moment.hour)
             out[key] = out.get(key, 0) + n
     return out
@@ -84,13 +164,15 @@ def _activity(project, q: Query) -> dict[tuple[int, int], int]:
 
 def _peaks(mains) -> dict:
     """Each session's peak context as a share of its window (measured where a call records its prompt)."""
-    shares, estimated = [], 0
-    for conv in mains.filter(peak_context__gt=0).only("id", "peak_context", "window", "model_names", "measured_calls",
-                                                        "model_call_count"):
-        window = figures.model_spec(conv).window
-        if window:
-            shares.append(conv.peak_context / window)
-            estimated += conv.peak_estimated
+    shares, estimated, windows = [], 0, {}
+    for peak, window, names, measured, calls in mains.filter(peak_context__gt=0).values_list(
+            "peak_context", "window", "model_names", "measured_calls", "model_call_count"):
+        model = str(names[-1]) if names else ""
+        if (model, window) not in windows:
+            windows[model, window] = model_specs.lookup(model, override_window=window).window
+        if windows[model, window]:
+            shares.append(peak / windows[model, window])
+            estimated += bool(calls) and not measured  # Conversation.peak_estimated
     fills = [SEVERITY_FILLS[severity.severity_of_fraction(edge)] for edge in PEAK_EDGES[:-1]] + [SEVERITY_FILLS[severity.CRITICAL]]
     chart = charts.histogram(shares, PEAK_EDGES, PEAK_LABELS, fills=fills)
     chart["estimated"] = estimated

@@ -57,6 +57,7 @@ class Call:
 class FoldRow:
     session: int
     when: datetime | None
+    fold: int | None = None  # the fold's id in the store
 
 
 @dataclass(slots=True)

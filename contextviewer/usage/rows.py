@@ -77,7 +77,9 @@ def _window(f: Filters) -> tuple[datetime | None, datetime | None]:
     return lo, hi
 
 
-def read(f: Filters, book: PriceBook) -> tuple[list[Session], list[Call], list[FoldRow]]:
+def _sessions(f: Filters) -> tuple[list[dict], dict[int, int], list[dict], dict[int, str]]:
+    """The conversations the filters keep, each one's main conversation, the mains (of f.person
+    only, when given) and the person of each main."""
     qs = Conversation.objects.exclude(kind=ConversationKind.BUILD)
     if f.projects is not None:
         qs = qs.filter(project__in=f.projects)
@@ -92,6 +94,20 @@ def read(f: Filters, book: PriceBook) -> tuple[list[Session], list[Call], list[F
     who = people({c["id"] for c in mains}, {c["project_id"] for c in mains})
     if f.person:
         mains = [c for c in mains if who.get(c["id"]) == f.person]
+    return convs, roots, mains, who
+
+
+def member_ids(f: Filters) -> list[int]:
+    """The conversations of the sessions the filters keep (mains, sub-agents, compaction runs)."""
+    _, roots, mains, _ = _sessions(f)
+    keep = {c["id"] for c in mains}
+    return [cid for cid, root in roots.items() if root in keep]
+
+
+def read(f: Filters, book: PriceBook, activity: dict[str, int] | None = None) -> tuple[list[Session], list[Call], list[FoldRow]]:
+    """The sessions, calls and folds the filters keep; `activity`, when given, gets their model calls
+    per UTC hour (the heatmap of the page, from the same grouped query)."""
+    convs, roots, mains, who = _sessions(f)
     keep = {c["id"] for c in mains}
     members = [cid for cid, root in roots.items() if root in keep]
 
@@ -103,7 +119,7 @@ def read(f: Filters, book: PriceBook) -> tuple[list[Session], list[Call], list[F
         calls_qs = calls_qs.exclude(timestamp__lt=lo)
     if hi is not None:
         calls_qs = calls_qs.exclude(timestamp__gte=hi)
-    calls = _calls(calls_qs, roots, f, book)
+    calls = _calls(calls_qs, members, roots, f, book, activity)
     calls += _fold_calls(members, roots, f)
     session_cost = _session_totals(members) if not f.model else {}
     sessions = []
@@ -114,8 +130,8 @@ def read(f: Filters, book: PriceBook) -> tuple[list[Session], list[Call], list[F
             id=c["id"], label=f"{c['started_at']:%Y-%m-%d} {c['external_id'][:40]}" if c["started_at"] else c["external_id"][:40],
             agent=c["agent"], project=c["project__slug"], person=who.get(c["id"], ""), started=c["started_at"],
             model=str(names[-1]) if names else "", recorded_cost=total))
-    folds = [FoldRow(roots[cid], when) for cid, when in
-             Fold.objects.counted().filter(conversation_id__in=members).values_list("conversation_id", "timestamp")]
+    folds = [FoldRow(roots[cid], when, pk) for pk, cid, when in
+             Fold.objects.counted().filter(conversation_id__in=members).values_list("id", "conversation_id", "timestamp")]
     if f.model:  # a session and its folds count where one of its calls is of that model
         with_model = {c.session for c in calls}
         sessions = [s for s in sessions if s.id in with_model]
@@ -126,20 +142,26 @@ def read(f: Filters, book: PriceBook) -> tuple[list[Session], list[Call], list[F
 _TOKENS = ("input_uncached", "cache_write", "cache_write_1h", "cache_read", "output")
 
 
-def _calls(calls_qs, roots: dict[int, int], f: Filters, book: PriceBook) -> list[Call]:
+def _calls(calls_qs, members: list[int], roots: dict[int, int], f: Filters, book: PriceBook,
+           activity: dict[str, int] | None = None) -> list[Call]:
     """The calls, summed in SQL per conversation, model, day (in f.tz) and price tier; a call whose
     message records the agent's own cost (``flags["cost"]``) one by one, that cost going to the
-    message's first call only."""
+    message's first call only. `activity`, when given, gets the calls per UTC hour ('YYYY-MM-DD HH')."""
     out: list[Call] = []
-    own = list(calls_qs.filter(message__flags__has_key="cost").order_by("id").values_list(
-        "id", "conversation_id", "message_id", "message__flags", "model", "timestamp", *_TOKENS))
+    # The messages that record a cost first (one pass over messages, no join over every call).
+    priced = list(Message.objects.filter(conversation_id__in=members, flags__has_key="cost").values_list("id", flat=True))
+    own = list(calls_qs.filter(message_id__in=priced).order_by("id").values_list(
+        "id", "conversation_id", "message_id", "message__flags", "model", "timestamp", *_TOKENS)) if priced else []
     seen: set[int] = set()
     for _pk, conv_id, message_id, flags, model, when, unc, write, write_1h, read_, output in own:
         cost = None if message_id in seen else _cost((flags or {}).get("cost"))
         seen.add(message_id)
+        if activity is not None and when is not None:
+            hour = when.astimezone(UTC).strftime("%Y-%m-%d %H" if whole_hours(f.tz) else "%Y-%m-%d %H:%M")
+            activity[hour] = activity.get(hour, 0) + 1
         out.append(Call(roots[conv_id], model or "", when, CallUsage(unc, write, write_1h or 0, read_, output), cost))
     rest = calls_qs.exclude(pk__in=[row[0] for row in own]) if own else calls_qs
-    starts = sorted({s for m in rest.values_list("model", flat=True).distinct() for s in book.tier_starts(m or "")})
+    starts = sorted({s for m in rest.order_by().values_list("model", flat=True).distinct() for s in book.tier_starts(m or "")})
     prompt = F("input_uncached") + F("cache_write") + F("cache_read")
     band = Case(*[When(prompt_size__gt=s, then=Value(i + 1)) for i, s in reversed(list(enumerate(starts)))],
                 default=Value(0), output_field=IntegerField())
@@ -152,6 +174,8 @@ def _calls(calls_qs, roots: dict[int, int], f: Filters, book: PriceBook) -> list
     days: dict[tuple, list] = {}  # the hours of one day in f.tz summed again
     for g in groups:
         day = local(g["hour"], f.tz)
+        if activity is not None and g["hour"]:
+            activity[g["hour"]] = activity.get(g["hour"], 0) + g["n"]
         key = (g["conversation_id"], g["model"] or "", day.date() if day else None, g["band"])
         sums = days.setdefault(key, [0] * 7)
         for i, k in enumerate(("n", "unmeasured", "unc", "write", "write_1h", "read", "output")):

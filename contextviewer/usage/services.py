@@ -56,9 +56,10 @@ def price_book() -> PriceBook:
     return cached[1]
 
 
-def usage(period: str, *, projects: QuerySet | None = None, project: str = "", agent: str = "", model: str = "",
+def query(period: str, *, projects: QuerySet | None = None, project: str = "", agent: str = "", model: str = "",
           person: str = "", since: str | None = None, until: str | None = None, timezone: str | None = None,
-          breakdown: bool = False) -> dict:
+          breakdown: bool = False) -> tuple[rows.Filters, report.Options]:
+    """The query's words checked: the filters of the rows and the options of the table."""
     if period not in report.PERIODS:
         raise BadQuery(f"period: one of {', '.join(report.PERIODS)}, not {period[:40]!r}")
     tz = _zone(timezone)
@@ -67,8 +68,18 @@ def usage(period: str, *, projects: QuerySet | None = None, project: str = "", a
         raise BadQuery(f"since ({first}) is after until ({last})")
     f = rows.Filters(projects=projects, project=project[:100], agent=agent[:40], model=model[:100], person=person[:150],
                      since=first, until=last, tz=tz)
+    return f, report.Options(period, tz, first, last, breakdown)
+
+
+def filters_of(f: rows.Filters) -> dict:
+    return {"project": f.project or None, "agent": f.agent or None, "model": f.model or None, "person": f.person or None}
+
+
+def usage(period: str, **words) -> dict:
+    """The report of `manage.py usage` and the API (the words of `query`)."""
+    f, opts = query(period, **words)
     book = price_book()
     sessions, calls, folds = rows.read(f, book)
-    out = report.table(sessions, calls, folds, book, report.Options(period, tz, first, last, breakdown))
-    out["filters"] = {"project": project or None, "agent": agent or None, "model": model or None, "person": person or None}
+    out = report.table(sessions, calls, folds, book, opts)
+    out["filters"] = filters_of(f)
     return out

@@ -2,6 +2,7 @@
 | bench load [--clients 20] [--seconds 30] [--messages 41000] | bench startup
 | bench vs-claude-code-log [--file SESSION.jsonl]
 | bench scale [--sessions 1000] [--scale-workers 1,2] [--repeat 2] [--unsplit] (PostgreSQL + Redis)
+| bench usage [--sessions 1000] (the analytics page and the usage API)
 
 Benchmarks print figures; they are not timed tests. `bench import` runs in a throw-away SQLite
 database (or the configured PostgreSQL) under a temporary data folder, never in your own data.
@@ -21,7 +22,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from contextviewer.importers.codex import synthetic as codex_synthetic
 from contextviewer.importers.claude_code import synthetic
-from ops.bench import ccl as bench_ccl, load as bench_load, pages as bench_pages, scale as bench_scale, startup as bench_startup
+from ops.bench import ccl as bench_ccl, load as bench_load, pages as bench_pages, scale as bench_scale, startup as bench_startup, usage as bench_usage
 
 
 def _peak_rss_mb() -> float:
@@ -33,7 +34,7 @@ class Command(BaseCommand):
             "`bench load` (concurrent readers against the web server).")
 
     def add_arguments(self, parser):
-        parser.add_argument("what", choices=["import", "pages", "load", "startup", "vs-claude-code-log", "scale"])
+        parser.add_argument("what", choices=["import", "pages", "load", "startup", "vs-claude-code-log", "scale", "usage"])
         parser.add_argument("--mb", type=float, default=200.0, help="bench import: size of the synthetic session "
                             "(a Claude Code session, then a Codex rollout of the same size)")
         parser.add_argument("--no-codex", action="store_true", help="bench import: only the Claude Code session")
@@ -67,7 +68,7 @@ class Command(BaseCommand):
                             "(its conversation, no new import)")
         parser.add_argument("--during-import", type=float, default=None, metavar="MB", help="bench load: a synthetic "
                             "session of MB megabytes imported back to back during each run (at the worker's nice)")
-        parser.add_argument("--sessions", type=int, default=1000, help="bench scale: generated sessions in the folder")
+        parser.add_argument("--sessions", type=int, default=1000, help="bench scale: generated sessions in the folder; bench usage: sessions written")
         parser.add_argument("--session-messages", type=int, default=30, help="bench scale: messages of each session")
         parser.add_argument("--scale-workers", default="1,2", help="bench scale: worker counts to run, each a "
                             "process of one pool process")
@@ -85,6 +86,8 @@ class Command(BaseCommand):
         if opts["what"] == "import":
             opts["repeat"] = 3 if opts["repeat"] is None else opts["repeat"]
             self.bench_import(opts)
+        elif opts["what"] == "usage":
+            bench_usage.run(self.stdout, sessions=opts["sessions"])
         elif opts["what"] == "startup":
             bench_startup.run(self.stdout, repeat=opts["repeat"] or 5)
         elif opts["what"] == "vs-claude-code-log":
