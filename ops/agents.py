@@ -44,12 +44,33 @@ CLAUDE_CODE = "claude-code"
 CODEX = "codex"
 
 
-def claude_bin() -> Path:
-    return CLAUDE_PIN.exe
+def claude_bin(folder: Path | None = None) -> Path:
+    """The pinned client, or the one installed in `folder` (`npm install @anthropic-ai/claude-code@X`
+    into var/agents/<key>: the other versions `agent_thresholds --claude` measures)."""
+    return CLAUDE_PIN.exe if folder is None else folder / "node_modules" / ".bin" / CLAUDE_PIN.bin
 
 
-def codex_bin() -> Path:
-    return CODEX_PIN.exe
+def claude_version(folder: Path | None = None) -> str:
+    if folder is None:
+        return CLAUDE_PIN.installed_version() or "?"
+    try:
+        return json.loads((folder / "node_modules" / CLAUDE_PIN.package / "package.json").read_text())["version"]
+    except (OSError, ValueError, KeyError):
+        return "?"
+
+
+def codex_bin(folder: Path | None = None) -> Path:
+    """The pinned client, or the one installed in `folder` (another version `agent_thresholds --codex` measures)."""
+    return CODEX_PIN.exe if folder is None else folder / "node_modules" / ".bin" / CODEX_PIN.bin
+
+
+def codex_version(folder: Path | None = None) -> str:
+    if folder is None:
+        return CODEX_PIN.installed_version() or "?"
+    try:
+        return json.loads((folder / "node_modules" / CODEX_PIN.package / "package.json").read_text())["version"]
+    except (OSError, ValueError, KeyError):
+        return "?"
 
 
 def missing_clients() -> str | None:
@@ -212,7 +233,7 @@ class _ClaudeRun:
 
 
 def _resume_claude(home: Path, records: list[dict], session_id: str, model: str, timeout: float,
-                   extra_env: dict | None = None) -> _ClaudeRun:
+                   extra_env: dict | None = None, folder: Path | None = None) -> _ClaudeRun:
     """Write ``records`` (``cwd`` set to a project folder in ``home``) where Claude Code keeps the
     session, then run `claude --resume <session_id> -p PROMPT` there against a fake Anthropic server."""
     (home / "tmp").mkdir()
@@ -230,7 +251,7 @@ def _resume_claude(home: Path, records: list[dict], session_id: str, model: str,
     session_file.write_text("".join(json.dumps(r) + "\n" for r in records))
     with recording(AnthropicServer) as server:
         env = {**_claude_env(home, server.port), **(extra_env or {})}
-        cmd = [str(claude_bin()), "--resume", session_id, "-p", PROMPT]
+        cmd = [str(claude_bin(folder)), "--resume", session_id, "-p", PROMPT]
         if model:
             cmd += ["--model", model]
         rc, out, err = _run(cmd, cwd, env, timeout)
@@ -239,18 +260,20 @@ def _resume_claude(home: Path, records: list[dict], session_id: str, model: str,
     return _ClaudeRun(requests, rc, out, err, lines[len(records):])
 
 
-def run_claude(prefix: ClaudePrefix, usage_total: int, timeout: float = TIMEOUT, keep_home: bool = False) -> Outcome:
+def run_claude(prefix: ClaudePrefix, usage_total: int, timeout: float = TIMEOUT, keep_home: bool = False,
+               folder: Path | None = None, extra_env: dict | None = None) -> Outcome:
     """Resume `prefix` (last usage = usage_total) in a temp HOME with `claude --resume <id> -p PROMPT`
-    against a fake Anthropic server; compacted = a summarization request came before the real one."""
+    against a fake Anthropic server; compacted = a summarization request came before the real one.
+    `folder`: another installed version (claude_bin); `extra_env`: e.g. CLAUDE_CODE_AUTO_COMPACT_WINDOW."""
     home = Path(tempfile.mkdtemp(prefix="cv-claude-home-"))
     try:
-        run = _resume_claude(home, prefix.with_usage(usage_total), prefix.session_id, prefix.model, timeout)
+        run = _resume_claude(home, prefix.with_usage(usage_total), prefix.session_id, prefix.model, timeout, extra_env, folder)
         summarized = [r for r in run.requests if r.method == "POST" and anthropic_is_compaction(r.body)]
         boundary = any(r.get("type") == "system" and r.get("subtype") == "compact_boundary" for r in run.new_lines)
         detail = f"summarization requests: {len(summarized)}, compact_boundary written: {boundary}"
         if keep_home:
             detail += f", home: {home}"
-        return Outcome(CLAUDE_CODE, CLAUDE_PIN.installed_version() or "?", bool(summarized) and boundary,
+        return Outcome(CLAUDE_CODE, claude_version(folder), bool(summarized) and boundary,
                        run.requests, run.rc, run.out, run.err, run.new_lines, detail)
     finally:
         if not keep_home:
@@ -318,7 +341,8 @@ def codex_prefix(path: Path, nth_end: int = -1) -> CodexPrefix:
     return CodexPrefix(Path(path), recs, meta.get("id") or meta.get("session_id"), model)
 
 
-def run_codex(prefix: CodexPrefix, usage_total: int, timeout: float = TIMEOUT, keep_home: bool = False) -> Outcome:
+def run_codex(prefix: CodexPrefix, usage_total: int, timeout: float = TIMEOUT, keep_home: bool = False,
+              folder: Path | None = None) -> Outcome:
     """Resume `prefix` (last usage = usage_total) in a temp HOME with
     `codex exec --skip-git-repo-check resume <id> PROMPT` against a fake OpenAI server; compacted =
     a compaction request (local summarization prompt or /responses/compact) or a `compacted` line."""
@@ -347,8 +371,10 @@ def run_codex(prefix: CodexPrefix, usage_total: int, timeout: float = TIMEOUT, k
             (home / ".codex" / "config.toml").write_text(
                 f'model = "{prefix.model}"\nopenai_base_url = "http://127.0.0.1:{server.port}/v1"\n'
                 'check_for_update_on_startup = false\n[analytics]\nenabled = false\n')
-            env = {**_base_env(home), "OPENAI_API_KEY": "x", "CODEX_HOME": str(home / ".codex")}
-            cmd = [str(codex_bin()), "exec", "--skip-git-repo-check", "resume", prefix.session_id, PROMPT]
+            # Older versions (0.58) read the provider's address from OPENAI_BASE_URL only.
+            env = {**_base_env(home), "OPENAI_API_KEY": "x", "CODEX_HOME": str(home / ".codex"),
+                   "OPENAI_BASE_URL": f"http://127.0.0.1:{server.port}/v1"}
+            cmd = [str(codex_bin(folder)), "exec", "--skip-git-repo-check", "resume", prefix.session_id, PROMPT]
             rc, out, err = _run(cmd, cwd, env, timeout)
             requests = list(server.requests)
         lines = read_jsonl(rollout) if rollout.exists() else []
@@ -359,7 +385,7 @@ def run_codex(prefix: CodexPrefix, usage_total: int, timeout: float = TIMEOUT, k
         detail = f"compaction requests: {len(compact_requests)}, compacted line written: {compacted_line}"
         if keep_home:
             detail += f", home: {home}"
-        return Outcome(CODEX, CODEX_PIN.installed_version() or "?", bool(compact_requests) or compacted_line,
+        return Outcome(CODEX, codex_version(folder), bool(compact_requests) or compacted_line,
                        requests, rc, out, err, new_lines, detail)
     finally:
         if not keep_home:

@@ -26,6 +26,26 @@ from dataclasses import dataclass
 
 from .model_specs import ModelSpec, lookup, normalize
 
+
+@dataclass(frozen=True, slots=True)
+class VersionRule:
+    """The auto-fold rule of a harness's versions as measured on the real client: the params of its
+    own policy (core/policylab) under those versions, and how they were measured (docs/policy-lab.md)."""
+
+    versions: str  # a version prefix: "2.0" holds 2.0.57 and 2.0.76, not 2.10.1
+    measured: str  # the versions the rule was measured on ("2.0.57")
+    params: tuple[tuple[str, object], ...] = ()  # the own policy's params under it
+    label: str = ""  # the rule in words, with its figure on the usual window
+
+    def holds(self, version: str) -> bool:
+        return version == self.versions or version.startswith(self.versions + ".")
+
+
+def version_rule(rules: tuple[VersionRule, ...], version: str | None) -> VersionRule | None:
+    """The measured rule of a client's version, or None when no measured rule covers it."""
+    v = (version or "").strip()
+    return next((r for r in rules if v and r.holds(v)), None)
+
 DEFAULT = "default"
 DEFAULT_RESERVE_FRACTION = 0.20  # the output limit, but never more than a fifth of the window
 DEFAULT_CHARS_PER_TOKEN = 4.0
@@ -71,6 +91,26 @@ class Harness:
     # A bare model with no conversation (so no agent) is drawn by the rules of the harness that
     # usually runs its provider's models: the providers this harness is that harness for.
     usual_for: tuple[str, ...] = ()
+    # The own policy's rule per client version, as measured on the real client (VersionRule); the
+    # first is the one the policy's defaults are, used (and said so) for a version none covers.
+    version_rules: tuple[VersionRule, ...] = ()
+
+    def rule_for(self, version: str | None) -> tuple[dict, str]:
+        """(params of the own policy, what the page says about the rule) for a session recorded by
+        `version` of this harness. A version no measured rule covers is replayed with the policy's
+        defaults, and the text says so."""
+        if not self.version_rules:
+            return {}, ""
+        rule = version_rule(self.version_rules, version)
+        name = self.label or self.agent
+        if rule is not None:
+            return dict(rule.params), f"{name} {version}: the rule measured on {rule.measured} ({rule.label})"
+        default = self.version_rules[0]
+        said = f"{name} {version}" if version else f"the {name} version (the log does not name it)"
+        return dict(default.params), (
+            f"no measured rule for {said}: replayed with the rule measured on {default.measured} ({default.label}); "
+            f"measured versions: {', '.join(r.measured for r in self.version_rules)}"
+        )
 
     # --- the window ---------------------------------------------------------------------------
 

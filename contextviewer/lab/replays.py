@@ -84,6 +84,10 @@ class LabSession:
     # The session's own summaries by the call that first carried them: a replayed fold at that call
     # coincides with the recorded one and carries that summary (facts at risk are checked against it).
     real_summaries: dict[int, str] = field(default_factory=dict)
+    # The params of the own harness's policy for the session's recorded CLI version, and what the page
+    # says about that rule (core/harness.py Harness.rule_for): a version with no measured rule says so.
+    own_params: dict = field(default_factory=dict)
+    rule_note: str = ""
     fact_cache: dict[str, list] = field(default_factory=dict)  # Msg id -> its facts (core/facts.py)
     prepared_cache: dict = field(default_factory=dict)  # a held text -> core_facts.prepare of it
 
@@ -138,7 +142,9 @@ def load_session(conv: Conversation) -> LabSession:
         )
     )
     real_summaries = {m.call_index: m.text for m in msgs if m.kind == "summary" and m.call_index is not None and m.text}
-    return LabSession(session, by_id, clips, usage, len(summary_sizes), conv.cwd or "", real_summaries)
+    own_params, rule_note = formats.harness(conv.agent).rule_for(conv.cli_version or None)
+    return LabSession(session, by_id, clips, usage, len(summary_sizes), conv.cwd or "", real_summaries,
+                      own_params=own_params, rule_note=rule_note)
 
 
 def _calls(conv: Conversation) -> tuple[list[Call], list[dict], dict[str, int]]:
@@ -331,6 +337,31 @@ class PolicyResult:
     estimated_from: int | None = None  # the first call whose figure is an estimate (before it: measured)
     calibrated: bool = True  # False: the session's calibration failed, the figures are uncalibrated estimates
     calibration_note: str = ""
+    # (call index, count after the action, limit) of each action that left the window at or over the
+    # policy's own limit (Replay.unresolved): the policy could not bring the window under it.
+    unresolved: list[tuple[int, int, int]] = field(default_factory=list)
+    window: int = 0  # the model's window the overflow is counted against (the session's)
+    rule_note: str = ""  # which version's rule the replay of the session's own harness followed
+
+    @property
+    def limit_notes(self) -> list[str]:
+        """What the page says when the policy did not keep the window under its limit or the window."""
+        notes = []
+        if self.unresolved:
+            c, after, limit = self.unresolved[0]
+            more = f" (and after {len(self.unresolved) - 1} more)" if len(self.unresolved) > 1 else ""
+            notes.append(
+                f"cannot bring the window under its limit: after its action at call {c} the window still held "
+                f"{after:,} tokens of its {limit:,} limit{more}; it does not act again until the count is under the limit"
+            )
+        if self.overflow_calls and self.name != BASELINE:
+            over = max(self.totals, default=0) - self.window if self.window else 0
+            by = f", by up to {over:,} tokens" if over > 0 else ""
+            notes.append(
+                f"goes past the model's window ({self.window:,}) at {self.overflow_calls} call"
+                f"{'' if self.overflow_calls == 1 else 's'}{by}: the real agent would have failed or folded there"
+            )
+        return notes
 
     @property
     def folds(self) -> int:
@@ -362,6 +393,9 @@ class PolicyResult:
             "calibrated": self.calibrated,
             "calibration_note": self.calibration_note,
             "overflow_calls": self.overflow_calls,
+            "unresolved": [{"call_index": c, "tokens_after": t, "limit": lim} for c, t, lim in self.unresolved],
+            "limit_notes": self.limit_notes,
+            "rule": self.rule_note,
             "estimated_from_call": self.estimated_from,
             "calls": self.calls,
             "fires": self.fires,
@@ -407,7 +441,13 @@ def replay_all(conv: Conversation, names: Iterable[str] | None = None, lab: LabS
     """Each named policy (all when none) replayed over the conversation, with facts at risk."""
     chosen = resolve_names(names)
     lab = load_session(conv) if lab is None else lab
-    return [summarize(lab, get_policy(n).replay(lab.session)) for n in chosen]
+    return [summarize(lab, replay_one(lab, n)) for n in chosen]
+
+
+def replay_one(lab: LabSession, name: str) -> Replay:
+    """One policy over the session; the session's own harness by the rule of its recorded version."""
+    params = lab.own_params if name == lab.session.own_policy else {}
+    return get_policy(name).replay(lab.session, **params)
 
 
 def cached_replays(
@@ -425,7 +465,7 @@ def cached_replays(
             nonlocal lab
             if lab is None:
                 lab = load_session(conv)
-            return _strip(summarize(lab, get_policy(name).replay(lab.session)))
+            return _strip(summarize(lab, replay_one(lab, name)))
 
         kept = page_cache.figures(conv, layout, f"policylab:{name}", compute, version)
         out.append(kept)
@@ -545,6 +585,9 @@ def summarize(lab: LabSession, replay: Replay) -> PolicyResult:
         estimated_from=replay.estimated_from,
         calibrated=session.calibrated,
         calibration_note=session.calibration_note,
+        unresolved=list(replay.unresolved),
+        window=session.window,
+        rule_note=lab.rule_note if replay.policy == session.own_policy else "",
     )
 
 

@@ -47,7 +47,8 @@ from contextviewer.lab.models import PolicyReplay
 log = logging.getLogger(__name__)
 
 KIND = "policy_table"
-TABLE_VERSION = 2  # the stored figures' version: raise it when the replays or the figures change
+UNRESOLVED = "unresolved"  # in a stored row's actions: actions after which the window stayed over the limit
+TABLE_VERSION = 3  # the stored figures' version: raise it when the replays or the figures change
 BATCH = 20  # conversations loaded at a time by the job
 PER_PAGE = 50  # conversations listed per page
 # The conversation fields a revision and the page's list read (nothing else is loaded).
@@ -147,7 +148,9 @@ def replay_rows(conv: Conversation, revision: str, names: list[str]) -> list[Pol
     return [
         PolicyReplay(
             project_id=conv.project_id, conversation_id=conv.pk, policy=r.name, revision=revision, calls=r.calls,
-            peak=r.peak, recorded_peak=baseline.peak, fires=r.fires, folds=r.folds, actions=dict(r.by_kind),
+            peak=r.peak, recorded_peak=baseline.peak, fires=r.fires, folds=r.folds,
+            # by kind, and UNRESOLVED: the actions that left the window over the policy's own limit
+            actions={**r.by_kind, UNRESOLVED: len(r.unresolved)},
             tokens_saved=r.saved_tokens, red_zone_calls=r.red_zone_calls,
             overflow_calls=_overflow(r, windows),
             facts_at_risk=r.facts_at_risk, cost=r.cost, calibrated=calibrated, calibration_note=note, computed_at=now,
@@ -253,6 +256,14 @@ class PolicyRow:
     red_zone_calls: int
     overflow_calls: int
     facts_at_risk: int
+    # Conversations where the policy let the window go past the model's window, or could not bring it
+    # under its own limit: flagged on the page (no silent overflow).
+    over_window: int = 0
+    over_limit: int = 0
+
+    @property
+    def flagged(self) -> bool:
+        return bool(self.over_window or self.over_limit)
 
 
 @dataclass
@@ -287,7 +298,7 @@ class Table:
 
 ROW_FIELDS = (
     "conversation_id", "policy", "revision", "calls", "peak", "recorded_peak", "fires", "folds", "red_zone_calls",
-    "overflow_calls", "facts_at_risk", "calibrated", "error",
+    "overflow_calls", "facts_at_risk", "calibrated", "error", "actions",
 )
 
 
@@ -337,6 +348,8 @@ def table(project: Project, page: int | str | None = 1) -> Table:
                 red_zone_calls=sum(r["red_zone_calls"] for r in mine),
                 overflow_calls=sum(r["overflow_calls"] for r in mine),
                 facts_at_risk=sum(r["facts_at_risk"] for r in mine),
+                over_window=sum(1 for r in mine if r["overflow_calls"]),
+                over_limit=sum(1 for r in mine if (r["actions"] or {}).get(UNRESOLVED)),
             )
         )
 

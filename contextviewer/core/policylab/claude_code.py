@@ -11,6 +11,7 @@ from typing import Any
 
 from .common import (
     Meter,
+    Trigger,
     api_round_start,
     chars4,
     clip_event,
@@ -44,11 +45,13 @@ SUMMARY_INTRO = (
 )
 
 
-def threshold(window: int, max_output: int = 20_000, pct: float | None = None, auto_compact_window: int | None = None) -> int:
+def threshold(window: int, max_output: int = 20_000, pct: float | None = None, auto_compact_window: int | None = None,
+              reserve_cap: int = MAX_OUTPUT_TOKENS_FOR_SUMMARY) -> int:
     """§3.1: effective = min(window, ACW) − min(max_output, 20,000); threshold = effective − 13,000;
-    CLAUDE_AUTOCOMPACT_PCT_OVERRIDE can only lower it."""
+    CLAUDE_AUTOCOMPACT_PCT_OVERRIDE can only lower it. 2.0.x reserves min(max output, 32,000)
+    (`reserve_cap`; measured on 2.0.57: 155,000 on a 200k window, docs/policy-lab.md)."""
     w = min(window, auto_compact_window) if auto_compact_window else window
-    effective = w - min(max_output, MAX_OUTPUT_TOKENS_FOR_SUMMARY)
+    effective = w - min(max_output, reserve_cap)
     thr = effective - AUTOCOMPACT_BUFFER_TOKENS
     if pct:
         thr = min(int(effective * pct / 100), thr)
@@ -118,7 +121,8 @@ class ClaudeCode:
     wrapper_tokens = 80  # the summary intro + continuation lines around a summary (policy-lab §8)
     default = True  # drawn on every conversation's lab page
     params: dict[str, Any] = {
-        "max_output": 20_000,  # the model's max output; the reserve is capped at 20,000
+        "max_output": 20_000,  # the model's max output; the reserve is capped at reserve_cap
+        "reserve_cap": MAX_OUTPUT_TOKENS_FOR_SUMMARY,  # 20,000 (2.1.x); 32,000 (2.0.x)
         "pct": None,  # CLAUDE_AUTOCOMPACT_PCT_OVERRIDE
         "auto_compact_window": None,  # CLAUDE_CODE_AUTO_COMPACT_WINDOW
         "microcompact": "none",  # none | legacy (≤ 2.0.x: last 3, saves ≥ 20k) | time (60 min, keep 5)
@@ -129,12 +133,12 @@ class ClaudeCode:
     def replay(self, session: Session, **params: Any) -> Replay:
         p = merged(self.params, params)
         oh = session.overhead_tokens
-        hist, windows, folds, meter = [], [], 0, Meter(session, self.name)
+        hist, windows, folds, meter, trigger = [], [], 0, Meter(session, self.name), Trigger()
         prev_total = prev_call = None
         last_assistant_ts = None
         for call, new in steps(session):
             window = window_of(session, call)
-            thr = threshold(window, p["max_output"], p["pct"], p["auto_compact_window"])
+            thr = threshold(window, p["max_output"], p["pct"], p["auto_compact_window"], p["reserve_cap"])
             events = []
             for m in new:
                 s = slot(m)
@@ -144,8 +148,11 @@ class ClaudeCode:
                         events.append(clip_event(call.index, "clip", m, s2, s2.marker[:120]))
                     s = s2
                 hist.append(s)
+            # Before any response the client counts its messages only (no usage to start from: the
+            # system prompt and tools are not in it), so a session that starts full does not fold
+            # before its first call.
             count = usage_then_estimate(
-                prev_total, prev_call, new, lambda m: chars4(m.text), oh + sum(chars4(s.text) for s in hist), usage_covers="first"
+                prev_total, prev_call, new, lambda m: chars4(m.text), sum(chars4(s.text) for s in hist), usage_covers="first"
             )
             mode = p["microcompact"]
             before = total(hist, oh)
@@ -159,7 +166,8 @@ class ClaudeCode:
                     hist = microcompact(hist, max(1, p["keep_recent"]))
             if total(hist, oh) < before:
                 events.append(Event(call.index, "microcompact", before, total(hist, oh), detail=CLEARED_MARKER))
-            if count >= thr and hist:
+            fold_now = bool(hist) and trigger.fires(count, thr)
+            if fold_now:
                 cut = api_round_start(hist, len(hist))
                 folded = hist[:cut] or hist
                 summary = folded_summary(session, self.wrapper_tokens, folded, folds, MAX_OUTPUT_TOKENS_FOR_SUMMARY, SUMMARY_INTRO)
@@ -169,10 +177,12 @@ class ClaudeCode:
                 hist, folds = after, folds + 1
             w = meter.freeze(call, hist, oh, window, events)
             windows.append(w)
+            if fold_now:
+                trigger.acted(call.index, w.total_tokens, thr)
             # What the provider measured (or would have) for this window: the harness counts from it.
             prev_total, prev_call = w.total_tokens, call
             last_assistant_ts = next((m.ts for m in reversed(new) if m.role == "assistant"), last_assistant_ts)
-        return finish(self.name, self.label, session, windows, p)
+        return finish(self.name, self.label, session, windows, p, trigger.unresolved)
 
 
 POLICY = ClaudeCode()

@@ -12,6 +12,7 @@ from typing import Any
 
 from .common import (
     Meter,
+    Trigger,
     bytes4,
     clip_event,
     finish,
@@ -72,6 +73,7 @@ class Codex:
     def replay(self, session: Session, **params: Any) -> Replay:
         p = merged(self.params, params)
         oh, hist, windows, folds, meter = session.overhead_tokens, [], [], 0, Meter(session, self.name)
+        trigger = Trigger()
         prev_total = prev_call = None
         for call, new in steps(session):
             window, events = window_of(session, call), []
@@ -88,16 +90,19 @@ class Codex:
             active = usage_then_estimate(
                 prev_total, prev_call, new[:first_user], lambda m: bytes4(m.text), oh + sum(bytes4(s.text) for s in hist)
             )
-            if active >= limit and hist:
+            fold_now = bool(hist) and trigger.fires(active, limit)
+            if fold_now:
                 after = self._compact(session, hist, folds)
                 dropped = [s for s in hist if s not in after]
                 events.append(fold_event(call.index, "fold", hist, after, oh, dropped, f"active {active:,} ≥ {limit:,}", meter, active))
                 hist, folds = after, folds + 1
             w = meter.freeze(call, hist, oh, window, events)
             windows.append(w)
+            if fold_now:
+                trigger.acted(call.index, w.total_tokens, limit)
             # What the provider measured (or would have) for this window: the harness counts from it.
             prev_total, prev_call = w.total_tokens, call
-        return finish(self.name, self.label, session, windows, p)
+        return finish(self.name, self.label, session, windows, p, trigger.unresolved)
 
     @staticmethod
     def _compact(session, hist, folds):

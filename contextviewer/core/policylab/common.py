@@ -500,7 +500,32 @@ class Meter:
         return replace(w, total_tokens=t, zone=(zone_of or zone)(t, window))
 
 
-def finish(name: str, label: str, session: Session, windows: list[CallWindow], params: dict[str, Any]) -> Replay:
+class Trigger:
+    """A threshold that fires once per crossing (issue 34): the policy acts when its count reaches the
+    limit while armed, and is armed again only once a count is under the limit. An action that leaves
+    the window at or over the limit is remembered in `unresolved` (the replay says the policy could
+    not bring the window under its limit) instead of firing again at every call after it."""
+
+    def __init__(self) -> None:
+        self.armed = True
+        self.unresolved: list[tuple[int, int, int]] = []
+
+    def fires(self, count: int, limit: int) -> bool:
+        if count < limit:
+            self.armed = True
+            return False
+        return self.armed
+
+    def acted(self, call_index: int, count_after: int, limit: int) -> None:
+        """After the action: armed again when it brought the count under the limit, else not until a
+        later count is under it."""
+        self.armed = count_after < limit
+        if not self.armed:
+            self.unresolved.append((call_index, count_after, limit))
+
+
+def finish(name: str, label: str, session: Session, windows: list[CallWindow], params: dict[str, Any],
+           unresolved: Sequence[tuple[int, int, int]] = ()) -> Replay:
     """The replay's figures. The windows' totals are provider tokens already (Meter.freeze); each
     event's figures are brought to provider tokens here by what they measure (Event.scope): a
     window's lab tokens with the overhead, one message's with the scale only, provider tokens as they are."""
@@ -537,6 +562,7 @@ def finish(name: str, label: str, session: Session, windows: list[CallWindow], p
         actions=actions,
         overflow_calls=overflow,
         estimated_from=min(diverged) if diverged and min(diverged) < len(session.calls) else None,
+        unresolved=tuple(unresolved),
     )
 
 

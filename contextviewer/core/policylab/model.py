@@ -178,6 +178,10 @@ class Replay:
     # The first call whose figure is an estimate (the policy's first action or the first call after
     # the session's own first fold); every call before it is the measured input. None: all measured.
     estimated_from: int | None = None
+    # Actions after which the window stayed at or over the policy's own limit: (call index, the count
+    # after the action, the limit). The policy could not bring the window under it; it does not act
+    # again until the count is under the limit once more (common.Trigger), and every surface says so.
+    unresolved: tuple[tuple[int, int, int], ...] = ()
 
     @property
     def folds(self) -> int:

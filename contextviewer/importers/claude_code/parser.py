@@ -50,7 +50,7 @@ from typing import IO, Any
 
 from contextviewer.core import export_claude, secrets
 from contextviewer.core.export import Target
-from contextviewer.core.harness import Harness
+from contextviewer.core.harness import Harness, VersionRule
 from contextviewer.core.records import (
     AgentLink,
     FoldRecord,
@@ -907,6 +907,17 @@ def enrich(d: dict) -> dict:
 OUTPUT_RESERVE = 20_000
 AUTOCOMPACT_BUFFER = 13_000
 DEFAULT_WINDOW = 200_000
+# The auto-compact rule per version, bisected on the real client (`manage.py agent_thresholds
+# --claude var/agents/claude-code-X`; docs/policy-lab.md "Checked against the real clients"). The
+# first is the lab's default: a version none covers is replayed with it, and the lab page says so.
+VERSION_RULES = (
+    VersionRule("2.1", "2.1.197 and 2.1.332", (),
+                "window − min(max output, 20,000) − 13,000: 167,000 on 200k"),
+    # 2.0.57's bundle: effective = window − min(CLAUDE_CODE_MAX_OUTPUT_TOKENS or 32,000, the model's max
+    # output); the client compacted at a last usage of 155,000 on claude-opus-4-6, not at 154,999.
+    VersionRule("2.0", "2.0.57", (("reserve_cap", 32_000), ("max_output", 32_000)),
+                "window − min(max output, 32,000) − 13,000: 155,000 on 200k"),
+)
 HARNESS = Harness(
     fold_label="Claude Code auto-compact",
     fold_margin=AUTOCOMPACT_BUFFER,
@@ -916,6 +927,7 @@ HARNESS = Harness(
     own_policy="claude_code",
     captured_prompt="claude-code",
     usual_for=("anthropic",),
+    version_rules=VERSION_RULES,
 )
 
 FORMAT = ENTRY.format(

@@ -71,7 +71,7 @@ from typing import IO, Any
 
 from contextviewer.core import export_codex
 from contextviewer.core.export import Target
-from contextviewer.core.harness import BYTES, Harness
+from contextviewer.core.harness import BYTES, Harness, VersionRule
 from contextviewer.core.records import (
     AgentLink,
     Block,
@@ -1126,6 +1126,13 @@ def enrich(d: dict) -> dict:
 # bytes/4.
 COMPACT_AT = 0.90
 USABLE = 0.95
+# The auto-compact rule per version, bisected on the real client (`manage.py agent_thresholds
+# --codex var/agents/codex-X`; docs/policy-lab.md). 0.58.0 could not be measured this way: resumed
+# with any last usage up to 500,000 (gpt-5, gpt-5-codex, gpt-5.3-codex) it never compacted before
+# the new turn, so a 0.58 session is replayed with this rule and the lab page says so.
+VERSION_RULES = (
+    VersionRule("0.171", "0.171.0", (), "90 % of the model's input limit: 244,800 for gpt-5.x (272,000)"),
+)
 HARNESS = Harness(
     fold_label=f"Codex compact {round(COMPACT_AT * 100)} %",
     fold_fraction=COMPACT_AT,
@@ -1134,6 +1141,7 @@ HARNESS = Harness(
     units=BYTES,
     own_policy="codex",
     usual_for=("openai",),
+    version_rules=VERSION_RULES,
 )
 
 FORMAT = ENTRY.format(

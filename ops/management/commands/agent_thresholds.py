@@ -1,4 +1,5 @@
 """python manage.py agent_thresholds [--client claude-code|codex|both] [--timeout 60]
+    [--claude var/agents/claude-code-2.0.57 ...] [--env CLAUDE_CODE_AUTO_COMPACT_WINDOW=150000]
 
 The real Claude Code and Codex CLIs (pinned, installed by `bin/setup --agents` into var/agents) as
 the oracle of the policy lab's auto-compaction thresholds: for each client and each chosen fixture
@@ -10,11 +11,18 @@ The threshold is given as the rule's count at that point: the bisected last usag
 estimate of what follows it (Claude Code: round(chars/4) of the prompt and what it attaches, read
 from the client's own request; Codex: bytes/4 of the items recorded since, none when a turn starts).
 Figures, not a timed test (tests/agents checks the same within 0.5 %).
+
+`--claude FOLDER` (repeatable) measures other Claude Code versions, each installed with
+`npm install @anthropic-ai/claude-code@X` into its own folder under var/agents (never globally);
+`--env NAME=VALUE` sets a variable for every Claude Code run (CLAUDE_CODE_AUTO_COMPACT_WINDOW). A
+threshold outside ±10 % of the lab's is bisected over the whole range, from half the lab's to the window.
 """
 
 from __future__ import annotations
 
 import time
+
+from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -27,17 +35,38 @@ from ops import agents
 REACTIVE_ONLY = ("moredip__session-share__0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl", 0)
 
 
+def prefix_window(prefix) -> int:
+    """A bound above any proactive threshold: the window of the prefix's model (200k unless it says 1M)."""
+    if "[1m]" in (prefix.model or ""):
+        return 1_000_000
+    return 400_000 if (prefix.model or "").startswith("gpt-5") else 200_000
+
+
 class Command(BaseCommand):
     help = "Bisect the real Claude Code and Codex CLIs to their auto-compaction thresholds and compare with the lab's."
 
     def add_arguments(self, parser):
         parser.add_argument("--client", choices=["claude-code", "codex", "both"], default="both")
         parser.add_argument("--timeout", type=float, default=agents.TIMEOUT, help="seconds per client run")
+        parser.add_argument("--claude", action="append", default=[], metavar="FOLDER",
+                            help="another Claude Code install (a var/agents folder holding node_modules); repeatable")
+        parser.add_argument("--codex", action="append", default=[], metavar="FOLDER",
+                            help="another Codex install (a var/agents folder holding node_modules); repeatable")
+        parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="for every Claude Code run")
 
     def handle(self, *args, **opts):
-        problem = agents.missing_clients()
+        folders = [Path(f).resolve() for f in opts["claude"]]
+        for f in folders:
+            if not agents.claude_bin(f).exists():
+                raise CommandError(f"no Claude Code under {f} (npm install @anthropic-ai/claude-code@VERSION there)")
+        codex_folders = [Path(f).resolve() for f in opts["codex"]]
+        for f in codex_folders:
+            if not agents.codex_bin(f).exists():
+                raise CommandError(f"no Codex under {f} (npm install @openai/codex@VERSION there)")
+        problem = None if folders or codex_folders else agents.missing_clients()
         if problem:
             raise CommandError(problem)
+        self.env = dict(kv.split("=", 1) for kv in opts["env"] if "=" in kv) or None
         root = settings.FIXTURES_DIR
         if not root.is_dir():
             raise CommandError(f"shared fixtures not found at {root} (set CONTEXTVIEWER_FIXTURES)")
@@ -45,24 +74,33 @@ class Command(BaseCommand):
         rows = []
         if opts["client"] in ("claude-code", "both"):
             lab = claude_code.threshold(200_000)
-            for name, nth in agents.CLAUDE_PREFIXES:
-                prefix = agents.claude_prefix(root / "claude-code" / name, nth)
-                rows.append(self._bisect("claude-code", name, prefix, lab, timeout))
-            self._reactive_only(root, timeout)
+            for folder in folders or [None]:
+                self.folder = folder
+                for name, nth in agents.CLAUDE_PREFIXES:
+                    prefix = agents.claude_prefix(root / "claude-code" / name, nth)
+                    rows.append(self._bisect("claude-code", name, prefix, lab, timeout))
+                self._reactive_only(root, timeout)
         if opts["client"] in ("codex", "both"):
             lab = codex.auto_compact_limit(272_000)
-            for name, nth in agents.CODEX_PREFIXES:
-                prefix = agents.codex_prefix(root / "codex" / name, nth)
-                rows.append(self._bisect("codex", name, prefix, lab, timeout))
+            for folder in codex_folders or [None]:
+                self.codex_folder = folder
+                for name, nth in agents.CODEX_PREFIXES:
+                    prefix = agents.codex_prefix(root / "codex" / name, nth)
+                    rows.append(self._bisect("codex", name, prefix, lab, timeout))
         self.stdout.write("")
         self.stdout.write(f"{'client':<22} {'fixture prefix':<44} {'model':<26} {'real':>9} {'lab':>9} {'diff':>8}")
         for r in rows:
             self.stdout.write(f"{r['client']:<22} {r['name'][:44]:<44} {r['model'][:26]:<26} {r['real']:>9,} {r['lab']:>9,} "
                               f"{r['diff']:>+7.3f}%")
 
+    folder: Path | None = None
+    codex_folder: Path | None = None
+    env: dict | None = None
+
     def _run(self, client, prefix, usage, timeout):
-        run = agents.run_claude if client == "claude-code" else agents.run_codex
-        return run(prefix, usage, timeout=timeout).check()
+        if client == "claude-code":
+            return agents.run_claude(prefix, usage, timeout=timeout, folder=self.folder, extra_env=self.env).check()
+        return agents.run_codex(prefix, usage, timeout=timeout, folder=self.codex_folder).check()
 
     def _bisect(self, client, name, prefix, lab, timeout):
         t0 = time.monotonic()
@@ -72,7 +110,10 @@ class Command(BaseCommand):
         tail = agents.claude_rule_tail(probe) if client == "claude-code" else agents.codex_rule_tail(prefix)
         lo, hi = round(lab * 0.9) - tail, round(lab * 1.1) - tail
         if self._run(client, prefix, lo, timeout).compacted or not self._run(client, prefix, hi, timeout).compacted:
-            raise CommandError(f"{client} on {name}: the threshold is not within ±10 % of the lab's {lab:,}")
+            # Another version's rule: the whole range, from half the lab's threshold to the window.
+            lo, hi = lab // 2, max(round(lab * 1.1), prefix_window(prefix)) - tail
+            if not self._run(client, prefix, hi, timeout).compacted:
+                raise CommandError(f"{client} {probe.version} on {name}: no compaction up to a last usage of {hi:,}")
         steps = []
         usage = agents.bisect(lambda u: self._run(client, prefix, u, timeout), lo, hi, lambda u, c: steps.append((u, c)))
         real = usage + tail
@@ -92,6 +133,8 @@ class Command(BaseCommand):
         return {"client": f"{client} {probe.version}", "name": name, "model": prefix.model, "real": real, "lab": lab, "diff": diff}
 
     def _reactive_only(self, root, timeout):
+        if self.env or self.folder:
+            return  # checked on the pinned client only
         name, nth = REACTIVE_ONLY
         path = root / "claude-code" / name
         if not path.is_file():

@@ -1,0 +1,127 @@
+"""The own harness's rule in the policy lab (issue 34, item 3): the rule of the session's recorded
+version, one fold per crossing of the threshold, and a fold that cannot bring the window under its
+limit said, not repeated at every call.
+
+The version figures are the real clients' (docs/policy-lab.md "Checked against the real clients"):
+`manage.py agent_thresholds --claude var/agents/claude-code-2.0.57` bisected Claude Code 2.0.57 on
+claude-opus-4-6 to a last usage of 155,000 (compact_boundary preTokens 155,000; at 154,999 it did not
+compact), and 2.1.197 / 2.1.332 to 167,000 (preTokens 167,000). 2.0.57's bundle reserves
+min(CLAUDE_CODE_MAX_OUTPUT_TOKENS or 32,000, the model's max output): 200,000 - 32,000 - 13,000."""
+
+from __future__ import annotations
+
+import pytest
+
+from contextviewer.core.harness import Harness, VersionRule, version_rule
+from contextviewer.core.policylab import get
+from contextviewer.core.policylab.claude_code import threshold
+from contextviewer.core.policylab.common import Trigger
+from contextviewer.importers import formats
+from tests.policylab_sessions import LabBuilder, text_of
+
+CLAUDE = formats.harness("claude-code")
+CODEX = formats.harness("codex")
+
+
+def folds(replay) -> list[int]:
+    return [e.call_index for e in replay.events if e.kind == "fold"]
+
+
+def grows_by(step: int, calls: int, window: int = 200_000, overhead: int = 1_000):
+    """A session whose window grows by one `step`-token Read result per call (no usage measured)."""
+    b = LabBuilder(window=window, overhead=overhead)
+    b.user("go")
+    for _ in range(calls):
+        b.tool_turn("Read", text_of(step))
+    b.final_call()
+    return b.session()
+
+
+# --- the rule of the recorded version -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("version", "at"),
+    [("2.0.57", 155_000), ("2.0.76", 155_000), ("2.1.39", 167_000), ("2.1.197", 167_000), ("2.1.332", 167_000)],
+)
+def test_claude_code_version_picks_its_measured_threshold(version, at):
+    params, note = CLAUDE.rule_for(version)
+    p = {**get("claude_code").params, **params}
+    assert threshold(200_000, p["max_output"], None, None, p["reserve_cap"]) == at
+    assert "no measured rule" not in note and version in note
+
+
+@pytest.mark.parametrize("version", ["1.0.88", "2.2.0", "2.10.1", None, ""])
+def test_a_version_without_a_measured_rule_says_so(version):
+    params, note = CLAUDE.rule_for(version)
+    assert params == {}  # the policy's defaults: the rule measured on 2.1.x
+    assert note.startswith("no measured rule for ")
+    assert "2.0.57" in note and "2.1.197" in note  # the versions that were measured
+    assert (version or "the log does not name it") in note
+
+
+def test_codex_058_has_no_measured_rule_and_says_so():
+    params, note = CODEX.rule_for("0.58.0")
+    assert params == {} and "no measured rule for" in note and "0.58.0" in note
+    assert "no measured rule" not in CODEX.rule_for("0.171.0")[1]
+
+
+def test_a_version_prefix_holds_its_patch_versions_only():
+    rules = (VersionRule("2.0", "2.0.57"), VersionRule("2.1", "2.1.197"))
+    assert version_rule(rules, "2.0.57").versions == "2.0"
+    assert version_rule(rules, "2.10.1") is None and version_rule(rules, "20.1") is None
+    assert Harness().rule_for("1.0") == ({}, "")  # a harness without measured rules says nothing
+
+
+def test_a_200k_session_at_160k_folds_under_the_2_0_rule_and_not_under_the_2_1_rule():
+    s = grows_by(40_000, 4)  # 1,000 + 4 x 40,000 = 161,000 before the last call
+    params, _ = CLAUDE.rule_for("2.0.57")
+    assert folds(get("claude_code").replay(s, **params)) == [4]
+    assert folds(get("claude_code").replay(s)) == []
+
+
+# --- once per crossing --------------------------------------------------------------------------
+
+
+def test_each_crossing_folds_once_and_the_trigger_rearms_below_the_threshold():
+    # 60k per call: crosses 167,000 at call 3 (1k + 180k), the fold leaves ~a summary, then the
+    # window grows again past it at call 6: two crossings, two folds.
+    r = get("claude_code").replay(grows_by(60_000, 7))
+    assert folds(r) == [3, 6]
+    assert r.unresolved == ()
+
+
+def test_a_fold_that_cannot_get_under_the_threshold_fires_once_and_is_said():
+    # What the harness carries besides the log (a session that starts full: its calibrated overhead)
+    # is 170,000, over the 167,000 threshold: no fold can bring the window under it.
+    b = LabBuilder(overhead=170_000)
+    b.user("go on")
+    for _ in range(6):
+        b.tool_turn("Read", text_of(500))
+    b.final_call()
+    r = get("claude_code").replay(b.session())
+    # Not before the first call (the client counts its messages only there, no usage yet), once
+    # after it, and never again at every later call.
+    assert folds(r) == [1]
+    (call, after, limit), = r.unresolved
+    assert call == 1 and after >= limit == 167_000
+
+
+def test_codex_folds_once_per_crossing_too():
+    b = LabBuilder(window=272_000, agent="codex", overhead=250_000)
+    b.user("go on")
+    for _ in range(5):
+        b.tool_turn("shell", text_of(500))
+    b.final_call()
+    r = get("codex").replay(b.session())
+    assert len(folds(r)) == 1 and len(r.unresolved) == 1
+
+
+def test_trigger():
+    t = Trigger()
+    assert not t.fires(10, 20) and t.fires(25, 20)
+    t.acted(3, 21, 20)  # still over: not armed again until a count is under
+    assert not t.fires(30, 20) and not t.fires(22, 20)
+    assert not t.fires(5, 20) and t.fires(20, 20)
+    t.acted(7, 4, 20)
+    assert t.armed and t.unresolved == [(3, 21, 20)]
