@@ -25,7 +25,9 @@ from .salience import NOT_ITS_OWN_RE, is_user_decision, shell_command
 _CLIP_RE = re.compile(r"\S*\n\[\.\.\. \d+ characters cut \.\.\.\]\n\S*")
 # A long input value cut by core/handoff.render_input ends in "…": its last word is cut.
 _CUT_VALUE_RE = re.compile(r"\S*…$")
-_VALIDATION_RE = re.compile(r"^\s*<tool_use_error>\s*(?:InputValidationError|Error: No such tool|.*?parameter)", re.I | re.S)
+# Claude Code wraps what stops a call before it runs (a validation error, a write to a file not
+# read first, a hook's refusal) in <tool_use_error>; a command that ran and failed says "Exit code N".
+_NOT_RUN_RE = re.compile(r"^\s*<tool_use_error>")
 _PLAIN_WORD_RE = re.compile(r"[\w'’-]+")
 _SLASH_RE = re.compile(r"[/\\]")
 
@@ -37,11 +39,11 @@ def uncut(text: str) -> str:
 
 
 def refused(text: str, is_error: bool) -> bool:
-    """Whether a call's result says it never ran: the user's decision, a validation error of its
-    input, or a cancelled parallel call."""
+    """Whether a call's result says it never ran: the user's decision, an error raised before it
+    ran (a validation error of its input), or a cancelled parallel call."""
     if not is_error:
         return False
-    return is_user_decision(text) or bool(NOT_ITS_OWN_RE.match(text or "")) or bool(_VALIDATION_RE.match(text or ""))
+    return is_user_decision(text) or bool(NOT_ITS_OWN_RE.match(text or "")) or bool(_NOT_RUN_RE.match(text or ""))
 
 
 def failed(text: str) -> bool:
