@@ -11,10 +11,8 @@ answer reports COMPACT_AT input tokens, over gptme's budget, so its autocompact 
 for a checkpoint through the normal turn loop, then switches to a compacted view; the interrupted
 prompt then goes on with its `complete`), prompt 3 (a sub-agent: ipython `subagent(...)` then
 `subagent_wait(...)`; the sub-agent reads app.py with `cat` through its shell, since its default
-tools have no read, and ends with `complete`).
-
-No manual fold: `/compact` rewrites conversation.jsonl in place (the full history goes to
-lossless.jsonl); it is not driven here.
+tools have no read, and ends with `complete`), `/compact` (a manual fold: `-n` runs its commands;
+it rewrites the compacted view it is in), prompt 4 (a call after the manual fold).
 
 The folder a user imports: ~/.local/share/gptme/logs/ (the conversation's folder, `cvrun/`, and the
 sub-agent's, `subagent-<id>-<hex>/`), copied out of the temp HOME.
@@ -30,7 +28,7 @@ from pathlib import Path
 from contextviewer.importers.gptme.entry import ENTRY as GPTME
 from ops.drivers.base import MAIN, SUB, Allowance, Run, Toolset, base_env, end_daemons, run_step, standard_plan, workspace
 from ops.drivers.pins import PINS, Pin
-from ops.scripted.plan import Plan, Tool
+from ops.scripted.plan import Plan, Prompt, Tool
 from ops.scripted.server import ScriptedServer
 
 LABEL = GPTME.name  # the format's name (contextviewer/importers/gptme): Conversation.agent
@@ -45,6 +43,7 @@ TIMEOUT = 120.0
 # What gptme's checkpoint request says (tools/autocompact/resume.py build_checkpoint_prompt).
 COMPACTION_MARKERS = ("Context budget has been reached", "produce a structured checkpoint")
 COMPLETE = Tool("complete", {})
+EXTRA_MARKER = "cv-prompt-4"
 
 
 def toolset() -> Toolset:
@@ -75,8 +74,15 @@ class GptmeDriver:
             if prompt.agent == SUB:  # the sub-agent's default tools have no read: cat through its shell
                 prompt.tools = [Tool("shell", {"command": "cat app.py"})]
             prompt.tools.append(COMPLETE)
+        plan.prompts.append(Prompt(f"{EXTRA_MARKER}: say which file holds the status line.", EXTRA_MARKER, [COMPLETE],
+                                   "notes.txt holds the status line."))
         plan.compaction_markers = (*plan.compaction_markers, *COMPACTION_MARKERS)
         return plan
+
+    def prompts(self, plan: Plan) -> list[str]:
+        """What the user types, one process each: the main prompts, `/compact` (a manual fold) after the third."""
+        main = [p.text for p in plan.prompts if p.agent == MAIN]
+        return [*main[:3], "/compact", *main[3:]]
 
     def run(self, pin: Pin | None = None) -> Run:
         """One run on the pinned install, or on `pin` (another install of the same package)."""
@@ -91,8 +97,8 @@ class GptmeDriver:
                 # GPTME_TIKTOKEN_TIMEOUT=0: no download of tiktoken's tables (no network here); chars / 4
                 env = base_env(home, OPENAI_BASE_URL=f"{srv.url}/v1", OPENAI_API_KEY="sk-scripted", GPTME_TIKTOKEN_TIMEOUT="0")
                 base = [str(pin.exe), "-m", MODEL, "--tool-format", "tool", "-n", "--name", NAME, "-t", "+read,+subagent"]
-                for prompt in (p for p in plan.prompts if p.agent == MAIN):
-                    steps.append(run_step([*base, prompt.text], project, env, timeout=TIMEOUT))
+                for text in self.prompts(plan):
+                    steps.append(run_step([*base, text], project, env, timeout=TIMEOUT))
                     if steps[-1].returncode != 0:
                         break
                 end_daemons(home)
@@ -109,7 +115,7 @@ class GptmeDriver:
                 plan=plan,
                 steps=steps,
                 parents={SUB: MAIN},
-                triggers={MAIN: ["auto"], SUB: []},
+                triggers={MAIN: ["auto", "manual"], SUB: []},
                 allowances=allowances(),
             )
 

@@ -2,11 +2,13 @@
 standard plan against the scripted Chat Completions server (ops/drivers/gptme.py): one `gptme -n
 --name cvrun` per prompt, each ending with its `complete` tool; prompt 2's last answer reports an
 input over gptme's budget, so its autocompact hook asks for a checkpoint and switches to a compacted
-view; prompt 3 starts a sub-agent through `subagent()` in its ipython tool. The logs folder it wrote
+view; prompt 3 starts a sub-agent through `subagent()` in its ipython tool; `/compact` folds by hand
+before prompt 4 (it rewrites the view, so the automatic fold's kept lines are read from the head of
+the new view's tail). The logs folder it wrote
 is imported as a user would (`import FOLDER`), and every figure is compared with the requests it
 sent (ops/conformance.py): the label, main calls (not the checkpoint call), tool calls, the
-sub-agent under its parent, one fold with its trigger, and the window at every main call: after the
-fold, the checkpoint (sent as an assistant message), then the lines gptme kept verbatim (written
+sub-agent under its parent, two folds with their triggers, and the window at every main call: after
+a fold, the checkpoint (sent as an assistant message), then the lines gptme kept verbatim (written
 BEFORE the checkpoint), then what follows.
 
 The CLI runs once per module (about 45 s)."""
@@ -28,8 +30,9 @@ def test_the_fold_keeps_what_gptme_kept_and_costs_its_checkpoint_call(run, proje
     convs = conformance.find_conversations(run, project)
     main, sub = convs["main"], convs["sub"]
     assert sub.parent_id == main.pk and sub.agent_type == "reader"
-    (fold,) = main.folds.all()
-    (checkpoint,) = run.server.calls("compaction")
+    fold, manual = main.folds.order_by("position")
+    checkpoint, by_hand = run.server.calls("compaction")
+    assert manual.trigger == "manual" and not manual.cost  # its summarizer call is in no file
     mains = run.server.calls("main", agent="main")
     before = [e for e in mains if e.n < checkpoint.n][-1].usage
     after = next(e for e in mains if e.n > checkpoint.n).usage

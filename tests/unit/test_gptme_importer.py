@@ -203,3 +203,34 @@ def test_the_markdown_tool_format_gives_calls_and_their_outputs(tmp_path):
     # The same lines in the tool format (config.toml says so): fenced blocks are text, not calls.
     (conv / "config.toml").write_text('[chat]\ntool_format = "tool"\n')
     assert not [b for m in of(parse_path(parse, conv), MessageRecord) for b in m.blocks if b.kind == "tool_call"]
+
+
+def test_a_manual_compact_folds_where_it_completed_with_the_summary_its_view_holds(tmp_path):
+    # /compact while in the compacted view: the history gets the command and gptme's status lines;
+    # the view is written again (its intro at the time of the /compact): the new checkpoint, then
+    # what it kept (here all of it: the first fold's kept lines and what followed).
+    manual_summary = "## Objective\nBy hand."
+    tail = [
+        msg("user", "/compact", 20), msg("system", "🔄 Generating conversation resume with LLM...", 21, ui_only=True),
+        msg("system", "✅ LLM-powered resume completed:\n• Conversation history replaced", 22, ui_only=True),
+        call("", "complete", "call_9", {}, 23, 1900), result("call_9", "Task complete.", 23),
+    ]
+    conv = write_logs(tmp_path, HISTORY + tail, view=False)
+    intro = msg("system", "Previous conversation resumed from /home/dev/.local/share/gptme/logs/work/RESUME.md:", 21)
+    write_jsonl(conv / "views" / "compacted-001.jsonl",
+                HEAD + [intro, msg("assistant", manual_summary, 21)] + BEFORE + CHECKPOINT[2:] + AFTER + tail[2:])
+    records = parse_path(parse, conv)
+    auto, manual = of(records, FoldRecord)
+    assert (auto.trigger, manual.trigger) == ("auto", "manual")
+    assert auto.summary_text == SUMMARY and manual.summary_text == manual_summary and manual.cost is None
+    first = len(HEAD) + 1
+    # The automatic fold's kept lines come from the head of the rewritten view's tail.
+    assert auto.preserved_uuids == [f"work:{n}" for n in range(first, first + len(BEFORE))]
+    # The manual one kept everything before the /compact line (the automatic checkpoint request and
+    # answer were never in the view).
+    request = len(HISTORY) + 1
+    kept = [n for n in range(first, request) if n not in (first + len(BEFORE), first + len(BEFORE) + 1)]
+    assert manual.preserved_uuids == [f"work:{n}" for n in kept]
+    summary = next(m for m in of(records, MessageRecord) if m.uuid == manual.summary_uuid)
+    assert summary.role == "assistant" and summary.blocks[0].text == manual_summary
+    assert len(of(records, UsageRecord)) == 5  # the /compact summarizer call is in no file

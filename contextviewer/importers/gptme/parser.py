@@ -24,7 +24,7 @@ Pure. A conversation is a folder ``logs/<name>/``:
   a fold: trigger ``auto``; the checkpoint is its summary (sent as an assistant message), the tail
   lines found in the history by role, time and content are what it kept; the checkpoint request and
   the calls that answered it are its cost, not calls of the conversation. A fold whose view is gone
-  keeps its summary (the ``✅ LLM-powered resume completed`` line tells it applied) and no kept lines.
+  keeps its summary (the ``✅ LLM-powered resume completed`` line tells it applied).
   ``compaction.jsonl`` holds gptme's own estimates (``tokens.before_estimated``, chars / 4 of the
   stored text, not what the model was sent): kept in the fold's metadata.
 - A sub-agent (``subagent()`` in the ipython tool) writes a folder ``subagent-<id>-<hex>/`` beside its
@@ -39,9 +39,15 @@ call in the log): a fenced block whose language tag names a tool (```` ```shell 
 follow it (not hidden) its output, in order; read from gptme's source, not driven here (the scripted
 server answers with native tool calls).
 
-Not read: a manual ``/compact`` rewrites conversation.jsonl in place and keeps the full history in
-``lossless.jsonl`` (read instead of it when present, without a fold); a trim (``method: trim``) view
-with no checkpoint; the XML tool format (its calls show as the assistant's text).
+A manual ``/compact`` summarizes with a call of its own (in no file) and rewrites the view it is in
+(outside a view, conversation.jsonl itself, the full history then kept in ``lossless.jsonl``, read
+instead of it): the history gets the ``/compact`` line and the "resume completed" line, where its
+fold goes, trigger ``manual``; its summary is the checkpoint of the view written then (found by the
+intro's time), its kept lines that view's tail. A fold whose view a later compaction rewrote takes
+its kept lines from the head of the new view's tail.
+
+Not read: a trim (``method: trim``) view with no checkpoint; the XML tool format (its calls show as
+the assistant's text).
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ import json
 import re
 import tomllib
 from collections.abc import Iterator
+from datetime import timedelta
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,6 +80,8 @@ LOSSLESS = "lossless.jsonl"
 CHECKPOINT_KEY = "compaction_checkpoint_view"
 INTRO = "Previous conversation resumed from"  # tools/autocompact/resume.py _CHECKPOINT_INTRO_PREFIX
 APPLIED = "✅ LLM-powered resume completed"
+MANUAL = "/compact"
+ONE_SECOND = timedelta(seconds=1)
 # tools/base.py toolcall_re: a tool call starts a line, "@<name>(<call id>): {"
 TOOL_CALL = re.compile(r"^@([^\r\n]+?)\(([\w\-:\.]+)\):[ \t]*(?=\{)", re.MULTILINE)
 FENCE = re.compile(r"^(`{3,})", re.MULTILINE)
@@ -255,6 +264,7 @@ class _View:
 
     name: str
     checkpoint: str
+    made: Any  # its intro's time: when the compaction that wrote it ran
     kept: list[tuple] = field(default_factory=list)
 
 
@@ -266,8 +276,22 @@ def read_views(folder: Path, max_line_bytes: int, bad: list[BadLine]) -> list[_V
                    and lines[i + 1].obj["role"] == "assistant"), None)
         if at is None:
             continue  # a trim view: no checkpoint (not read)
-        views.append(_View(path.stem, lines[at + 1].obj["content"], [_key(ln.obj) for ln in lines[at + 2:]]))
+        views.append(_View(path.stem, lines[at + 1].obj["content"], parse_timestamp(lines[at].obj.get("timestamp")),
+                           [_key(ln.obj) for ln in lines[at + 2:]]))
     return views
+
+
+def _view_for(views: list[_View], start, end) -> tuple[_View | None, bool]:
+    """The view a compaction between ``start`` and ``end`` wrote (its intro's time between them), or
+    the first one written after it (a later compaction rewrites the view it was in: what it kept is
+    still at the head of the new view's tail); whether it is the compaction's own."""
+    if start is None or end is None:
+        return None, False
+    own = next((v for v in views if v.made is not None and start <= v.made <= end + ONE_SECOND), None)
+    if own is not None:
+        return own, True
+    later = sorted((v for v in views if v.made is not None and v.made > end), key=lambda v: v.made)
+    return (later[0] if later else None), False
 
 
 def _read_toml(path: Path) -> dict:
@@ -348,33 +372,49 @@ class _Conversation(TimeSpan):
     # -- folds
 
     def _find_folds(self, lines: list[_Line], views: list[_View]) -> dict[int, dict]:
-        """Each applied checkpoint: its summary line's index -> {request, turn (its calls), kept}."""
+        """Each applied compaction, by the line its fold goes before: an automatic one's checkpoint
+        answer (it is the summary), a manual one's "resume completed" line (its summary is only in
+        the view it wrote) -> {trigger, request, turn (its calls), kept, view, summary}."""
         found: dict[int, dict] = {}
-        by_key = {}
+        by_key: dict[tuple, int] = {}
         for ln in lines:
             by_key.setdefault(_key(ln.obj), ln.index)
         position = {ln.index: n for n, ln in enumerate(lines)}
+
+        def applied(after: _Line) -> _Line | None:
+            return next((x for x in lines[position[after.index] + 1:position[after.index] + 4]
+                         if x.obj["role"] == "system" and x.obj["content"].startswith(APPLIED)), None)
+
+        def when(ln: _Line | None):
+            return parse_timestamp(ln.obj.get("timestamp")) if ln is not None else None
+
         for n, ln in enumerate(lines):
-            if ln.obj["role"] != "user" or CHECKPOINT_KEY not in _dict(ln.obj.get("metadata")):
-                continue
-            turn = []
-            for later in lines[n + 1:]:
-                if later.obj["role"] == "user":
-                    break
-                if later.obj["role"] == "assistant":
-                    turn.append(later)
-            if not turn:
-                continue
-            summary = turn[-1]
-            view = next((v for v in views if v.checkpoint == summary.obj["content"]), None)
-            after = lines[position[summary.index] + 1:]
-            applied = view is not None or any(
-                x.obj["role"] == "system" and x.obj["content"].startswith(APPLIED) for x in after[:3])
-            if not applied:
+            role, content = ln.obj["role"], ln.obj["content"]
+            if role == "user" and CHECKPOINT_KEY in _dict(ln.obj.get("metadata")):
+                turn = []
+                for later in lines[n + 1:]:
+                    if later.obj["role"] == "user":
+                        break
+                    if later.obj["role"] == "assistant":
+                        turn.append(later)
+                if not turn:
+                    continue
+                summary, done = turn[-1], applied(turn[-1])
+                view, own = _view_for(views, when(ln), when(done) or when(summary))
+                if done is None and not (own and view.checkpoint == summary.obj["content"]):
+                    continue  # the checkpoint was not applied
+                at, trigger, text = summary.index, "auto", summary.obj["content"]
+            elif role == "user" and content.strip().split(" ", 1)[0] == MANUAL:
+                done = applied(ln)
+                if done is None:
+                    continue
+                view, own = _view_for(views, when(ln), when(done))
+                at, trigger, turn, text = done.index, "manual", [], view.checkpoint if view is not None and own else ""
+            else:
                 continue
             kept = [by_key[k] for k in (view.kept if view else []) if k in by_key and by_key[k] < ln.index]
-            found[summary.index] = {"request": ln.index, "turn": [t.index for t in turn], "kept": kept,
-                                    "view": view.name if view else None}
+            found[at] = {"trigger": trigger, "request": ln.index, "turn": [t.index for t in turn], "kept": kept,
+                         "view": view.name if view is not None and own else None, "summary": text}
         return found
 
     def _fold(self, ln: _Line, summary: MessageRecord, fold: dict, ts) -> None:
@@ -390,10 +430,10 @@ class _Conversation(TimeSpan):
             line_no=ln.index + 1,
             boundary_uuid=marker.uuid,
             kind="compact",
-            trigger="auto",  # a view is made by the autocompact hook only (a manual /compact rewrites the file)
+            trigger=fold["trigger"],
             tokens_before=None,  # the last call's measured input (gptme's own figure is its chars / 4 estimate)
             summary_uuid=summary.uuid,
-            summary_text="\n".join(b.text for b in summary.blocks if b.kind == "text"),
+            summary_text=fold["summary"],
             preserved_uuids=[self.uuid(i) for i in fold["kept"]],
             timestamp=ts,
             metadata={"view": fold["view"], "method": event.get("method"), "estimated": _dict(event.get("tokens")) or None},
@@ -478,9 +518,19 @@ class _Conversation(TimeSpan):
                 self.calls.append(call)
         else:
             record.blocks = [Block("other", text=content[:200], raw_type=role[:60])]
-        if ln.index in folds:
+        fold = folds.get(ln.index)
+        if fold is not None and fold["trigger"] == "manual":
+            # The summary of a /compact is not in the history: the view it wrote holds it (RESUME.md
+            # the latest one only). It goes where the compaction completed.
+            summary = MessageRecord(line_no=ln.index + 1, offset=ln.offset, role="assistant", record_type="checkpoint",
+                                    raw=ln.raw, blocks=[Block("text", text=fold["summary"])] if fold["summary"] else [],
+                                    uuid=f"{self.uuid(fold['request'])}:summary", timestamp=ts, session_id=self.session,
+                                    is_compact_summary=True, is_meta=True)
+            self._fold(ln, summary, fold, ts)
+            self.records.append(summary)
+        elif fold is not None:
             record.is_compact_summary, record.record_type = True, "checkpoint"
-            self._fold(ln, record, folds[ln.index], ts)
+            self._fold(ln, record, fold, ts)
         self.records.append(record)
 
     def _system(self, content: str) -> None:
