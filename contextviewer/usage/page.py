@@ -142,7 +142,7 @@ def _needed_again(folds, sessions, opts: report.Options) -> dict:
              for w, (n, m, k) in sorted(weeks.items())]
     chart = charts.stacked_bars([x["week"] for x in lines],
                                 {"needed again per fold": {x["week"]: x["rate"] for x in lines if x["rate"]}},
-                                unit="", digits=2, height=120)
+                                unit="", digits=2, width=360, height=120)
     measured = sum(x["measured"] for x in lines)
     return {"lines": lines, "chart": chart, "folds": len(in_range), "measured": measured,
             "needed": sum(x["needed"] for x in lines),

@@ -104,7 +104,7 @@ def test_a_team_side_by_side_each_person_with_the_command_s_figures(tmp_path, pr
     for person, calls in ((user.username, 4), ("bob-team", 2)):
         total = _usage("monthly", "--project", project.slug, "--person", person)["total"]
         assert total["model_calls"] == calls
-        row = html.split(f">{person}</a></th>")[1].split("</tr>")[0]
+        row = html.split(f">{person}</a></td>")[1].split("</tr>")[0]
         cells = re.findall(r'<td class="num">([^<]*)</td>', row)
         assert cells[0] == f"${total['cost_usd']:,.2f}" and cells[1:3] == ["1", str(calls)]
     # the page of one person shows that person's sessions only
