@@ -234,3 +234,20 @@ def test_a_manual_compact_folds_where_it_completed_with_the_summary_its_view_hol
     summary = next(m for m in of(records, MessageRecord) if m.uuid == manual.summary_uuid)
     assert summary.role == "assistant" and summary.blocks[0].text == manual_summary
     assert len(of(records, UsageRecord)) == 5  # the /compact summarizer call is in no file
+
+
+def test_a_manual_compact_outside_a_view_reads_the_history_from_lossless(tmp_path):
+    # No view: /compact rewrote conversation.jsonl (system lines, intro, checkpoint, recent tail) and
+    # kept the full history in lossless.jsonl, both appended to since.
+    history = HEAD + BEFORE + [msg("user", "/compact", 6), msg("system", "✅ LLM-powered resume completed", 7, ui_only=True),
+                               msg("user", "go on", 8), call("", "complete", "call_9", {}, 9, 900)]
+    conv = write_logs(tmp_path, history, view=False)
+    write_jsonl(conv / "lossless.jsonl", history)
+    intro = msg("system", "Previous conversation resumed from RESUME.md:", 7)
+    write_jsonl(conv / "conversation.jsonl", HEAD + [intro, msg("assistant", "By hand.", 7)] + BEFORE[3:] + history[-3:])
+    records = parse_path(parse, conv)
+    (fold,) = of(records, FoldRecord)
+    assert (fold.trigger, fold.summary_text) == ("manual", "By hand.")
+    first = len(HEAD) + 1
+    assert fold.preserved_uuids == [f"work:{n}" for n in range(first + 3, first + len(BEFORE))]
+    assert len(of(records, UsageRecord)) == 3

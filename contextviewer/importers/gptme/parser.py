@@ -269,8 +269,13 @@ class _View:
 
 
 def read_views(folder: Path, max_line_bytes: int, bad: list[BadLine]) -> list[_View]:
+    """The compacted views; with lossless.jsonl, conversation.jsonl too (a /compact outside a view
+    rewrote it as one)."""
     views = []
-    for path in sorted((folder / "views").glob("*.jsonl")):
+    paths = sorted((folder / "views").glob("*.jsonl"))
+    if (folder / LOSSLESS).is_file() and (folder / CONVERSATION).is_file():
+        paths.append(folder / CONVERSATION)
+    for path in paths:
         lines = read_lines(path, max_line_bytes, bad)
         at = next((i for i, ln in enumerate(lines[:-1]) if ln.obj["role"] == "system" and ln.obj["content"].startswith(INTRO)
                    and lines[i + 1].obj["role"] == "assistant"), None)
