@@ -136,6 +136,7 @@ PINS: dict[str, Pin] = {
         # It pins a certifi release no longer published: its own pins (vibe-requirements.txt, the .post1), without deps.
         Pin("vibe", "mistral-vibe", "3.0.3", "vibe", kind=PYPI, python="3.12", flags=("--no-deps",),
             extra=("-r", str(Path(__file__).with_name("vibe-requirements.txt")))),
+        Pin("openhands", "openhands", "1.16.0", "openhands", kind=PYPI, python="3.12"),
     )
 }
 

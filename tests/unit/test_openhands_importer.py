@@ -214,7 +214,9 @@ def test_a_v1_folder_is_one_session(tmp_path):
     assert [(u, m.model) for u, m in messages.items() if m.model] == [("e-act", "gpt-x"), ("e-agent", "gpt-x")]
     assert messages["e-cond"].flags["condenser_usage"]["prompt_tokens"] == 7000
     [fold] = of(records, FoldRecord)
-    assert fold.preserved_uuids == ["e-sys", "e-sys:tools", "e-user"]
+    # Condensation.apply: the kept events, the summary inserted at summary_offset 1 (after the system prompt).
+    assert fold.preserved_uuids == ["e-sys", "e-sys:tools", "e-cond:summary", "e-user"]
+    assert fold.trigger == "auto"  # no CondensationRequest before it: the condenser's own limit
     assert fold.summary_text == "Tests ran: 1 failed."
     [bad] = of(records, BadLine)
     assert "event-00007-broken.json" in bad.reason and bad.line_no == 8

@@ -28,7 +28,17 @@ Mapping (one message per event, its uuid the event id; a few events write two):
 - ``condensation`` -> a fold: a ``system`` marker (``subtype="compact_boundary"``, the event's id)
   that closes the archived segment, then the summary as a ``user`` message with
   ``is_compact_summary`` (uuid ``<event id>:summary``). The messages before the marker that the
-  condensation did not forget (and no earlier one did) are the fold's ``preserved_uuids``.
+  condensation did not forget (and no earlier one did) are the fold's ``preserved_uuids``; in v1
+  the summary sits among them at its ``summary_offset`` (``Condensation.apply``), its trigger
+  ``auto`` unless a ``CondensationRequest`` came first (then unknown: the user's /condense and a
+  context-window error write the same request);
+- v1 sub-agents (the CLI's ``task`` tool): each ``<id>/subagents/<sub id>/`` folder is read with its
+  parent (``group``), linked to the task call whose prompt is its first message;
+- a v1 terminal observation's text is what the model got (``TerminalObservation.to_llm_content``:
+  the output, its suffix, then the working folder, Python interpreter and exit code lines).
+
+Checked against what OpenHands CLI 1.16.0 (agent-sdk 1.21.0) wrote and sent, run offline against
+the scripted model server (ops/drivers/openhands_cli.py, issue 39).
 
 Usage (measured only): v0 ``tool_call_metadata.model_response.usage`` (LiteLLM's chat usage of the
 call that produced the action) and ``llm_metrics.token_usages[]``; v1 ``base_state.json``
@@ -55,6 +65,7 @@ from typing import Any
 
 from contextviewer.core.harness import Harness
 from contextviewer.core.records import (
+    AgentLink,
     BadLine,
     Block,
     FoldRecord,
@@ -78,7 +89,7 @@ from contextviewer.importers.common import (
     tool_call as _tool_call,
 )
 from contextviewer.importers.driver import array_elements, guarded, read_objects
-from contextviewer.importers.formats import ParseInput
+from contextviewer.importers.formats import ParseInput, SessionFiles, SubagentFile
 from contextviewer.importers.jsondoc import read_json_file, read_source
 from contextviewer.importers.openhands.entry import (  # noqa: F401 - the light part, re-exported
     ENTRY,
@@ -103,6 +114,8 @@ V0_BOOKKEEPING_OBSERVATIONS = frozenset({"agent_state_changed", "null", "condens
 V0_NOT_INPUT = frozenset({"thought", "impl_source", "translated_ipython_code", "confirmation_state", "security_risk", "hidden", "blocking", "is_confirmed"})
 
 V1_OBSERVATION_KINDS = frozenset({"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"})
+# An observation's error header (sdk/tool/schema.py Observation.ERROR_MESSAGE_HEADER): its own text block.
+TERMINAL_ERROR = "[An error occurred during execution.]"
 
 
 # -- sniffing ------------------------------------------------------------------------------------
@@ -216,6 +229,7 @@ class _Session(TimeSpan):
         self.title: str | None = None
         self.cli_version: str | None = None
         self.markers: dict[str, MessageRecord] = {}
+        self.requested = False  # a CondensationRequest since the last condensation (v1)
 
     # -- helpers
 
@@ -291,9 +305,14 @@ class _Session(TimeSpan):
 
     def fold(self, *, event_id: str, line_no: int, raw: str, ts: datetime | None, record_type: str,
              forgotten: set[str], forgotten_range: tuple[int, int] | None, summary: str | None,
-             summary_offset: int | None, extra_flags: dict | None = None, forgot_all: bool = False) -> None:
+             summary_offset: int | None, extra_flags: dict | None = None, forgot_all: bool = False,
+             trigger: str | None = None, summary_at: int | None = None) -> None:
         """``forgot_all``: the log does not say what was forgotten (an old ``condense``
-        observation): like any fold, it then archives everything before it."""
+        observation): like any fold, it then archives everything before it. ``summary_at`` (v1, its
+        ``summary_offset``): the summary goes among the kept events at that index (``Condensation.apply``: the kept
+        events, the system prompt first, then the summary inserted at the offset), so the fold lists
+        it among what it kept, and a later condensation may forget it (its event id
+        ``<condensation id>-summary``)."""
 
         def is_forgotten(eid: str) -> bool:
             if forgot_all or eid in forgotten:
@@ -329,12 +348,14 @@ class _Session(TimeSpan):
                 line_no=line_no, role="user", record_type=record_type, raw=raw, blocks=[Block("text", text=summary)],
                 uuid=summary_uuid, event_id=event_id, ts=ts, is_compact_summary=True,
             )
+            if summary_at is not None:
+                preserved = _insert_at_event(preserved, (summary_uuid, f"{event_id}-summary"), summary_at)
         self.folds.append(
             FoldRecord(
                 line_no=line_no,
                 boundary_uuid=event_id,
                 kind="compact",
-                trigger=None,
+                trigger=trigger,
                 tokens_before=None,
                 preserved_uuids=[u for u, _e in preserved],
                 summary_uuid=summary_uuid,
@@ -588,6 +609,7 @@ class _Session(TimeSpan):
             text, images = result_content(observation.get("content"))
             if not text and observation.get("content").__class__ is str:
                 text = observation["content"]
+            text = _terminal_text(observation, text)
             extended, _ = _text_parts(obj.get("extended_content"))
             if extended:
                 text = "\n".join([text, *(b.text for b in extended if b.text)])
@@ -616,10 +638,23 @@ class _Session(TimeSpan):
         forgotten = {str(i) for i in ids if i.__class__ in (int, str)} if ids.__class__ is list else set()
         if rid:
             self.condenser_responses.add(rid)
+        flags: dict[str, Any] = {"llm_response_id": rid} if rid else {}
+        if self.requested:
+            flags["requested"] = True
         self.fold(event_id=event_id, line_no=line_no, raw=raw, ts=ts, record_type=kind, forgotten=forgotten,
                   forgotten_range=None, summary=str_or_none(obj.get("summary")),
-                  summary_offset=int_or_none(obj.get("summary_offset")),
-                  extra_flags={"llm_response_id": rid} if rid else None)
+                  summary_offset=int_or_none(obj.get("summary_offset")), extra_flags=flags or None,
+                  summary_at=int_or_none(obj.get("summary_offset")),
+                  trigger=None if self.requested else "auto")
+        self.requested = False
+
+    def _v1_request(self, obj: dict, kind: str, event_id: str, line_no: int, raw: str, ts: datetime | None,
+                    rid: str | None) -> None:
+        """A CondensationRequest: the next condensation was asked for (the user's /condense, or the
+        agent after the model refused a context too long: the log does not say which, so that fold's
+        trigger stays unknown); without one, the condenser folded on its own (its event or token limit)."""
+        self.requested = True
+        self._v1_other(obj, kind, event_id, line_no, raw, ts, rid)
 
     def _v1_summary(self, obj: dict, kind: str, event_id: str, line_no: int, raw: str, ts: datetime | None,
                     rid: str | None) -> None:
@@ -641,6 +676,7 @@ class _Session(TimeSpan):
         **dict.fromkeys(V1_OBSERVATION_KINDS, _v1_observation),
         "SystemPromptEvent": _v1_system_prompt,
         "Condensation": _v1_condensation,
+        "CondensationRequest": _v1_request,
         "CondensationSummaryEvent": _v1_summary,
     }
 
@@ -659,6 +695,37 @@ class _Session(TimeSpan):
             condenser = "condenser" in str(usage_id).lower()
             # Calls land on the first event of their response (matched in finish()).
             self._metrics(metrics, None, 0, None, condenser=condenser)
+
+
+def _insert_at_event(view: list[tuple[str, str]], item: tuple[str, str], offset: int) -> list[tuple[str, str]]:
+    """``view`` (message uuid, event id) with ``item`` before its ``offset``-th event (0-based; an
+    event may be two messages: the system prompt and its tools), or at its end."""
+    events = list(dict.fromkeys(e for _u, e in view))
+    if offset >= len(events):
+        return [*view, item]
+    at = next(i for i, (_u, e) in enumerate(view) if e == events[offset])
+    return [*view[:at], item, *view[at:]]
+
+
+def _terminal_text(observation: dict, text: str) -> str:
+    """A terminal observation as the model got it (tools/terminal/definition.py
+    TerminalObservation.to_llm_content): the error header, the metadata's prefix, the output, its
+    suffix ("[The command completed with exit code 0.]"), then the working folder, the Python
+    interpreter and the exit code; any other observation as its content."""
+    meta = observation.get("metadata")
+    if observation.get("kind") != "TerminalObservation" or meta.__class__ is not dict:
+        return text
+    out = f"{str_or_none(meta.get('prefix')) or ''}{text}{str_or_none(meta.get('suffix')) or ''}"
+    if str_or_none(meta.get("working_dir")):
+        out += f"\n[Current working directory: {meta['working_dir']}]"
+    if str_or_none(meta.get("py_interpreter_path")):
+        out += f"\n[Python interpreter: {meta['py_interpreter_path']}]"
+    code = int_or_none(meta.get("exit_code"))
+    if code is not None and code != -1:
+        out += f"\n[Command finished with exit code {code}]"
+    if observation.get("is_error") is True:
+        out = f"{TERMINAL_ERROR}\n{out}"
+    return out
 
 
 def _other_text(value: Any) -> list[Block]:
@@ -803,7 +870,71 @@ def _parse_folder(source: ParseInput) -> Iterator[Record]:
         bad.append(BadLine(line_no=0, offset=0, reason=f"base_state.json could not be read ({exc.__class__.__name__}: {exc})"))
     yield from bad
     yield from session.finish()
+    if source.agent_id is None:
+        yield from _links(folder, session.records)
     yield session.info(external)
+
+
+# -- sub-agents (v1) ---------------------------------------------------------------------------------
+
+SUBAGENTS = "subagents"  # tools/task/manager.py _SUBAGENTS_DIR: <conversation>/subagents/<id>/
+TASK_TOOL = "task"
+
+
+def subagent_folders(folder: Path) -> list[Path]:
+    """The conversation folders its ``task`` tool's sub-agents wrote (v1), by name."""
+    subs = folder / SUBAGENTS
+    try:
+        return sorted(p for p in subs.iterdir() if p.is_dir() and (p / "events").is_dir()) if subs.is_dir() else []
+    except OSError:
+        return []
+
+
+def _first_prompt(folder: Path) -> str | None:
+    """The text of a sub-agent's first user message: the prompt its parent's task call gave it."""
+    for _n, name in _v1_event_files(folder / "events"):
+        doc = read_json_file(folder / "events" / name, max_bytes=4 * 1024 * 1024)
+        event = doc.value if not isinstance(doc, BadLine) else None
+        if event.__class__ is dict and event.get("kind") == "MessageEvent" and event.get("source") == "user":
+            message = event.get("llm_message") if event.get("llm_message").__class__ is dict else {}
+            parts, _ = _text_parts(message.get("content"))
+            return "\n".join(b.text for b in parts if b.kind == "text")
+    return None
+
+
+def _links(folder: Path, records: list[Record]) -> list[AgentLink]:
+    """Each sub-agent folder under the task call that started it: the call whose prompt is the
+    sub-agent's first message (the manager keeps which task ran in which folder in memory only), else
+    the first task call not yet taken."""
+    calls = [(r, b) for r in records if r.__class__ is MessageRecord for b in r.blocks
+             if b.kind == "tool_call" and b.tool_name == TASK_TOOL]
+    taken: set[int] = set()
+    out = []
+    for sub in subagent_folders(folder):
+        prompt = _first_prompt(sub)
+        free = [k for k in range(len(calls)) if k not in taken]
+        k = next((k for k in free if prompt is not None and (calls[k][1].tool_input or {}).get("prompt") == prompt), None)
+        if k is None and free:
+            k = free[0]
+        if k is None:
+            out.append(AgentLink(sub.name, None, 0, None, prompt.splitlines()[0][:200] if prompt else None))
+            continue
+        taken.add(k)
+        record, block = calls[k]
+        args = block.tool_input if block.tool_input.__class__ is dict else {}
+        out.append(AgentLink(sub.name, block.tool_id, record.line_no, str_or_none(args.get("subagent_type")),
+                             str_or_none(args.get("description"))))
+    return out
+
+
+def group(paths: list[Path]) -> list[SessionFiles]:
+    """Each trajectory file alone; each v1 conversation folder with its sub-agents' folders
+    (``subagents/<id>/``, read with it). A sub-agent's folder named alone is its own conversation."""
+    out = []
+    for path in sorted(paths):
+        subs = [SubagentFile(sub, sub.name) for sub in subagent_folders(path)] if path.is_dir() else []
+        out.append(SessionFiles(format=NAME, main=path, subagents=subs))
+    return out
 
 
 def parse(source: ParseInput) -> Iterator[Record]:
@@ -827,6 +958,7 @@ HARNESS = Harness(fold_events=120, own_policy="openhands")
 
 FORMAT = ENTRY.format(
     parse=parse,
+    group=group,
     images=images,
     harness=HARNESS,
 )

@@ -15,4 +15,5 @@ TOOLS = ToolVocabulary(
                  "browser", "browseinteractiveaction"),
     think=names("think", "agentthinkaction", "thinkaction"),
     code=names("execute_ipython_cell", "run_ipython", "ipythonruncellaction"),
+    task=names("task", "taskaction"),
 )
