@@ -245,6 +245,8 @@ REGISTRY = [
     "contextviewer.importers.swe_agent.entry",
     "contextviewer.importers.mini_swe_agent.entry",
     "contextviewer.importers.cline.entry",
+    "contextviewer.importers.roo_code.entry",
+    "contextviewer.importers.kilo_code.entry",
     "contextviewer.importers.langgraph.entry",
     "contextviewer.importers.gemini.entry",
     "contextviewer.importers.qwen.entry",
@@ -256,6 +258,7 @@ REGISTRY = [
     "contextviewer.importers.copilot.entry",
     "contextviewer.importers.gptme.entry",
     "contextviewer.importers.kimi.entry",
+    "contextviewer.importers.goose.entry",
 ]
 
 _ENTRIES: list[Entry] | None = None

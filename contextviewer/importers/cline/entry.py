@@ -1,4 +1,4 @@
-"""Cline / Roo Code: the light entry of ``importers/cline/parser.py`` (its name, label, where its logs are, the
+"""Cline / Roo Code: the light entry of ``importers/cline/format.py`` (its name, label, where its logs are, the
 file endings it reads, and its sniff); see ``importers/formats.py``. Two layouts: the VS Code
 extensions' task folders (``api_conversation_history.json`` beside ``ui_messages.json``; the history
 file alone is read too), and the Cline CLI's session folders
@@ -80,13 +80,13 @@ def sniff(path: Path, head: bytes) -> float:
 
 
 ENTRY = Entry(
-    module="contextviewer.importers.cline.parser",
+    module="contextviewer.importers.cline.format",
     name=NAME,
     label="Cline / Roo Code",
     storage=FOLDER,
     sniff=sniff,
     extensions=(".json",),
-    where=("VS Code globalStorage: saoudrizwan.claude-dev/tasks/<id>/ (Cline), rooveterinaryinc.roo-cline/tasks/<id>/ (Roo Code);"
-           " the Cline CLI: ~/.cline/data/sessions/<id>/"),
+    where=("VS Code globalStorage: saoudrizwan.claude-dev/tasks/<id>/ (Cline; a Roo Code task folder out of its"
+           " extension's folder too); the Cline CLI: ~/.cline/data/sessions/<id>/"),
     locations=("~/.cline/data/sessions",),
 )

@@ -1,5 +1,8 @@
 """Cline and Roo Code task folders -> normalized records (pure, no Django). The Cline CLI's session
 folders (``~/.cline/data/sessions/<id>/``) are read by ``cli_session.py``; ``parse`` picks by layout.
+Three formats read with this module: Cline's (``format.py``), and Roo Code's and Kilo Code's
+(``importers/roo_code/``, ``importers/kilo_code/``: the same task folders, told apart by the extension's
+globalStorage folder they lie in); so it defines no ``FORMAT`` of its own.
 
 Cline (VS Code extension ``saoudrizwan.claude-dev``) and its fork Roo Code
 (``rooveterinaryinc.roo-cline``) keep each task in ``globalStorage/<extension>/tasks/<taskId>/``:
@@ -78,15 +81,23 @@ from contextviewer.importers.cline.entry import (  # noqa: F401 - the light part
 )
 
 
-def group(paths: list[Path]) -> list[SessionFiles]:
-    """Each path as its task folder, each folder once."""
-    folders: dict[Path, None] = {}
-    for path in paths:
-        if path.is_file() and not in_session_folder(path):
-            folders.setdefault(path, None)  # a history file on its own: the file
-            continue
-        folders.setdefault(path if path.is_dir() else path.parent, None)  # a task's or a CLI session's file: its folder
-    return [SessionFiles(format=NAME, main=folder) for folder in sorted(folders)]
+def grouper(name: str):
+    """The ``group`` of the format ``name`` (Cline's, or a fork's that reads with this module)."""
+
+    def group(paths: list[Path]) -> list[SessionFiles]:
+        """Each path as its task folder, each folder once."""
+        folders: dict[Path, None] = {}
+        for path in paths:
+            if path.is_file() and not in_session_folder(path):
+                folders.setdefault(path, None)  # a history file on its own: the file
+                continue
+            folders.setdefault(path if path.is_dir() else path.parent, None)  # a task's or a CLI session's file: its folder
+        return [SessionFiles(format=name, main=folder) for folder in sorted(folders)]
+
+    return group
+
+
+group = grouper(NAME)
 
 
 def _dict(value: Any) -> dict:
@@ -456,10 +467,3 @@ def parse_folder(folder: Path) -> Iterator[Record]:
 def parse(source: ParseInput) -> Iterator[Record]:
     """Records of one task folder (never raises)."""
     yield from guarded(parse_folder(Path(source.path)))
-
-
-FORMAT = ENTRY.format(
-    parse=parse,
-    group=group,
-    rewrites=True,  # the history file is rewritten (a condense replaces messages; a request's figures come later)
-)

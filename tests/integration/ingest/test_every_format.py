@@ -241,6 +241,23 @@ def _kimi(tmp: Path, fx) -> Path:
     return tmp / "sessions"
 
 
+def _vscode_fork(extension: str) -> Callable[[Path, Path | None], Path]:
+    def write(tmp: Path, fx) -> Path:
+        from tests.cline_folders import make_task
+
+        # A Roo-style task folder with a condense (one fold), in the extension's globalStorage folder.
+        return make_task(tmp / "globalStorage" / extension / "tasks", "roo", condense=True).folder
+
+    return write
+
+
+def _goose(tmp: Path, fx) -> Path:
+    from tests.goose_store import write_store
+
+    # A sessions.db (facts from Goose's source): an automatic compaction (one fold), a sub-agent session.
+    return write_store(tmp / "goose" / "sessions" / "sessions.db")
+
+
 SAMPLES = [
     # Real logs (skipped where ../shared/fixtures is absent).
     Sample("claude-code-fixture", "claude-code", _fixture("claude-code/oneryalcin__fasthooks__sample_main_transcript.jsonl"),
@@ -289,6 +306,9 @@ SAMPLES = [
     Sample("vibe", "vibe", _vibe, external_id="9e1c0de0-0000-4000-8000-00000000abcd", folds=1),
     Sample("gptme", "gptme", _gptme, external_id="work", folds=1),
     Sample("kimi", "kimi", _kimi, external_id="0b7e6f4e-1111-4222-8333-444455556666", folds=1),
+    Sample("goose", "goose", _goose, external_id="20260301_1", folds=1),
+    Sample("roo-code", "roo-code", _vscode_fork("rooveterinaryinc.roo-cline"), external_id="0199a1b2-roo-task", folds=1),
+    Sample("kilo-code", "kilo-code", _vscode_fork("kilocode.kilo-code"), external_id="0199a1b2-roo-task", folds=1),
 ]
 
 # (surface, sample id) -> why it fails today; strict, so a fix shows up as XPASS.
