@@ -132,3 +132,17 @@ def test_another_sqlite_store_is_not_claimed_and_is_refused_naming_goose(tmp_pat
     records = list(formats.get("goose").parse(ParseInput(path=path)))
     [bad] = of(records, BadLine)
     assert bad.reason.startswith("not a Goose sessions.db")
+
+
+def test_message_times_in_milliseconds_still_find_their_ledger_rows(tmp_path):
+    # Goose tells seconds from milliseconds by magnitude (MILLISECOND_TIMESTAMP_THRESHOLD): a store
+    # whose message times are in milliseconds reads the same calls and usage.
+    path = write_store(tmp_path / "sessions.db")
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE messages SET created_timestamp = created_timestamp * 1000")
+    conn.commit()
+    conn.close()
+    main = by_session(read(path))[MAIN]
+    calls = {c.api_message_id: c for c in of(main, UsageRecord)}
+    assert (calls["msg_4"].input_uncached, calls["msg_4"].cache_read, calls["msg_4"].output) == (100, 1000, 60)
+    assert [m.uuid for m in of(main, MessageRecord) if m.flags.get("usage_unmeasured")] == ["msg_15"]

@@ -302,11 +302,20 @@ def _text(blocks: list[Block]) -> str:
     return "\n".join(b.text for b in blocks if b.kind == "text")
 
 
+def _seconds(value: Any) -> int | None:
+    """Unix seconds of a Goose time (some versions wrote messages' in milliseconds: told apart by
+    magnitude, as Goose does)."""
+    if value.__class__ is not int:
+        return None
+    return value // 1000 if value > 10_000_000_000 else value
+
+
 def _take(rows: list[dict], created: Any) -> dict | None:
     """The first ledger row written at or after ``created`` (any first row when None), taken out."""
+    start = _seconds(created)
     for i, row in enumerate(rows):
-        at = row.get("created_timestamp")
-        if created is None or (at.__class__ is int and created.__class__ is int and at >= created):
+        at = _seconds(row.get("created_timestamp"))
+        if created is None or (at is not None and start is not None and at >= start):
             return rows.pop(i)
     return None
 
