@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextviewer.core.records import BadLine, FoldRecord, MessageRecord, SessionInfo, UsageRecord
+from contextviewer.core.records import AgentLink, BadLine, FoldRecord, MessageRecord, SessionInfo, UsageRecord
 from contextviewer.importers import formats
 from contextviewer.importers.openhands import parser as openhands
 from contextviewer.importers.formats import ParseInput, head_of
@@ -336,3 +336,105 @@ def test_any_field_of_any_type_is_read_without_losing_the_event(changes):
     # A bad value where an event's kind is told (NaN, an infinity, a NUL) is said, and the event still kept.
     assert all(", so it was kept as a" in b.reason for b in of(records, BadLine))
     assert len(of(records, MessageRecord)) >= len(events)  # every event is a message (or two)
+
+
+# -- the CLI's conversation folder (OpenHands CLI 1.16.0): sub-agents, the summary's place ---------
+
+
+def _event(folder: Path, n: int, event: dict) -> None:
+    (folder / "events").mkdir(parents=True, exist_ok=True)
+    (folder / "events" / f"event-{n:05d}-{event['id']}.json").write_text(json.dumps(event))
+
+
+def _msg(eid, source, text, rid=None):
+    role = "user" if source == "user" else "assistant"
+    event = {"kind": "MessageEvent", "id": eid, "timestamp": "2026-12-07T14:54:58", "source": source,
+             "llm_message": {"role": role, "content": [{"type": "text", "text": text}]}}
+    return {**event, "llm_response_id": rid} if rid else event
+
+
+def _act(eid, call_id, tool, args, rid):
+    return {"kind": "ActionEvent", "id": eid, "timestamp": "2026-12-07T14:54:59", "source": "agent", "thought": [],
+            "tool_name": tool, "tool_call_id": call_id, "llm_response_id": rid,
+            "tool_call": {"id": call_id, "name": tool, "arguments": json.dumps(args), "origin": "completion"}}
+
+
+def _obs(eid, call_id, tool, text, **observation):
+    return {"kind": "ObservationEvent", "id": eid, "timestamp": "2026-12-07T14:55:00", "source": "environment",
+            "tool_name": tool, "tool_call_id": call_id,
+            "observation": {"content": [{"type": "text", "text": text}], "is_error": False, **observation}}
+
+
+def write_cli_conversation(root: Path) -> Path:
+    """~/.openhands/conversations/ as the CLI writes it (the layout of a run of OpenHands CLI 1.16.0
+    against the scripted server, ops/drivers/openhands_cli.py): one conversation whose terminal call
+    ran `ls`, a /condense (a CondensationRequest, then the Condensation: it forgot the call, its
+    result and the first answer, its summary at offset 2, after the system prompt and the prompt),
+    then a task call whose sub-agent wrote subagents/<id>/."""
+    conv = root / "53c3a935577e4dd1a1660b1a97ba394c"
+    meta = {"exit_code": 0, "pid": -1, "working_dir": "/w/project", "py_interpreter_path": "/usr/bin/python",
+            "prefix": "", "suffix": "\n[The command completed with exit code 0.]"}
+    events = [
+        {"kind": "SystemPromptEvent", "id": "e-sys", "timestamp": "2026-12-07T14:54:57", "source": "agent",
+         "system_prompt": {"type": "text", "text": "You are OpenHands agent"}, "tools": [{"name": "terminal"}]},
+        _msg("e-u1", "user", "list the files"),
+        _act("e-a1", "call_1", "terminal", {"command": "ls", "security_risk": "LOW"}, "r-0"),
+        _obs("e-o1", "call_1", "terminal", "README.md  app.py", kind="TerminalObservation", metadata=meta),
+        _msg("e-m1", "agent", "Two files.", "r-1"),
+        {"kind": "CondensationRequest", "id": "e-req", "timestamp": "2026-12-07T14:55:10", "source": "environment"},
+        {"kind": "Condensation", "id": "e-cond", "timestamp": "2026-12-07T14:55:11", "source": "environment",
+         "forgotten_event_ids": ["e-a1", "e-o1", "e-m1"], "summary": "Listed two files.", "summary_offset": 2,
+         "llm_response_id": "r-c"},
+        _msg("e-u2", "user", "ask a sub-agent to read app.py"),
+        _act("e-a2", "call_2", "task", {"description": "Read app.py", "prompt": "read app.py", "subagent_type": "default",
+                                        "security_risk": "LOW"}, "r-2"),
+        _obs("e-o2", "call_2", "task", "app.py defines greet.", kind="TaskObservation", task_id="task_00000001"),
+        _msg("e-m2", "agent", "It defines greet.", "r-3"),
+    ]
+    for n, event in enumerate(events):
+        _event(conv, n, event)
+    usage = lambda rid, prompt: {"model": "openai/scripted", "prompt_tokens": prompt, "completion_tokens": 9,  # noqa: E731
+                                 "cache_read_tokens": 0, "cache_write_tokens": 0, "context_window": 0, "response_id": rid}
+    state = {"id": "53c3a935-577e-4dd1-a166-0b1a97ba394c", "workspace": {"working_dir": "/w/project"},
+             "stats": {"usage_to_metrics": {
+                 "agent": {"model_name": "openai/scripted", "token_usages": [usage(r, 8000 + i) for i, r in enumerate(["r-0", "r-1", "r-2", "r-3"])]},
+                 "condenser": {"model_name": "openai/scripted", "token_usages": [usage("r-c", 1000)]}}}}
+    (conv / "base_state.json").write_text(json.dumps(state))
+    sub = conv / "subagents" / "e3496a737fb1451ebb1a48e9985978d2"
+    for n, event in enumerate([
+        {"kind": "SystemPromptEvent", "id": "s-sys", "timestamp": "2026-12-07T14:56:14", "source": "agent",
+         "system_prompt": {"type": "text", "text": "You are OpenHands agent"}},
+        {**_msg("s-u1", "user", "read app.py"), "sender": "OpenHands Agent"},
+        _msg("s-m1", "agent", "app.py defines greet.", "r-s0"),
+    ]):
+        _event(sub, n, event)
+    (sub / "base_state.json").write_text(json.dumps({"id": "e3496a73-7fb1-451e-bb1a-48e9985978d2", "stats": {
+        "usage_to_metrics": {"agent": {"token_usages": [usage("r-s0", 7000)]}}}}))
+    return root
+
+
+def test_the_cli_folder_reads_its_sub_agent_under_the_task_call_and_the_summary_where_it_was_sent(tmp_path):
+    root = write_cli_conversation(tmp_path / "conversations")
+    (found,) = formats.discover(root).sessions  # one conversation: its sub-agent's folder is read with it
+    assert found.format == "openhands" and found.main.name == "53c3a935577e4dd1a1660b1a97ba394c"
+    assert [(s.path.name, s.agent_id) for s in found.subagents] == [("e3496a737fb1451ebb1a48e9985978d2",) * 2]
+    records = parse_path(openhands.parse, found.main)
+    (link,) = of(records, AgentLink)
+    # The task call is event 9 of the folder (e-a2); its description and subagent_type name the child.
+    assert (link.agent_id, link.tool_use_id, link.line_no, link.agent_type, link.description) == (
+        "e3496a737fb1451ebb1a48e9985978d2", "call_2", 9, "default", "Read app.py")
+    (fold,) = of(records, FoldRecord)
+    # Condensation.apply: the kept events (system prompt, first prompt, the later prompt), the summary
+    # at offset 2; the CondensationRequest before it makes its trigger unknown (/condense or an overflow).
+    assert fold.preserved_uuids == ["e-sys", "e-sys:tools", "e-u1", "e-cond:summary"]
+    assert fold.trigger is None and fold.metadata["requested"] is True
+    messages = {m.uuid: m for m in of(records, MessageRecord)}
+    # What the model got for `ls` (TerminalObservation.to_llm_content), as the CLI's request carried it.
+    assert messages["e-o1"].blocks[0].text == (
+        "README.md  app.py\n[The command completed with exit code 0.]\n[Current working directory: /w/project]\n"
+        "[Python interpreter: /usr/bin/python]\n[Command finished with exit code 0]")
+    # Four agent calls (r-0 .. r-3); the condenser's r-c is the fold's.
+    assert sorted(u.api_message_id for u in of(records, UsageRecord)) == ["r-0", "r-1", "r-2", "r-3"]
+    sub = parse_path(openhands.parse, found.subagents[0].path)
+    assert [m.uuid for m in of(sub, MessageRecord) if m.role in ("user", "assistant")] == ["s-u1", "s-m1"]
+    assert not of(sub, AgentLink)  # read as a sub-agent, it names no child (parse_path: agent_id unset, no subagents/)
