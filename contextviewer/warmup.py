@@ -5,6 +5,8 @@ vs-claude-code-log` times a first page after it, as a person meets it on a runni
 
 from __future__ import annotations
 
+import threading
+
 TEMPLATES = (
     "viewer/index.html",
     "viewer/conversation.html",
@@ -24,3 +26,21 @@ def warm() -> None:
     from contextviewer.display import rendering  # lazy: wsgi.py imports this module before Django is set up
 
     rendering.markdown_html("**warm** `up`\n\n1. a\n2. b")
+    warm_prices()
+
+
+def warm_prices() -> threading.Thread:
+    """genai-prices' data (its snapshot of every provider, about 50 ms; more on a busy machine) read
+    in a background thread, so the worker starts as fast and the first usage page or report does not
+    wait for it. A price file that cannot be read is left for that page to say."""
+    from contextviewer.usage import services
+
+    def load() -> None:
+        try:
+            services.price_book()
+        except services.BadQuery:
+            pass
+
+    thread = threading.Thread(target=load, name="warm-prices", daemon=True)
+    thread.start()
+    return thread

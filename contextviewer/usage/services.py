@@ -41,7 +41,9 @@ def price_book() -> PriceBook:
     """The prices: genai-prices' shipped data, with settings.USAGE_PRICES_FILE over it (read again when it changes)."""
     path = settings.USAGE_PRICES_FILE
     if not path:
-        return _books.setdefault("", (0.0, PriceBook()))[1]
+        if "" not in _books:  # (built once: a PriceBook reads genai-prices' data)
+            _books[""] = (0.0, PriceBook())
+        return _books[""][1]
     try:
         stamp = Path(path).stat().st_mtime
     except OSError:

@@ -118,3 +118,27 @@ def test_one_person_s_project_has_no_side_by_side(tmp_path, project, user):
     _import(project, path, user)
     html = _client(user).get(f"/projects/{project.slug}/usage/?{RANGE}").content.decode()
     assert "By person" not in html
+
+
+def test_prices_warmed_at_start_in_the_background_and_a_bad_price_file_said_by_the_page(tmp_path, project, user, settings,
+                                                                                         monkeypatch):
+    import threading
+
+    from contextviewer import warmup
+
+    failures = []
+    monkeypatch.setattr(threading, "excepthook", failures.append)
+    from contextviewer.usage import services
+
+    bad = tmp_path / "prices.json"
+    bad.write_text("{not json", encoding="utf-8")
+    settings.USAGE_PRICES_FILE = str(bad)
+    thread = warmup.warm_prices()  # what a web worker starts as it starts
+    thread.join(timeout=30)
+    assert not thread.is_alive() and failures == []  # done, and the bad file raised nothing in the thread
+    settings.USAGE_PRICES_FILE = ""
+    warmup.warm_prices().join(timeout=30)
+    assert services.price_book().known("claude-opus-4-6")  # genai-prices' shipped data, read
+    settings.USAGE_PRICES_FILE = str(bad)
+    r = _client(user).get(f"/projects/{project.slug}/usage/?{RANGE}")
+    assert r.status_code == 400 and "CONTEXTVIEWER_USAGE_PRICES" in r.content.decode()
