@@ -94,6 +94,6 @@ ENTRY = Entry(
     storage=DOCUMENT,
     sniff=sniff,
     extensions=(".json",),
-    where="v0: a trajectory JSON (event list); v1: ~/.openhands/conversations/<id>/ (base_state.json + events/)",
+    where="v0: a trajectory JSON (event list); v1 (the OpenHands CLI): ~/.openhands/conversations/<id>/ (base_state.json + events/; a sub-agent in subagents/<id>/)",
     locations=("~/.openhands/conversations",),
 )
