@@ -444,7 +444,8 @@ def _request_steps(view: _View) -> list[str]:
     """The latest request as a step: to answer (the view ends on it) or to see where it stands;
     without a request in the view, the earlier summary's (answered since if the assistant spoke)."""
     steps: list[str] = []
-    last_role = next((e.role for e in reversed(view.entries) if e.role in ("user", "assistant")), None)
+    # Lines the harness writes after the answer (`/exit`, its stdout) are no request left to answer.
+    last_role = next((e.role for e in reversed(view.entries) if e.role == "assistant" or any(e is u for u in view.users)), None)
     if view.users:
         steps.append((_ANSWER if last_role == "user" else _LATEST) + view.request)
     elif view.previous.get("Next steps"):

@@ -30,6 +30,8 @@ Mai0313/VibeCodingTracker, Claude Code 1.0.95:
   line 23 succeeded (line 24: "The file ... has been updated").
 - "Ran `rm /home/wei/repo/claude-code/TODO.md`": the Bash call of line 45, result line 46 is_error false.
 - No "Error seen": both is_error results (lines 19 and 62) are the user's rejections.
+- The latest request was answered (line 81, "已完成！..."); the lines after it are the harness's
+  (a caveat, `/exit` and its empty stdout, lines 82-84): not "Answer the latest request" (the old handoff said so).
 d-kimuson/claude-code-viewer fe5e1c67 (Claude Code 1.0.98), the sub-agent asked to "Create the main
 page layout" (sidechain lines):
 - the Read of `/path/to/Demo/todo-app/src/components` (line 310) failed with EISDIR (line 311): not
@@ -215,6 +217,8 @@ def test_claude_code_1_0_a_rejected_edit_then_a_successful_one(project):
     assert "/home/wei/repo/claude-code/go.mod" in _listed(summary, "Files changed")
     assert "- Ran `rm /home/wei/repo/claude-code/TODO.md`" in summary
     assert "Error seen" not in summary  # the two is_error results are the user's rejections
+    assert "- Latest request (see Last state for where it stands): 不對 幫我查一下pydantic文檔的Field用法 整理成markdown保存" in summary
+    assert "Answer the latest request" not in summary
 
 
 def test_claude_code_sub_agents_a_failed_read_is_no_read(project):
