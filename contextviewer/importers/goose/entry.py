@@ -35,6 +35,22 @@ def _stamp(path: Path) -> tuple | None:
     return st.st_size, st.st_mtime_ns
 
 
+def _other_store(path: Path) -> bool:
+    """Whether the file alone (its WAL left out, nothing written) already has tables, none of them
+    ``messages``: another app's database, told without copying it and its WAL."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        found = tables(conn)
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+    return bool(found) and "messages" not in found
+
+
 def sniff(path: Path, head: bytes) -> float:
     """A SQLite database (or its -wal/-shm) with Goose's ``sessions`` and ``messages`` tables."""
     path = Path(path)
@@ -53,6 +69,9 @@ def sniff(path: Path, head: bytes) -> float:
     if key not in _SEEN:
         if len(_SEEN) > 256:
             _SEEN.clear()
+        if _other_store(main):
+            _SEEN[key] = False
+            return 0.0
         try:
             conn = connect_read_only(main)
             try:
