@@ -12,6 +12,8 @@ here straight from the JSONL (not through the importer):
 - "Files read" and "Files changed" name files of Read / Edit-Write calls whose result is no error;
 - every listed path is written whole somewhere in the log (not only inside a longer word, after an
   escaped newline, or before a cut);
+- a "Searched:" item is a search call of the log (tool, pattern, path); an "Error seen:" line is
+  the message of a failed call of that tool;
 - a line ends on a whole sentence: "…" only closes a command's head.
 
 Hand-checked statements (read in the raw file with grep and a few lines of Python printing each
@@ -187,6 +189,16 @@ def _check_against_the_log(summary: str, path: Path) -> None:
         for p in _listed(summary, label):
             assert any(c["name"] in tools and c["input"].get("file_path") == p and not c["is_error"] and c["result"] is not None for c in calls), \
                 f"{label}: {p} has no successful call in the log"
+    for line in summary.split("\n"):
+        if line.startswith("- Searched: "):
+            for search in line[len("- Searched: ") :].split("; "):
+                assert any(f"{c['name']} {c['input'].get('pattern')!r}" + (f" in {c['input']['path']}" if c["input"].get("path") else "") == search
+                           for c in calls if isinstance(c["input"], dict)), f"no such search in the log: {search}"
+        if line.startswith("- Error seen: "):
+            tool, _, message = line[len("- Error seen: ") :].partition(": ")
+            message = re.sub(r" \(on `[^`]*`\)$", "", message)
+            failed = [" ".join(re.sub(r"</?[a-z_]+>", "", c["result"] or "").split()) for c in calls if c["name"] == tool and c["is_error"]]
+            assert any(message.rstrip("…") in r for r in failed), f"no failed {tool} call says: {message}"
     text = "\n".join(_strings(list(_records(path)), []))
     for label in ("Files read", "Files changed", "Paths mentioned"):
         for p in _listed(summary, label):
