@@ -33,7 +33,7 @@ def warm_prices() -> threading.Thread:
     """genai-prices' data (its snapshot of every provider, about 50 ms; more on a busy machine) read
     in a background thread, so the worker starts as fast and the first usage page or report does not
     wait for it. A price file that cannot be read is left for that page to say."""
-    from contextviewer.usage import services
+    from contextviewer.usage import services  # lazy: wsgi.py imports this module before Django is set up
 
     def load() -> None:
         try:

@@ -17,6 +17,10 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
+from contextviewer.accounts.models import Membership, Project, Role
+from contextviewer.conversations.models import Conversation, Fold, Message, ModelCall
+from contextviewer.jobs.models import Job
+
 CALLS = 100
 TOOLS = ("Read", "Bash", "Edit", "Grep", "Write", "TodoWrite", "mcp__github__create_issue")
 MODELS = ("claude-opus-4-6", "claude-sonnet-4-5", "claude-haiku-4-5")
@@ -37,15 +41,12 @@ def _median_ms(fn, repeat: int = 5) -> tuple[float, float]:
 
 def populate(project, users, sessions: int, *, seed: int = 37) -> None:
     """`sessions` sessions of CALLS calls each in the 30 days up to 2026-02-28, by `users` in turn."""
-    from contextviewer.conversations.models import Conversation, Fold, Message, ModelCall
-    from contextviewer.jobs.models import Job
-
     rng = random.Random(seed)
     end = datetime(2026, 2, 28, 18, tzinfo=UTC)
     convs = []
     for n in range(sessions):
         start = end - timedelta(days=rng.randrange(30), hours=rng.randrange(10), minutes=rng.randrange(60))
-        convs.append(Conversation(project=project, agent="claude-code", external_id=f"bench-{n:05d}", started_at=start,
+        convs.append(Conversation(project=project, external_id=f"bench-{n:05d}", started_at=start,
                                   model_names=[MODELS[n % 3]], model_call_count=CALLS, tool_call_count=CALLS,
                                   peak_context=rng.randrange(20_000, 200_000), measured_calls=CALLS,
                                   fold_count=1 if n % 3 == 0 else 0, message_count=CALLS))
@@ -82,8 +83,6 @@ def run(stdout: TextIO | None = None, sessions: int = 1000) -> dict:
     from django.db import connection
     from django.test import Client
     from django.test.utils import setup_test_environment, teardown_test_environment
-
-    from contextviewer.accounts.models import Membership, Project, Role
 
     out = stdout or sys.stdout
     old_name = connection.settings_dict["NAME"]
