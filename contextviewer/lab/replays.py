@@ -33,6 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from contextviewer.core import facts as core_facts, model_specs, tokens
+from contextviewer.core.harness import harness_window
 from contextviewer.core.policylab import Call, Msg, Replay, Session, get as get_policy, names as policy_names
 from contextviewer.core.policylab.common import ACTION_OF, FOLD_KINDS, calibrate
 from contextviewer.core.policylab.model import CLIPPED, FULL, RecordedFold
@@ -167,7 +168,12 @@ def _calls(conv: Conversation) -> tuple[list[Call], list[dict], dict[str, int]]:
     for i, (pos, api, model, unc, cw, cw5, cw1, cr, out, _est) in enumerate(call_rows):
         if model not in window_of:
             spec = segments.call_spec(conv, model)
-            window_of[model], limit_of[model] = spec.window, formats.harness(conv.agent, spec).input_limit(spec)
+            rules = formats.harness(conv.agent, spec)
+            # Each model in the window its harness ran it in: a Claude Code session that switched to
+            # an Anthropic model whose API window is 1M ran it in 200k unless the user chose [1m].
+            if conv.window is None and model and (ran_in := harness_window(rules, model, conv.peak_context or 0)):
+                spec = model_specs.lookup(model, override_window=ran_in)
+            window_of[model], limit_of[model] = spec.window, rules.input_limit(spec)
         calls.append(
             Call(
                 index=i, seq=pos, usage_input=unc + cw + cr, output=out, model=model or None, window=window_of[model],

@@ -136,6 +136,10 @@ class ClaudeCode:
         hist, windows, folds, meter, trigger = [], [], 0, Meter(session, self.name), Trigger()
         prev_total = prev_call = None
         last_assistant_ts = None
+        # The user's own /compact is part of the recording, not the policy's decision: replaying the
+        # session's own harness, it happens where the log says (before the first call after it).
+        manual = sorted(f.seq for f in session.recorded_folds if f.trigger == "manual") if session.own_policy == self.name else []
+        prev_seq = None
         for call, new in steps(session):
             window = window_of(session, call)
             thr = threshold(window, p["max_output"], p["pct"], p["auto_compact_window"], p["reserve_cap"])
@@ -166,13 +170,15 @@ class ClaudeCode:
                     hist = microcompact(hist, max(1, p["keep_recent"]))
             if total(hist, oh) < before:
                 events.append(Event(call.index, "microcompact", before, total(hist, oh), detail=CLEARED_MARKER))
-            fold_now = bool(hist) and trigger.fires(count, thr)
+            by_hand = any((prev_seq is None or prev_seq < f) and f < call.seq for f in manual)
+            prev_seq = call.seq
+            fold_now = bool(hist) and (by_hand or trigger.fires(count, thr))
             if fold_now:
                 cut = api_round_start(hist, len(hist))
                 folded = hist[:cut] or hist
                 summary = folded_summary(session, self.wrapper_tokens, folded, folds, MAX_OUTPUT_TOKENS_FOR_SUMMARY, SUMMARY_INTRO)
                 after = [summary, *restore_files(folded)]
-                detail = f"auto-compact at {count:,} ≥ {thr:,} tokens"
+                detail = f"manual /compact at {count:,} tokens (as recorded)" if by_hand else f"auto-compact at {count:,} ≥ {thr:,} tokens"
                 events.append(fold_event(call.index, "fold", hist, after, oh, folded, detail, meter, count))
                 hist, folds = after, folds + 1
             w = meter.freeze(call, hist, oh, window, events)

@@ -59,8 +59,10 @@ def test_lab_on_a_fixture_session_with_folds(client, path):
 
 
 def test_a_policy_that_never_fires_draws_the_recorded_curve_on_a_fixture():
-    """ae4a77f8 never reaches Claude Code's threshold: calibrated, its replay saves nothing and
-    follows the measured curve up to the session's own fold."""
+    """ae4a77f8 never reaches Claude Code's threshold: calibrated, its replay does not auto-compact
+    (its one fold is the user's /compact, replayed where the log has it: before call 138, the raw
+    JSONL's compact_boundary with trigger "manual" after 138 calls) and follows the measured curve
+    up to the session's own fold."""
     root = shared_fixtures_dir()
     path = root / "claude-code" / "marot__spotter__ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl" if root else None
     if path is None or not path.exists():
@@ -71,7 +73,7 @@ def test_a_policy_that_never_fires_draws_the_recorded_curve_on_a_fixture():
     lab = policylab.load_session(conv)
     assert lab.session.scale > 1.0  # the provider's tokens outnumber the lab tokenizer's
     claude, recorded = policylab.replay_all(conv, ["claude_code", "recorded"], lab)
-    assert claude.fires == 0 and claude.saved_tokens == 0
+    assert [(a.call_index, "manual /compact" in a.detail) for a in claude.actions] == [(138, True)]
     first_fold = min(m.seq for m in lab.session.messages if m.kind == "boundary")
     pairs = [(r, c) for call, r, c in zip(lab.session.calls, recorded.totals, claude.totals, strict=True) if call.seq < first_fold]
     deviation = sum(abs(c - r) / r for r, c in pairs) / len(pairs)

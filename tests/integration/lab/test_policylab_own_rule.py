@@ -43,12 +43,13 @@ from tests.sessions import SessionBuilder, write_lines
 
 pytestmark = pytest.mark.django_db
 
-# file -> (recorded version, the calls before which the agent auto-compacted: hand-checked above)
+# file -> (recorded version, the calls before which the agent auto-compacted, those before which the
+# user ran /compact: hand-checked above; the fasthooks /compact has no call after it)
 REAL = {
-    "claude-code/marot__spotter__8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl": ("2.1.39", [71]),
-    "claude-code/marot__spotter__4d5611e5-241a-462a-8d15-5122611a9569.jsonl": ("2.1.39", [61]),
-    "claude-code/marot__spotter__ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl": ("2.1.39", []),
-    "claude-code/oneryalcin__fasthooks__sample_main_transcript.jsonl": ("2.0.76", []),
+    "claude-code/marot__spotter__8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl": ("2.1.39", [71], []),
+    "claude-code/marot__spotter__4d5611e5-241a-462a-8d15-5122611a9569.jsonl": ("2.1.39", [61], []),
+    "claude-code/marot__spotter__ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl": ("2.1.39", [], [138]),
+    "claude-code/oneryalcin__fasthooks__sample_main_transcript.jsonl": ("2.0.76", [], []),
 }
 CODEX_0104 = "codex/madshn__localpush__rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl"
 
@@ -76,13 +77,19 @@ def _import(path: Path) -> Conversation:
 @pytest.mark.fixtures
 @pytest.mark.parametrize("rel", list(REAL), ids=lambda r: r.split("__")[-1][:16])
 def test_the_own_replay_folds_exactly_where_the_agent_auto_compacted(rel):
-    version, truth = REAL[rel]
+    version, auto, manual = REAL[rel]
     conv = _import(_real(rel))
     assert conv.cli_version == version
     lab = policylab.load_session(conv)
     own = lab.session.own_policy
-    folds = [e.call_index for e in policylab.replay_one(lab, own).events if e.kind == "fold"]
-    assert folds == truth, f"own replay folds at {folds}, the agent at {truth}"
+    replay = policylab.replay_one(lab, own)
+    folds = [e for e in replay.events if e.kind == "fold"]
+    by_hand = [e.call_index for e in folds if "manual /compact" in e.detail]
+    assert [e.call_index for e in folds if e.call_index not in by_hand] == auto, f"own replay folds at {folds}, the agent at {auto}"
+    # The user's /compact happens where the log says; after it the replay is back in step with the
+    # recording (ae4a77f8 switches to claude-opus-4-6, run in 200k: it never reaches 167,000 again).
+    assert by_hand == manual
+    assert replay.overflow_calls == 0 and replay.unresolved == ()
     assert "no measured rule" not in lab.rule_note
     rule = "2.0.57" if version.startswith("2.0.") else "2.1.197"
     assert f"{version}: the rule measured on" in lab.rule_note and rule in lab.rule_note
