@@ -59,6 +59,10 @@ def test_top_tools_counts_tool_calls_by_the_name_the_agent_gave(tmp_path, projec
     # a range without the session (it is dated 2026-03-01, tests/sessions.py's T0) counts none
     none = c.get(f"/projects/{project.slug}/usage/tools/?since=2026-01-01&until=2026-01-31").content.decode()
     assert "No tool call in these days." in none
+    # members only, as the page
+    assert Client().get(f"/projects/{project.slug}/usage/tools/?{RANGE}").status_code == 302  # to the login page
+    outsider = _client(get_user_model().objects.create_user("mallory-tools"))
+    assert outsider.get(f"/projects/{project.slug}/usage/tools/?{RANGE}").status_code in (403, 404)
     # a bad range is said
     bad = c.get(f"/projects/{project.slug}/usage/tools/?since=2026-03-31&until=2026-02-01")
     assert bad.status_code == 400 and "the first day before the last" in bad.content.decode()
