@@ -46,11 +46,6 @@ CONSTRAINT_RE = re.compile(
 NEXT_RE = re.compile(r"\b(next|todo|remaining|still need|then I'?ll|I will|I'll|need to|should now|left to)\b", re.IGNORECASE)
 
 
-def _one_line(text: str, limit: int) -> str:
-    line = " ".join((text or "").split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
 def _unique(items, limit: int | None = None, *, keep_last: bool = False) -> list[str]:
     seen: dict[str, None] = {}
     for item in items:
@@ -346,10 +341,11 @@ def _note_call(work: _Work, t: Entry, data: dict) -> None:
     if command and not truth.refused(t.text, t.is_error):
         work.commands.append(_command(command))
         work.fresh.add(work.commands[-1])
-    if isinstance(data.get("pattern"), str) and t.tool_name not in {"Bash"}:
+    if isinstance(data.get("pattern"), str) and t.tool_name not in {"Bash"} and not truth.refused(t.text, t.is_error):
         where = data.get("path") if isinstance(data.get("path"), str) else ""
-        work.searches.append(_one_line(f"{t.tool_name} {data['pattern']!r}" + (f" in {where}" if where else ""), 200))
-        work.fresh.add(work.searches[-1])
+        if not data["pattern"].endswith("…") and not where.endswith("…"):  # whole, or not at all
+            work.searches.append(" ".join((f"{t.tool_name} {data['pattern']!r}" + (f" in {where}" if where else "")).split()))
+            work.fresh.add(work.searches[-1])
 
 
 def _target(target: str) -> str:

@@ -128,3 +128,16 @@ def test_a_path_is_whole_only_where_it_is_written_whole():
     assert truth.command_of({"command": ["bash", "-lc", "ls   -la"]}) == "ls -la"
     assert truth.refused("The user doesn't want to proceed with this tool use.", True)
     assert not truth.refused("Exit code 1", True)
+
+
+def test_a_search_is_listed_whole_or_not_at_all():
+    long_pattern = "|".join(f"name_{i}" for i in range(30))  # 250 characters: whole
+    cut_pattern = "|".join(f"name_{i}" for i in range(60))  # over the transcript's 400: cut there, so left out
+    state = _handoff([
+        Entry("user", "Find the names."),
+        Entry("tool", "a.py:1", "Grep", {"pattern": long_pattern, "path": "src"}),
+        Entry("tool", "a.py:2", "Grep", {"pattern": cut_pattern, "path": "lib"}),
+        Entry("tool", "<tool_use_error>InputValidationError: pattern is required</tool_use_error>", "Grep", {"pattern": "x", "path": "docs"}, is_error=True),
+    ])["State and what is done"]
+    searched = next(ln for ln in state.split("\n") if ln.startswith("- Searched: "))
+    assert searched == f"- Searched: Grep {long_pattern!r} in src"
