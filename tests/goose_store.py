@@ -162,3 +162,27 @@ def write_store(path: Path, *, manual: bool = False) -> Path:
     conn.commit()
     conn.close()
     return path
+
+
+# A session file of Goose before its SQLite store (storage.rs: ``sessions/<yyyymmdd_hhmmss>.jsonl``, a
+# SessionMetadata line then one Message per line; a tool response's value was then its content list).
+# By hand: 5 messages, 2 model calls (messages 2 and 4), 1 tool call.
+LEGACY_ID = "20250301_101500"
+LEGACY_META = {"working_dir": "/home/dev/old", "description": "List the files", "schedule_id": None, "message_count": 5,
+               "total_tokens": 1300, "input_tokens": 1200, "output_tokens": 100, "accumulated_total_tokens": 2100,
+               "accumulated_input_tokens": 1950, "accumulated_output_tokens": 150}
+LEGACY_MESSAGES = [
+    {"role": "user", "created": 1_740_824_100, "content": [text("List the files")]},
+    {"role": "assistant", "created": 1_740_824_101, "content": [request("t1", "developer__shell", {"command": "ls"})]},
+    {"role": "user", "created": 1_740_824_102, "content": [{"type": "toolResponse", "id": "t1", "toolResult": {
+        "status": "success", "value": [text("README.md\napp.py")]}}]},
+    {"role": "assistant", "created": 1_740_824_103, "content": [text("Two files: README.md and app.py.")]},
+    {"role": "user", "created": 1_740_824_110, "content": [text("Thanks")]},
+]
+
+
+def write_legacy(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{LEGACY_ID}.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in [LEGACY_META, *LEGACY_MESSAGES]) + "\n")
+    return path

@@ -15,7 +15,7 @@ from pathlib import Path
 from contextviewer.core.records import AgentLink, BadLine, FoldRecord, MessageRecord, SessionInfo, UsageRecord
 from contextviewer.importers import formats
 from contextviewer.importers.formats import ParseInput
-from tests.goose_store import CHILD, MAIN, OTHER, SUMMARY, write_store
+from tests.goose_store import CHILD, LEGACY_ID, MAIN, OTHER, SUMMARY, write_legacy, write_store
 from tests.importers import of
 
 
@@ -146,3 +146,37 @@ def test_message_times_in_milliseconds_still_find_their_ledger_rows(tmp_path):
     calls = {c.api_message_id: c for c in of(main, UsageRecord)}
     assert (calls["msg_4"].input_uncached, calls["msg_4"].cache_read, calls["msg_4"].output) == (100, 1000, 60)
     assert [m.uuid for m in of(main, MessageRecord) if m.flags.get("usage_unmeasured")] == ["msg_15"]
+
+
+def test_a_session_file_of_goose_before_its_store_is_read(tmp_path):
+    path = write_legacy(tmp_path / "sessions")
+    records = read(path)
+    assert not of(records, BadLine)
+    messages = of(records, MessageRecord)
+    # By hand (tests/goose_store.py): 5 messages, calls at messages 2 and 4, one shell call answered.
+    assert len(messages) == 5 and [m.role for m in messages] == ["user", "assistant", "tool", "assistant", "user"]
+    calls = of(records, UsageRecord)
+    assert len(calls) == 2 and all(c.input_uncached == c.output == 0 for c in calls)
+    result = next(b for m in messages for b in m.blocks if b.kind == "tool_result")
+    assert (result.tool_id, result.text) == ("t1", "README.md\napp.py")
+    [info] = of(records, SessionInfo)
+    assert (info.external_id, info.title, info.cwd) == (LEGACY_ID, "List the files", "/home/dev/old")
+
+
+def test_session_files_beside_the_store_are_left_to_it(tmp_path):
+    # Goose copies them into the store when it makes it (import_legacy), then writes only there.
+    folder = tmp_path / "goose" / "sessions"
+    store = write_store(folder / "sessions.db")
+    write_legacy(folder)
+    assert [s.main for s in formats.discover(tmp_path / "goose").sessions] == [store]
+
+
+def test_a_broken_line_of_a_session_file_is_said_and_the_rest_kept(tmp_path):
+    path = write_legacy(tmp_path)
+    lines = path.read_text().splitlines()
+    lines.insert(3, "{not json")
+    path.write_text("\n".join(lines) + "\n")
+    records = read(path)
+    [bad] = of(records, BadLine)
+    assert bad.line_no == 4 and "Goose session line 4" in bad.reason
+    assert len(of(records, MessageRecord)) == 5

@@ -51,9 +51,24 @@ def _other_store(path: Path) -> bool:
     return bool(found) and "messages" not in found
 
 
+LEGACY_KEYS = (b'"description"', b'"message_count"')  # required in its SessionMetadata (storage.rs)
+
+
+def is_legacy_session(path: Path, head: bytes) -> bool:
+    """A session file of Goose before its SQLite store (``sessions/<yyyymmdd_hhmmss>.jsonl``): a first
+    line of ``SessionMetadata`` (its required ``description`` and ``message_count``), then messages."""
+    if path.suffix != ".jsonl" or not head.lstrip().startswith(b"{"):
+        return False
+    first = head.split(b"\n", 1)[0]
+    return all(key in first for key in LEGACY_KEYS) and b'"role"' not in first
+
+
 def sniff(path: Path, head: bytes) -> float:
-    """A SQLite database (or its -wal/-shm) with Goose's ``sessions`` and ``messages`` tables."""
+    """A SQLite database (or its -wal/-shm) with Goose's ``sessions`` and ``messages`` tables; a session
+    file of Goose before it had one (``is_legacy_session``)."""
     path = Path(path)
+    if path.is_file() and is_legacy_session(path, head):
+        return 0.9
     main = main_of(path)
     if path.is_dir() or not main.is_file():
         return 0.0
@@ -90,7 +105,8 @@ ENTRY = Entry(
     label="Goose",
     storage=DATABASE,
     sniff=sniff,
-    extensions=(".db", ".db-wal", ".db-shm"),
-    where="~/.local/share/goose/sessions/sessions.db (+ its -wal: one conversation per session; sub-agent sessions under their parent)",
+    extensions=(".db", ".db-wal", ".db-shm", ".jsonl"),
+    where="~/.local/share/goose/sessions/sessions.db (+ its -wal: one conversation per session; sub-agent sessions under their parent);"
+          " before it, one <session>.jsonl per session in that folder",
     locations=("~/.local/share/goose/sessions",),
 )

@@ -367,15 +367,58 @@ def _records(sessions: list[_Ses]) -> Iterator[Record]:
 
 
 def group(paths: list[Path]) -> list[SessionFiles]:
-    """A store with its ``-wal``/``-shm`` beside it is one source: the companions name it."""
-    return [SessionFiles(format=NAME, main=p) for p in sorted({main_of(p) for p in paths})]
+    """A store with its ``-wal``/``-shm`` beside it is one source: the companions name it. A session
+    file of the old layout beside a store is left out: Goose copied it into the store when it made it
+    (``import_legacy``), and wrote only there since."""
+    mains = {main_of(p) for p in paths}
+    stores = {p.parent for p in mains if p.suffix != ".jsonl"}
+    return [SessionFiles(format=NAME, main=p) for p in sorted(mains) if p.suffix != ".jsonl" or p.parent not in stores]
+
+
+def _legacy(path: Path) -> Iterator[Record]:
+    """A session file of the old layout (``storage.rs``: a ``SessionMetadata`` line, then one message
+    per line, as the store's ``content_json`` items): read as a store's session with no ledger, so
+    every call is of zero usage (the file keeps session totals only, on its first line)."""
+    bad: list[BadLine] = []
+    meta: dict = {}
+    messages: list[dict] = []
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line_no, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            obj = _json(line)
+            if obj.__class__ is not dict:
+                bad.append(BadLine(line_no, 0, f"Goose session line {line_no}: not a JSON object"))
+            elif line_no == 1 and "message_count" in obj and "role" not in obj:
+                meta = obj
+            elif obj.get("content").__class__ is not list:
+                bad.append(BadLine(line_no, 0, f"Goose session line {line_no}: a message without its content list"))
+            else:
+                messages.append({"id": line_no, "message_id": _str(obj.get("id")) or f"{path.stem}:{line_no}",
+                                 "role": obj.get("role"), "content": obj["content"],
+                                 "created_timestamp": obj.get("created"), "metadata_json": compact_json(obj.get("metadata"))})
+    yield from bad
+    if not messages:
+        yield SessionInfo()
+        return
+    ses = _Ses({"id": path.stem, "name": _str(meta.get("description")), "working_dir": _str(meta.get("working_dir"))}, messages)
+    records = list(_records([ses]))
+    totals = {k: meta[k] for k in ("accumulated_input_tokens", "accumulated_output_tokens", "accumulated_total_tokens") if k in meta}
+    first = next((r for r in records if isinstance(r, MessageRecord)), None)
+    if totals and first is not None:
+        first.flags["session_totals"] = totals
+    yield from records
 
 
 def parse(source: ParseInput) -> Iterator[Record]:
-    """Records of a Goose ``sessions.db``: one conversation per top session. Never raises."""
+    """Records of a Goose ``sessions.db``: one conversation per top session; or of a session file of
+    the old layout. Never raises."""
     path = Path(source.path)
     bad: list[BadLine] = []
     try:
+        if path.suffix == ".jsonl":
+            yield from _legacy(path)
+            return
         conn = connect_read_only(path, row_factory=sqlite3.Row)
         try:
             if not is_goose_store(conn):

@@ -258,6 +258,13 @@ def _goose(tmp: Path, fx) -> Path:
     return write_store(tmp / "goose" / "sessions" / "sessions.db")
 
 
+def _goose_legacy(tmp: Path, fx) -> Path:
+    from tests.goose_store import write_legacy
+
+    # A session file of Goose before its SQLite store (no usage per call, no fold).
+    return write_legacy(tmp / "goose" / "sessions")
+
+
 SAMPLES = [
     # Real logs (skipped where ../shared/fixtures is absent).
     Sample("claude-code-fixture", "claude-code", _fixture("claude-code/oneryalcin__fasthooks__sample_main_transcript.jsonl"),
@@ -307,6 +314,7 @@ SAMPLES = [
     Sample("gptme", "gptme", _gptme, external_id="work", folds=1),
     Sample("kimi", "kimi", _kimi, external_id="0b7e6f4e-1111-4222-8333-444455556666", folds=1),
     Sample("goose", "goose", _goose, external_id="20260301_1", folds=1),
+    Sample("goose-legacy", "goose", _goose_legacy, external_id="20250301_101500"),
     Sample("roo-code", "roo-code", _vscode_fork("rooveterinaryinc.roo-cline"), external_id="0199a1b2-roo-task", folds=1),
     Sample("kilo-code", "kilo-code", _vscode_fork("kilocode.kilo-code"), external_id="0199a1b2-roo-task", folds=1),
 ]
