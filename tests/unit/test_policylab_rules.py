@@ -125,3 +125,15 @@ def test_trigger():
     assert not t.fires(5, 20) and t.fires(20, 20)
     t.acted(7, 4, 20)
     assert t.armed and t.unresolved == [(3, 21, 20)]
+
+
+def test_efferent_hands_off_once_when_the_handoff_cannot_get_under_85_percent():
+    # 175,000 carried besides the log, over 85 % of 200,000 (170,000): the first handoff (at the
+    # second prompt, after a measured input) cannot get under it and is not made at every prompt after.
+    b = LabBuilder(overhead=175_000)
+    for i in range(5):
+        b.user(f"prompt {i}")
+        b.call(text=text_of(300))
+    r = get("efferent").replay(b.session())
+    assert [e.call_index for e in r.events if e.kind == "handoff"] == [1]
+    assert [c for c, _after, limit in r.unresolved] == [1] and r.unresolved[0][2] == 170_000

@@ -15,6 +15,7 @@ from typing import Any
 from .common import (
     clip_event,
     finish,
+    Trigger,
     fold_event,
     folded_summary,
     Meter,
@@ -211,23 +212,28 @@ class Efferent:
     def replay(self, session: Session, **params: Any) -> Replay:
         p = merged(self.params, params)
         oh, loaded, summary, windows, folds, last_input = session.overhead_tokens, [], None, [], 0, None
-        meter = Meter(session, self.name)
+        meter, trigger, handed = Meter(session, self.name), Trigger(), False
         for call, new in steps(session):
             window, events = window_of(session, call), []
+            limit = math.ceil(window * p["pct"] / 100)
+            handed = False
             for m in new:
+                # Once per crossing (common.Trigger): a handoff that leaves the input over the limit
+                # is not made again at every later prompt.
                 if (
                     m.role == "user"
                     and last_input is not None
                     and loaded
                     and p["pct"] > 0
                     and window > 0
-                    and last_input / window >= p["pct"] / 100
+                    and not handed
+                    and trigger.fires(last_input, limit)
                 ):
                     view = ([summary] if summary else []) + loaded
                     after = folded_summary(session, self.wrapper_tokens, view, folds, None, HANDOFF_NOTE)
                     detail = f"auto-handoff: last input {last_input:,} ≥ {p['pct']} % of {window:,}"
                     events.append(fold_event(call.index, "handoff", view, [after], oh, loaded, detail, meter, last_input))
-                    summary, loaded, folds = after, [], folds + 1
+                    summary, loaded, folds, handed = after, [], folds + 1, True
                 s = slot(m)
                 if m.role == "tool":
                     done = compress_string(m.text, m.tool_name or "tool", p["max_chars"], p["fast_model"])
@@ -239,8 +245,10 @@ class Efferent:
                 loaded.append(s)
             w = meter.freeze(call, ([summary] if summary else []) + loaded, oh, window, events)
             windows.append(w)
+            if handed:
+                trigger.acted(call.index, w.total_tokens, limit)
             last_input = w.total_tokens  # the provider's usage (measured until the replay diverges)
-        return finish(self.name, self.label, session, windows, p)
+        return finish(self.name, self.label, session, windows, p, trigger.unresolved)
 
 
 class EfferentEngine:
