@@ -2,8 +2,10 @@
 messages' blocks (a block of kind "tool_call" carries the name as the agent gave it, masked where
 the import masked it: shown as stored).
 
-One query per backend (SQLite's json_each, PostgreSQL's jsonb_array_elements); the conversations are
-passed as one JSON parameter, so a project of thousands of sessions makes no long list of parameters."""
+One query per backend (SQLite's json_each, PostgreSQL's jsonb_array_elements), each first keeping the
+messages whose blocks hold a tool call (a text match, a jsonb containment) so a message without one is
+not parsed; the conversations are passed as one JSON parameter, so a project of thousands of sessions
+makes no long list of parameters."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ SELECT json_extract(b.value, '$.tool_name') AS name, COUNT(*) AS n
 FROM {table} AS m, json_each(CASE WHEN json_type(m.blocks) = 'array' THEN m.blocks ELSE '[]' END) AS b
 WHERE m.conversation_id IN (SELECT value FROM json_each(%s))
   AND m.timestamp >= %s AND m.timestamp < %s
+  AND m.blocks LIKE '%%"tool_call"%%'
   AND json_extract(b.value, '$.kind') = 'tool_call'
 GROUP BY name ORDER BY n DESC, name LIMIT %s
 """
@@ -29,6 +32,7 @@ FROM {table} AS m
 CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(m.blocks) = 'array' THEN m.blocks ELSE '[]'::jsonb END) AS b(value)
 WHERE m.conversation_id = ANY(ARRAY(SELECT jsonb_array_elements_text(%s::jsonb)::bigint))
   AND m.timestamp >= %s AND m.timestamp < %s
+  AND m.blocks @> '[{{"kind": "tool_call"}}]'::jsonb
   AND b.value ->> 'kind' = 'tool_call'
 GROUP BY name ORDER BY n DESC, name LIMIT %s
 """
