@@ -8,6 +8,7 @@ cache reads and writes inside, so the uncached input is input - read - write."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections import Counter
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 from contextviewer.core.records import AgentLink, BadLine, FoldRecord, MessageRecord, SessionInfo, UsageRecord
 from contextviewer.importers import formats
 from contextviewer.importers.formats import ParseInput
-from tests.goose_store import CHILD, LEGACY_ID, MAIN, OTHER, SUMMARY, write_legacy, write_store
+from tests.goose_store import CHILD, LEGACY_ID, MAIN, MANUAL, OTHER, SUMMARY, write_legacy, write_store
 from tests.importers import of
 
 
@@ -180,3 +181,23 @@ def test_a_broken_line_of_a_session_file_is_said_and_the_rest_kept(tmp_path):
     [bad] = of(records, BadLine)
     assert bad.line_no == 4 and "Goose session line 4" in bad.reason
     assert len(of(records, MessageRecord)) == 5
+
+
+def test_a_second_compaction_keeps_the_first_fold(tmp_path):
+    # As compact_messages leaves a store compacted twice: everything before hidden from the agent (the
+    # first summary and continuation then hidden from both), then a new summary and continuation (a
+    # compaction asked by the user: no prompt set aside).
+    path = write_store(tmp_path / "sessions.db")
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE messages SET metadata_json = ? WHERE session_id = ? AND message_id IN ('msg_10', 'msg_11')",
+                 ('{"userVisible": false, "agentVisible": false}', MAIN))
+    conn.execute("UPDATE messages SET metadata_json = ? WHERE session_id = ? AND message_id IN "
+                 "('msg_12', 'msg_13', 'msg_14', 'msg_15')", ('{"userVisible": true, "agentVisible": false}', MAIN))
+    for mid, role, text, meta in (("msg_16", "user", "Second summary", '{"userVisible": false, "agentVisible": true}'),
+                                  ("msg_17", "assistant", MANUAL, '{"userVisible": false, "agentVisible": true}')):
+        conn.execute("INSERT INTO messages (message_id, session_id, role, content_json, created_timestamp, metadata_json) "
+                     "VALUES (?, ?, ?, ?, 1772400030, ?)", (mid, MAIN, role, json.dumps([{"type": "text", "text": text}]), meta))
+    conn.commit()
+    conn.close()
+    folds = of(by_session(read(path))[MAIN], FoldRecord)
+    assert [(f.summary_uuid, f.trigger) for f in folds] == [("msg_10", "auto"), ("msg_16", "manual")]

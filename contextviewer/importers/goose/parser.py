@@ -34,7 +34,8 @@ flagged ``usage_unmeasured``, shown as estimated).
 Compaction (``compact_messages``): Goose keeps the old messages, marks them ``agentVisible: false``, and
 adds a summary (a user message, ``userVisible: false, agentVisible: true``), an assistant continuation
 message (agent-only, Goose's own text, not a model's) and, for an automatic compaction, a copy of the last
-user prompt. So an agent-only user message after agent-invisible ones is a summary: a ``system``
+user prompt (a later compaction hides those from the agent too). So a user message hidden from the user
+and followed by an assistant message hidden from the user, after agent-invisible ones, is a summary: a ``system``
 ``compact_boundary`` marker before it and a ``FoldRecord`` (trigger ``manual`` when the continuation is
 Goose's text for a compaction asked by the user, ``auto`` for its two others; no token figures: Goose
 writes none for a compaction). The summarizer's ledger row (``is_compaction``) is a model call placed at
@@ -223,17 +224,18 @@ class _Writer:
         kind = "inline" if agent else None
         calls = [r for r in ses.ledger if not r.get("is_compaction")]
         summaries = [r for r in ses.ledger if r.get("is_compaction")]
-        archived = False  # an agent-invisible message was seen: an agent-only user message after it is a summary
+        archived = False  # an agent-invisible message was seen: a summary may follow
         call_open = False  # the previous record was an assistant message of the open call
         fold: FoldRecord | None = None
-        for msg in ses.messages:
+        seen = [_visibility(_json(m.get("metadata_json"))) for m in ses.messages]
+        for i, msg in enumerate(ses.messages):
             role = _str(msg.get("role")) or ""
-            user_visible, agent_visible = _visibility(_json(msg.get("metadata_json")))
+            user_visible, agent_visible = seen[i]
             ts = when(msg.get("created_timestamp"))
             mid = _str(msg.get("message_id")) or f"{ses.id}:{msg.get('id')}"
             blocks = _blocks(msg["content"])
             raw = compact_json({k: v for k, v in msg.items() if k != "content"})
-            if role == "user" and agent_visible and not user_visible and archived:
+            if archived and _is_summary(ses.messages, seen, i):
                 yield from self._fold(ses, mid, ts, agent, kind, summaries)
                 fold = self.folds[-1]
                 fold.summary_uuid = mid
@@ -243,7 +245,7 @@ class _Writer:
                 archived, call_open = False, False
                 yield record
                 continue
-            synthetic = role == "assistant" and fold is not None and agent_visible and not user_visible
+            synthetic = role == "assistant" and fold is not None and not user_visible
             tool_only = role == "user" and blocks and all(b.kind == "tool_result" for b in blocks)
             record = self._record(
                 role="tool" if tool_only else role if role in ("user", "assistant") else "other",
@@ -296,6 +298,15 @@ class _Writer:
         self.folds.append(FoldRecord(line_no=marker.line_no, boundary_uuid=marker.uuid, kind="compact", trigger=None,
                                      tokens_before=None, timestamp=ts, agent_id=agent))
         yield marker
+
+
+def _is_summary(messages: list[dict], seen: list[tuple[bool, bool]], i: int) -> bool:
+    """A compaction's summary: a user message hidden from the user, followed by Goose's continuation (an
+    assistant message hidden from the user). Both are agent-only when written; a later compaction puts
+    them away too (then hidden from both), so the pair is told by the user's side alone."""
+    if messages[i].get("role") != "user" or seen[i][0] or i + 1 >= len(messages):
+        return False
+    return messages[i + 1].get("role") == "assistant" and not seen[i + 1][0]
 
 
 def _text(blocks: list[Block]) -> str:
