@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import json
 import zlib
+from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from django.urls import reverse
 
 from contextviewer.conversations import page_cache
@@ -172,3 +174,16 @@ def test_the_2_0_rule_is_the_one_replayed_for_a_2_0_session_and_an_unknown_versi
     html = client.get(reverse("policy_lab", args=[old.pk])).content.decode()
     assert "Claude Code 2.0.57: the rule measured on 2.0.57" in html
     assert get_policy("claude_code").label in html
+
+
+def test_the_policies_command_says_the_rule_and_the_limit_it_could_not_get_under(tmp_path):
+    conv = _import(_starts_full(tmp_path, version="1.0.88"))
+    out = StringIO()
+    call_command("policies", str(conv.pk), "--policy", "claude_code", stdout=out)
+    text = out.getvalue()
+    assert "rule: no measured rule for Claude Code 1.0.88" in text
+    assert "WARNING: cannot bring the window under its limit: after its action at call 1" in text
+    data = StringIO()
+    call_command("policies", str(conv.pk), "--policy", "claude_code", "--json", stdout=data)
+    (claude,) = json.loads(data.getvalue())["policies"]
+    assert claude["unresolved"][0]["call_index"] == 1 and claude["limit_notes"] and "1.0.88" in claude["rule"]

@@ -73,3 +73,7 @@ class Command(ConversationCommand):
             )
             if points:
                 self.stdout.write(f"  fire points: {points}")
+            if r.rule_note:
+                self.stdout.write(f"  rule: {r.rule_note}")
+            for note in r.limit_notes:
+                self.stdout.write(f"  WARNING: {note}")
