@@ -358,7 +358,7 @@ class PolicyResult:
             more = f" (and after {len(self.unresolved) - 1} more)" if len(self.unresolved) > 1 else ""
             notes.append(
                 f"cannot bring the window under its limit: after its action at call {c} the window still held "
-                f"{after:,} tokens of its {limit:,} limit{more}; it does not act again until the count is under the limit"
+                f"{after:,} tokens of its {limit:,} limit{more}"
             )
         if self.overflow_calls and self.name != BASELINE:
             over = max(self.totals, default=0) - self.window if self.window else 0

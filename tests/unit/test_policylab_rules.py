@@ -137,3 +137,17 @@ def test_efferent_hands_off_once_when_the_handoff_cannot_get_under_85_percent():
     r = get("efferent").replay(b.session())
     assert [e.call_index for e in r.events if e.kind == "handoff"] == [1]
     assert [c for c, _after, limit in r.unresolved] == [1] and r.unresolved[0][2] == 170_000
+
+
+def test_picoclaw_says_when_its_emergency_drop_cannot_get_under_its_budget():
+    # 176,000 carried besides the log: over picoclaw's budget (its window less its 32,768 max output)
+    # whatever it drops; it checks again at every turn, and each drop is said.
+    b = LabBuilder(overhead=176_000)
+    for i in range(4):
+        b.user(f"prompt {i}")
+        b.tool_turn("Read", text_of(500))
+    b.final_call()
+    r = get("picoclaw").replay(b.session())
+    drops = [e.call_index for e in r.events if e.kind == "drop"]
+    assert drops and [c for c, _after, _limit in r.unresolved] == drops
+    assert all(after > limit == 200_000 - 32_768 for _c, after, limit in r.unresolved)

@@ -68,6 +68,7 @@ class Picoclaw:
         p = merged(self.params, params)
         oh, hist, summary, note, windows, folds = session.overhead_tokens, [], None, "", [], 0
         meter = Meter(session, self.name)
+        stuck: list[tuple[int, int, int]] = []  # drops that left the window over its budget
         for call, new in steps(session):
             cw = p["context_window"] or window_of(session, call) or p["max_tokens"] * 4
             events = []
@@ -116,13 +117,17 @@ class Picoclaw:
                             detail=emergency_note(len(dropped)),
                         )
                     )
+                    # picoclaw checks at every turn (and drops again): a drop that cannot get the
+                    # window under its budget is said, as in common.Trigger.
+                    if over():
+                        stuck.append((call.index, est(head()) + est(hist) + oh, cw - p["max_tokens"]))
             win = (
                 ([summary] if summary else [])
                 + ([synthetic("note:emergency", NOTE, picoclaw_est(len(note)), note)] if note else [])
                 + hist
             )
             windows.append(meter.freeze(call, win, oh, cw, events))
-        return finish(self.name, self.label, session, windows, p)
+        return finish(self.name, self.label, session, windows, p, stuck)
 
 
 POLICY = Picoclaw()
