@@ -259,6 +259,7 @@ REGISTRY = [
     "contextviewer.importers.gptme.entry",
     "contextviewer.importers.kimi.entry",
     "contextviewer.importers.goose.entry",
+    "contextviewer.importers.droid.entry",
 ]
 
 _ENTRIES: list[Entry] | None = None

@@ -265,6 +265,13 @@ def _goose_legacy(tmp: Path, fx) -> Path:
     return write_legacy(tmp / "goose" / "sessions")
 
 
+def _droid(tmp: Path, fx) -> Path:
+    from tests.unit import test_droid_importer as droid_t
+
+    sessions = tmp / "sessions" / droid_t.FOLDER
+    return droid_t.session().write(sessions / f"{droid_t.SID}.jsonl", droid_t.SETTINGS)
+
+
 SAMPLES = [
     # Real logs (skipped where ../shared/fixtures is absent).
     Sample("claude-code-fixture", "claude-code", _fixture("claude-code/oneryalcin__fasthooks__sample_main_transcript.jsonl"),
@@ -315,6 +322,7 @@ SAMPLES = [
     Sample("kimi", "kimi", _kimi, external_id="0b7e6f4e-1111-4222-8333-444455556666", folds=1),
     Sample("goose", "goose", _goose, external_id="20260301_1", folds=1),
     Sample("goose-legacy", "goose", _goose_legacy, external_id="20250301_101500"),
+    Sample("droid", "droid", _droid, folds=1),
     Sample("roo-code", "roo-code", _vscode_fork("rooveterinaryinc.roo-cline"), external_id="0199a1b2-roo-task", folds=1),
     Sample("kilo-code", "kilo-code", _vscode_fork("kilocode.kilo-code"), external_id="0199a1b2-roo-task", folds=1),
 ]
