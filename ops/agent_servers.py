@@ -243,6 +243,36 @@ class OpenAIServer(FakeServer):
         _sse(handler, events)
 
 
+class OpenAIToolCallServer(OpenAIServer):
+    """OpenAI Responses API whose first answer with tools offered is a `shell` call reporting
+    `total_tokens` = `usage_total` (set before each run): the client runs the command and, before
+    the follow-up request, checks its limit mid-turn (Codex 0.58.0 checks only there). Every other
+    request is answered as OpenAIServer does."""
+
+    usage_total = 0
+    called = False
+
+    def answer(self, handler, req: Request) -> None:
+        body = req.body or {}
+        if (req.method != "POST" or req.path.split("?")[0] != "/v1/responses" or self.called
+                or not body.get("tools") or openai_is_compaction(body)):
+            return super().answer(handler, req)
+        self.called = True
+        rid = f"resp_{uuid.uuid4().hex[:24]}"
+        item = {"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:20]}", "call_id": f"call_{uuid.uuid4().hex[:20]}",
+                "name": "shell", "arguments": json.dumps({"command": ["echo", "ok"]}), "status": "completed"}
+        usage = {"input_tokens": self.usage_total - 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 10,
+                 "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": self.usage_total}
+        base = {"id": rid, "object": "response", "model": body.get("model", "gpt-5"), "status": "in_progress", "output": []}
+        _sse(handler, [
+            ("response.created", {"type": "response.created", "response": base}),
+            ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0, "item": item}),
+            ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item}),
+            ("response.completed", {"type": "response.completed",
+                                    "response": {**base, "status": "completed", "output": [item], "usage": usage}}),
+        ])
+
+
 def openai_is_compaction(body: dict | None) -> bool:
     """Codex's compaction request: remote compaction v2 ends its input with a `compaction_trigger`
     item; the local (summarizing) compaction sends its checkpoint prompt as the last input."""

@@ -27,6 +27,7 @@ from ops.agent_servers import (
     PROMPT,
     AnthropicServer,
     OpenAIServer,
+    OpenAIToolCallServer,
     Request,
     anthropic_is_compaction,
     openai_is_compaction,
@@ -342,10 +343,12 @@ def codex_prefix(path: Path, nth_end: int = -1) -> CodexPrefix:
 
 
 def run_codex(prefix: CodexPrefix, usage_total: int, timeout: float = TIMEOUT, keep_home: bool = False,
-              folder: Path | None = None) -> Outcome:
+              folder: Path | None = None, mid_turn: int | None = None) -> Outcome:
     """Resume `prefix` (last usage = usage_total) in a temp HOME with
     `codex exec --skip-git-repo-check resume <id> PROMPT` against a fake OpenAI server; compacted =
-    a compaction request (local summarization prompt or /responses/compact) or a `compacted` line."""
+    a compaction request (local summarization prompt or /responses/compact) or a `compacted` line.
+    `mid_turn`: the client's first answer is a shell call reporting that total (OpenAIToolCallServer),
+    so the decision observed is its mid-turn check before the follow-up request."""
     home = Path(tempfile.mkdtemp(prefix="cv-codex-home-"))
     try:
         (home / "tmp").mkdir()
@@ -367,7 +370,9 @@ def run_codex(prefix: CodexPrefix, usage_total: int, timeout: float = TIMEOUT, k
             name = f"rollout-{ts[:19].replace(':', '-')}-{prefix.session_id}.jsonl"
         rollout = day / name
         rollout.write_text("".join(json.dumps(r) + "\n" for r in records))
-        with recording(OpenAIServer) as server:
+        with recording(OpenAIServer if mid_turn is None else OpenAIToolCallServer) as server:
+            if mid_turn is not None:
+                server.usage_total, server.called = mid_turn, False
             (home / ".codex" / "config.toml").write_text(
                 f'model = "{prefix.model}"\nopenai_base_url = "http://127.0.0.1:{server.port}/v1"\n'
                 'check_for_update_on_startup = false\n[analytics]\nenabled = false\n')

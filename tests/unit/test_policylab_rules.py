@@ -10,6 +10,8 @@ min(CLAUDE_CODE_MAX_OUTPUT_TOKENS or 32,000, the model's max output): 200,000 - 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from contextviewer.core.harness import Harness, VersionRule, version_rule
@@ -60,10 +62,27 @@ def test_a_version_without_a_measured_rule_says_so(version):
     assert (version or "the log does not name it") in note
 
 
-def test_codex_058_has_no_measured_rule_and_says_so():
-    params, note = CODEX.rule_for("0.58.0")
-    assert params == {} and "no measured rule for" in note and "0.58.0" in note
-    assert "no measured rule" not in CODEX.rule_for("0.171.0")[1]
+def test_codex_058_checks_mid_turn_only_and_0104_has_no_measured_rule():
+    # Bisected on the real 0.58.0 (a response that calls a tool, then its follow-up): it compacts from
+    # a response total of 244,800 (gpt-5 and gpt-5-codex), not 244,799; resumed at any last usage up
+    # to 500,000 it never compacted before the new turn. 0.171.0 compacts before the new turn too.
+    b = LabBuilder(window=272_000, agent="codex")
+    b.user("go")
+    b.call(usage=100_000)
+    b.user("next")
+    b.call(usage=250_000)  # call 1: its total is over 244,800
+    b.user("more")
+    b.call(usage=251_000, tools=("shell",))  # call 2: a new prompt came first (pre-turn)
+    b.result("done")
+    b.call(usage=252_000)  # call 3: mid-turn, after a tool call
+    s = replace(b.session(), own_policy="codex")
+    new, _ = CODEX.rule_for("0.171.0")
+    old, note = CODEX.rule_for("0.58.0")
+    assert folds(get("codex").replay(s, **new)) == [2]
+    assert folds(get("codex").replay(s, **old)) == [3]
+    assert "no measured rule" not in note and "0.58.0: the rule measured on 0.58.0" in note
+    params, note = CODEX.rule_for("0.104.0-alpha.1")
+    assert params == {} and "no measured rule for Codex CLI 0.104.0-alpha.1" in note
 
 
 def test_a_version_prefix_holds_its_patch_versions_only():

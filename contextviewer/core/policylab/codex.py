@@ -68,6 +68,9 @@ class Codex:
         "context_window": None,  # the model's context window; default: the model's input limit (272,000 for gpt-5.x)
         "trunc_mode": "tokens",
         "trunc_limit": 10_000,
+        # Whether it also checks before a new turn (0.171.0 does); 0.58.0 was seen compacting only
+        # mid-turn, after a response that calls a tool (docs/policy-lab.md "Each version's own rule").
+        "pre_turn": True,
     }
 
     def replay(self, session: Session, **params: Any) -> Replay:
@@ -90,7 +93,8 @@ class Codex:
             active = usage_then_estimate(
                 prev_total, prev_call, new[:first_user], lambda m: bytes4(m.text), oh + sum(bytes4(s.text) for s in hist)
             )
-            fold_now = bool(hist) and trigger.fires(active, limit)
+            checks = p["pre_turn"] or first_user == len(new)  # mid-turn: no new prompt since the last call
+            fold_now = bool(hist) and checks and trigger.fires(active, limit)
             if fold_now:
                 after = self._compact(session, hist, folds)
                 dropped = [s for s in hist if s not in after]

@@ -1126,12 +1126,15 @@ def enrich(d: dict) -> dict:
 # bytes/4.
 COMPACT_AT = 0.90
 USABLE = 0.95
-# The auto-compact rule per version, bisected on the real client (`manage.py agent_thresholds
-# --codex var/agents/codex-X`; docs/policy-lab.md). 0.58.0 could not be measured this way: resumed
-# with any last usage up to 500,000 (gpt-5, gpt-5-codex, gpt-5.3-codex) it never compacted before
-# the new turn, so a 0.58 session is replayed with this rule and the lab page says so.
+# The auto-compact rule per version, bisected on the real client (docs/policy-lab.md "Each version's
+# own rule"). 0.171.0: `manage.py agent_thresholds` on a resumed rollout (pre-turn) and mid-turn.
+# 0.58.0: mid-turn only, after a response that calls a tool, from a response total of 244,800 (gpt-5
+# and gpt-5-codex; not at 244,799); resumed with any last usage up to 500,000 it never compacted
+# before the new turn.
 VERSION_RULES = (
     VersionRule("0.171", "0.171.0", (), "90 % of the model's input limit: 244,800 for gpt-5.x (272,000)"),
+    VersionRule("0.58", "0.58.0", (("pre_turn", False),),
+                "90 % of the model's input limit, 244,800 for gpt-5 and gpt-5-codex, checked mid-turn only"),
 )
 HARNESS = Harness(
     fold_label=f"Codex compact {round(COMPACT_AT * 100)} %",

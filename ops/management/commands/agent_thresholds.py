@@ -1,5 +1,6 @@
 """python manage.py agent_thresholds [--client claude-code|codex|both] [--timeout 60]
     [--claude var/agents/claude-code-2.0.57 ...] [--env CLAUDE_CODE_AUTO_COMPACT_WINDOW=150000]
+    [--codex var/agents/codex-0.58.0 ...] [--mid-turn]
 
 The real Claude Code and Codex CLIs (pinned, installed by `bin/setup --agents` into var/agents) as
 the oracle of the policy lab's auto-compaction thresholds: for each client and each chosen fixture
@@ -50,8 +51,11 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=agents.TIMEOUT, help="seconds per client run")
         parser.add_argument("--claude", action="append", default=[], metavar="FOLDER",
                             help="another Claude Code install (a var/agents folder holding node_modules); repeatable")
-        parser.add_argument("--codex", action="append", default=[], metavar="FOLDER",
+        parser.add_argument("--codex", dest="codex_folders", action="append", default=[], metavar="FOLDER",
                             help="another Codex install (a var/agents folder holding node_modules); repeatable")
+        parser.add_argument("--mid-turn", action="store_true",
+                            help="Codex: measure the check before a tool call's follow-up (the first answer is a shell call "
+                                 "reporting the usage) instead of the check before a resumed turn")
         parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="for every Claude Code run")
 
     def handle(self, *args, **opts):
@@ -59,7 +63,7 @@ class Command(BaseCommand):
         for f in folders:
             if not agents.claude_bin(f).exists():
                 raise CommandError(f"no Claude Code under {f} (npm install @anthropic-ai/claude-code@VERSION there)")
-        codex_folders = [Path(f).resolve() for f in opts["codex"]]
+        codex_folders = [Path(f).resolve() for f in opts["codex_folders"]]
         for f in codex_folders:
             if not agents.codex_bin(f).exists():
                 raise CommandError(f"no Codex under {f} (npm install @openai/codex@VERSION there)")
@@ -67,6 +71,7 @@ class Command(BaseCommand):
         if problem:
             raise CommandError(problem)
         self.env = dict(kv.split("=", 1) for kv in opts["env"] if "=" in kv) or None
+        self.mid_turn = opts["mid_turn"]
         root = settings.FIXTURES_DIR
         if not root.is_dir():
             raise CommandError(f"shared fixtures not found at {root} (set CONTEXTVIEWER_FIXTURES)")
@@ -96,10 +101,13 @@ class Command(BaseCommand):
     folder: Path | None = None
     codex_folder: Path | None = None
     env: dict | None = None
+    mid_turn = False
 
     def _run(self, client, prefix, usage, timeout):
         if client == "claude-code":
             return agents.run_claude(prefix, usage, timeout=timeout, folder=self.folder, extra_env=self.env).check()
+        if self.mid_turn:
+            return agents.run_codex(prefix, 1_000, timeout=timeout, folder=self.codex_folder, mid_turn=usage).check()
         return agents.run_codex(prefix, usage, timeout=timeout, folder=self.codex_folder).check()
 
     def _bisect(self, client, name, prefix, lab, timeout):
@@ -107,7 +115,10 @@ class Command(BaseCommand):
         probe = self._run(client, prefix, lab // 2, timeout)
         if probe.compacted:
             raise CommandError(f"{client} compacted {name} at half the lab's threshold ({lab // 2:,})")
-        tail = agents.claude_rule_tail(probe) if client == "claude-code" else agents.codex_rule_tail(prefix)
+        if client == "claude-code":
+            tail = agents.claude_rule_tail(probe)
+        else:  # mid-turn: the figure is the response's own total (its shell call's output is not counted)
+            tail = 0 if self.mid_turn else agents.codex_rule_tail(prefix)
         lo, hi = round(lab * 0.9) - tail, round(lab * 1.1) - tail
         if self._run(client, prefix, lo, timeout).compacted or not self._run(client, prefix, hi, timeout).compacted:
             # Another version's rule: the whole range, from half the lab's threshold to the window.
