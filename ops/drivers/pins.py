@@ -137,6 +137,9 @@ PINS: dict[str, Pin] = {
         Pin("vibe", "mistral-vibe", "3.0.3", "vibe", kind=PYPI, python="3.12", flags=("--no-deps",),
             extra=("-r", str(Path(__file__).with_name("vibe-requirements.txt")))),
         Pin("openhands", "openhands", "1.16.0", "openhands", kind=PYPI, python="3.12"),
+        # The registry here has no linux-x64 binary of 0.225.1: its 0.225.2 (the shim finds it by name).
+        Pin("droid", "@factory/cli", "0.225.1", "droid", extra=("@factory/cli-linux-x64@0.225.2",),
+            flags=("--ignore-scripts", "--omit=optional")),
     )
 }
 

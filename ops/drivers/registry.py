@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib
 
-MODULES = ("claude_code", "codex", "gemini", "qwen", "opencode", "pi", "cline", "copilot", "vibe", "gptme", "kimi", "openhands_cli")
+MODULES = ("claude_code", "codex", "gemini", "qwen", "opencode", "pi", "cline", "copilot", "vibe", "gptme", "kimi", "openhands_cli", "droid")
 
 
 def drivers() -> list:

@@ -153,7 +153,11 @@ def test_a_compaction_is_a_fold_keeping_what_follows_its_anchor(path):
     assert (fold.boundary_uuid, fold.trigger, fold.tokens_before) == (state["id"], None, None)  # Droid logs neither
     ids = [ln.get("id") for ln in lines]
     kept = [ln["id"] for ln in lines[ids.index(state["anchorMessage"]["id"]) + 1:ids.index(state["id"])] if ln["type"] == "message"]
-    assert len(kept) == 7 and fold.preserved_uuids == kept  # prompt 2's reminders, prompt, 2 calls, 2 results, answer
+    assert len(kept) == 7  # prompt 2's reminders, prompt, 2 calls, 2 results, answer
+    # The system info Droid sends with the summary comes first, then what followed the anchor.
+    assert fold.preserved_uuids == [f"{state['id']}:system-info", *kept]
+    info = next(m for m in of(records, MessageRecord) if m.uuid == fold.preserved_uuids[0])
+    assert info.is_meta and info.blocks[0].text == state["systemInfoText"]
     summary = next(m for m in of(records, MessageRecord) if m.uuid == fold.summary_uuid)
     assert summary.is_compact_summary and summary.blocks[0].text == SUMMARY == fold.summary_text
     assert fold.metadata["summary_kind"] == "llm_summary" and fold.metadata["removed_count"] == 8

@@ -19,8 +19,11 @@ Pure. A session is ``~/.factory/sessions/<cwd, / as ->/<id>.jsonl``:
   changed), ``anchorMessage {id, index}`` (the last message the summary replaced), ``removedCount``.
   The next request carries the summary (a user message: "A previous instance of Droid has summarized
   the conversation..."), then the messages after the anchor, kept. It becomes a ``system`` marker
-  (``compact_boundary``), a user message holding the summary (``is_compact_summary``) and a
-  ``FoldRecord`` whose preserved messages are those after the anchor. Droid logs neither the
+  (``compact_boundary``), a user message holding the summary (``is_compact_summary``), a meta user
+  message of its ``systemInfoText`` (sent with the summary) and a ``FoldRecord`` whose preserved
+  messages are that one, then those after the anchor. After a fold Droid also re-renders its
+  reminders (tools, skills, sub-agents, connectors) in the next request, which its file does not
+  hold. Droid logs neither the
   trigger (its threshold, or ``/compact``) nor the tokens before: both left empty. The summarization
   call is not logged.
 - ``agent_turn_outcome``: the end of a prompt's turn (bookkeeping).
@@ -217,6 +220,14 @@ class _Parser(JsonParser, TimeSpan):
         anchor = obj.get("anchorMessage") if obj.get("anchorMessage").__class__ is dict else {}
         anchor_id = str_or_none(anchor.get("id"))
         preserved = self.made[self.made.index(anchor_id) + 1:] if anchor_id in self.made else []
+        info = obj.get("systemInfoText")
+        if info.__class__ is str and info:  # sent with the summary, before what the fold kept
+            self.out.append(MessageRecord(
+                line_no=line_no, offset=marker.offset, role="user", record_type="compaction_state:system_info",
+                raw=marker.raw, blocks=[Block("text", text=info)], uuid=f"{marker.uuid}:system-info",
+                parent_uuid=holder.uuid, timestamp=ts, session_id=self.session_id, is_meta=True,
+            ))
+            preserved = [f"{marker.uuid}:system-info", *preserved]
         self.folds.append(
             FoldRecord(
                 line_no=line_no,
