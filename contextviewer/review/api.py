@@ -67,7 +67,7 @@ class CommentOut(Schema):
     text: str
 
 
-class JobOut(Schema):
+class ReviewJobOut(Schema):
     id: int
     kind: str
     status: str
@@ -187,7 +187,7 @@ def add_comment(request, fold_id: int, payload: CommentIn):
     return Status(201, {"id": c.pk, "fold_id": fold.pk, "turn": c.turn, "fact": c.fact, "text": c.text})
 
 
-@router.post("/review/folds/{fold_id}/judge", response={202: JobOut, 403: ErrorOut, 404: ErrorOut})
+@router.post("/review/folds/{fold_id}/judge", response={202: ReviewJobOut, 403: ErrorOut, 404: ErrorOut})
 def start_judge(request, fold_id: int):
     """Judge the fold with the project's provider: answered with the job to poll (/api/jobs/{id})."""
     fold, refused = _fold(request, fold_id, "edit")
@@ -215,7 +215,7 @@ class SummaryOut(Schema):
 
 @router.post(
     "/review/folds/{fold_id}/summarize-again",
-    response={202: JobOut, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut},
+    response={202: ReviewJobOut, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut},
 )
 def summarize_again(request, fold_id: int, payload: SummarizeAgainIn):
     """Write another summary of the fold's archived segment with `provider` (the original stays in

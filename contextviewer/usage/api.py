@@ -14,7 +14,7 @@ from contextviewer.usage import services
 router = Router(tags=["usage"])
 
 
-class TokensOut(Schema):
+class UsageTokensOut(Schema):
     input: int  # uncached input
     cache_write: int
     cache_read: int
@@ -22,10 +22,10 @@ class TokensOut(Schema):
     reasoning: int | None  # not stored apart from output: None
 
 
-class LineOut(Schema):
+class UsageLineOut(Schema):
     period: str
     model: str | None = None  # with breakdown: the model of this line
-    tokens: TokensOut
+    tokens: UsageTokensOut
     cost_usd: float  # recorded + estimated; a lower bound when cost_complete is false
     cost_recorded_usd: float  # the agent's own figure where its log kept one
     cost_estimated_usd: float  # the list price of the recorded tokens
@@ -39,19 +39,19 @@ class LineOut(Schema):
     folds: int
 
 
-class UsageOut(Schema):
+class UsageReportOut(Schema):
     period: str
     timezone: str
     since: str | None
     until: str | None
     prices: str  # the price database (and version) the estimates come from
-    lines: list[LineOut]
-    total: LineOut
+    lines: list[UsageLineOut]
+    total: UsageLineOut
     unpriced_models: list[str]
     filters: dict
 
 
-@router.get("/projects/{slug}/usage", response={200: UsageOut, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut})
+@router.get("/projects/{slug}/usage", response={200: UsageReportOut, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut})
 def project_usage(
     request,
     slug: str,

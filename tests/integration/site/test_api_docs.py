@@ -36,3 +36,23 @@ def test_vendored_swagger_files_are_present_with_version_and_license():
     assert re.search(r"swagger-ui-dist` \*\*\d+\.\d+\.\d+\*\*", readme)
     assert "Apache-2.0" in readme
     assert "Apache License" in (folder / "LICENSE").read_text()
+
+
+def test_every_schema_of_the_api_has_a_name_of_its_own():
+    # Two schemas of one name are one entry of /api/openapi.json: the second replaces the first, and
+    # an answer of the first is described (and validated by clients) as the second. A usage report's
+    # "UsageOut" once replaced a model call's, so every call's usage read as invalid.
+    from ninja import Schema
+
+    from contextviewer.urls import api  # noqa: F401 - every router's schemas imported
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    fields_by_name: dict[str, set] = {}
+    for cls in subclasses(Schema):
+        if cls.__module__.startswith("contextviewer."):
+            fields_by_name.setdefault(cls.__name__, set()).add(tuple(sorted(cls.model_fields)))
+    assert {name: shapes for name, shapes in fields_by_name.items() if len(shapes) > 1} == {}
