@@ -232,6 +232,7 @@ class ModelCall(models.Model):
     cache_read = models.IntegerField(default=0)
     output = models.IntegerField(default=0)
     output_is_lower_bound = models.BooleanField(default=False)
+    reasoning = models.IntegerField(null=True, blank=True, help_text="of output, the reasoning tokens, where the log records them")
     estimated_context = models.IntegerField(default=0, help_text="estimate of the visible messages in the call's input")
     timestamp = models.DateTimeField(null=True, blank=True)
 

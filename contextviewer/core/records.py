@@ -120,6 +120,7 @@ class UsageRecord:
     cache_read: int = 0
     output: int = 0
     output_is_lower_bound: bool = False  # streaming value seen with stop_reason null
+    reasoning: int | None = None  # of `output`, the reasoning tokens, where the log records them apart
     agent_id: str | None = None
     timestamp: datetime | None = None
 

@@ -24,7 +24,7 @@ UPDATED_MESSAGE_FIELDS = [
 # A model call's figures, set again when a format that rewrites records says them again.
 USAGE_FIELDS = [
     "model", "input_uncached", "cache_write", "cache_write_5m", "cache_write_1h", "cache_read", "output",
-    "output_is_lower_bound", "timestamp", "position", "message",
+    "output_is_lower_bound", "reasoning", "timestamp", "position", "message",
 ]
 
 
@@ -88,6 +88,7 @@ def usage_values(call: UsageRecord) -> dict:
         cache_read=call.cache_read,
         output=call.output,
         output_is_lower_bound=call.output_is_lower_bound,
+        reasoning=call.reasoning,
         timestamp=call.timestamp,
     )
 

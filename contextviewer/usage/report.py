@@ -51,6 +51,7 @@ class Call:
     calls: int = 1
     unmeasured: int | None = None  # of `calls`, those whose log records no usage (None: 1 when usage is all zero)
     prompt: int | None = None  # the prompt size that picks the price tier (None: usage.prompt)
+    reasoning: int | None = None  # of the output, the reasoning tokens the log recorded apart (None: none recorded)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +71,7 @@ class Figures:
     cache_write: int = 0
     cache_read: int = 0
     output: int = 0
+    reasoning: int | None = None  # of the output; None where no call of the line recorded it
     cost_recorded: Decimal = Decimal(0)
     cost_estimated: Decimal = Decimal(0)
     unpriced: set[str] = field(default_factory=set)
@@ -97,7 +99,7 @@ class Figures:
             "period": self.period,
             "model": self.model,  # with breakdown: the model of this line; None: every model
             "tokens": {"input": self.input_uncached, "cache_write": self.cache_write, "cache_read": self.cache_read,
-                       "output": self.output, "reasoning": None},
+                       "output": self.output, "reasoning": self.reasoning},
             "cost_usd": float(round(self.cost, 6)),
             "cost_recorded_usd": float(round(self.cost_recorded, 6)),
             "cost_estimated_usd": float(round(self.cost_estimated, 6)),
@@ -194,6 +196,8 @@ def table(sessions: list[Session], calls: list[Call], folds: list[FoldRow], pric
             f.sessions.add(session.id)
             for kind in TOKEN_KINDS:
                 setattr(f, kind, getattr(f, kind) + getattr(call.usage, kind))
+            if call.reasoning is not None:
+                f.reasoning = (f.reasoning or 0) + call.reasoning
             if cost is not None:
                 f.cost_recorded += cost
             elif priced_by_session or not measured:

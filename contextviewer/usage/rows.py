@@ -139,7 +139,7 @@ def read(f: Filters, book: PriceBook, activity: dict[str, int] | None = None) ->
     return sessions, calls, folds
 
 
-_TOKENS = ("input_uncached", "cache_write", "cache_write_1h", "cache_read", "output")
+_TOKENS = ("input_uncached", "cache_write", "cache_write_1h", "cache_read", "output", "reasoning")
 
 
 def _calls(calls_qs, members: list[int], roots: dict[int, int], f: Filters, book: PriceBook,
@@ -153,13 +153,14 @@ def _calls(calls_qs, members: list[int], roots: dict[int, int], f: Filters, book
     own = list(calls_qs.filter(message_id__in=priced).order_by("id").values_list(
         "id", "conversation_id", "message_id", "message__flags", "model", "timestamp", *_TOKENS)) if priced else []
     seen: set[int] = set()
-    for _pk, conv_id, message_id, flags, model, when, unc, write, write_1h, read_, output in own:
+    for _pk, conv_id, message_id, flags, model, when, unc, write, write_1h, read_, output, reasoning in own:
         cost = None if message_id in seen else _cost((flags or {}).get("cost"))
         seen.add(message_id)
         if activity is not None and when is not None:
             hour = when.astimezone(UTC).strftime("%Y-%m-%d %H" if whole_hours(f.tz) else "%Y-%m-%d %H:%M")
             activity[hour] = activity.get(hour, 0) + 1
-        out.append(Call(roots[conv_id], model or "", when, CallUsage(unc, write, write_1h or 0, read_, output), cost))
+        out.append(Call(roots[conv_id], model or "", when, CallUsage(unc, write, write_1h or 0, read_, output), cost,
+                        reasoning=reasoning))
     rest = calls_qs.exclude(pk__in=[row[0] for row in own]) if own else calls_qs
     starts = sorted({s for m in rest.order_by().values_list("model", flat=True).distinct() for s in book.tier_starts(m or "")})
     prompt = F("input_uncached") + F("cache_write") + F("cache_read")
@@ -169,9 +170,11 @@ def _calls(calls_qs, members: list[int], roots: dict[int, int], f: Filters, book
     groups = (rest.annotate(prompt_size=prompt).annotate(band=band, hour=utc_hour(f.tz), zero=zero)
               .values("conversation_id", "model", "hour", "band")
               .annotate(n=Count("id"), unmeasured=Sum("zero"), unc=Sum("input_uncached"), write=Sum("cache_write"),
-                        write_1h=Sum(Coalesce("cache_write_1h", 0)), read=Sum("cache_read"), output=Sum("output"))
+                        write_1h=Sum(Coalesce("cache_write_1h", 0)), read=Sum("cache_read"), output=Sum("output"),
+                        reasoning=Sum("reasoning"))
               .order_by())
     days: dict[tuple, list] = {}  # the hours of one day in f.tz summed again
+    reasoning: dict[tuple, int] = {}  # of those, the reasoning tokens where calls recorded them
     for g in groups:
         day = local(g["hour"], f.tz)
         if activity is not None and g["hour"]:
@@ -180,9 +183,12 @@ def _calls(calls_qs, members: list[int], roots: dict[int, int], f: Filters, book
         sums = days.setdefault(key, [0] * 7)
         for i, k in enumerate(("n", "unmeasured", "unc", "write", "write_1h", "read", "output")):
             sums[i] += g[k] or 0
-    for (conv_id, model, day, band), (n, unmeasured, *tokens) in days.items():
+        if g["reasoning"] is not None:
+            reasoning[key] = reasoning.get(key, 0) + g["reasoning"]
+    for key, (n, unmeasured, *tokens) in days.items():
+        conv_id, model, day, band = key
         out.append(Call(roots[conv_id], model, day, CallUsage(*tokens), None, calls=n, unmeasured=unmeasured,
-                        prompt=starts[band - 1] + 1 if band else 0))
+                        prompt=starts[band - 1] + 1 if band else 0, reasoning=reasoning.get(key)))
     return out
 
 

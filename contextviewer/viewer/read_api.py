@@ -120,6 +120,7 @@ class UsageOut(Schema):
     cache_read: int
     output: int
     output_is_lower_bound: bool
+    reasoning: int | None  # of output, where the log records it apart (Codex, Gemini CLI)
     context: int  # input_uncached + cache_write + cache_read
 
 
@@ -372,6 +373,7 @@ def _usage(call: ModelCall | None) -> dict | None:
         return None
     return {"model": call.model, "input_uncached": call.input_uncached, "cache_write": call.cache_write,
             "cache_read": call.cache_read, "output": call.output, "output_is_lower_bound": call.output_is_lower_bound,
+            "reasoning": call.reasoning,
             "context": call.context_size}
 
 

@@ -167,6 +167,24 @@ def test_one_model_call_per_distinct_total_on_the_first_message_it_wrote(tmp_pat
     assert [(c.input_uncached, c.cache_read, c.output) for c in calls] == [(10_000, 0, 200), (1_016, 9_984, 300), (1_492, 11_008, 200)]
     assert [c.api_message_id for c in calls] == [f"{SID}:call:1", f"{SID}:call:2", f"{SID}:call:3"]
     assert {c.model for c in calls} == {"gpt-5.3-codex"}
+    assert [c.reasoning for c in calls] == [0, 0, 0]  # recorded (reasoning_output_tokens), here 0
+
+
+def test_a_call_says_its_reasoning_tokens_where_codex_records_them(tmp_path):
+    lines = two_turns()
+    for line in lines:
+        info = line.get("payload", {}).get("info") if line.get("type") == "event_msg" else None
+        if info:
+            info["last_token_usage"]["reasoning_output_tokens"] = info["last_token_usage"]["output_tokens"] // 4
+    calls = of(parse_file(write(tmp_path / "r.jsonl", lines)), UsageRecord)
+    assert [c.reasoning for c in calls] == [50, 75, 50]  # a quarter of each call's output (200, 300, 200)
+    del_key = [dict(line) for line in lines]
+    for line in del_key:
+        info = line.get("payload", {}).get("info") if line.get("type") == "event_msg" else None
+        if info:
+            info["last_token_usage"].pop("reasoning_output_tokens")
+    calls = of(parse_file(write(tmp_path / "s.jsonl", del_key)), UsageRecord)
+    assert [c.reasoning for c in calls] == [None, None, None]  # not recorded: not 0
 
 
 def test_a_token_count_written_before_its_items_goes_to_the_run_after_it(tmp_path):

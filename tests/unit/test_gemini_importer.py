@@ -97,6 +97,7 @@ def test_a_legacy_chat_imports_with_tool_results_after_their_calls_and_usage_per
     assert (call.api_message_id, call.message_uuid, call.model) == ("g1", "g1", "gemini-2.5-pro")
     # input includes cached; output leaves the thinking tokens out (§7), so they are added.
     assert (call.input_uncached, call.cache_read, call.cache_write, call.output) == (400, 600, 0, 80)
+    assert call.reasoning == 30  # the thinking tokens, apart (of the output)
 
     (bad,) = of(records, BadLine)
     assert bad.line_no == 8 and "not a JSON object" in bad.reason

@@ -818,6 +818,7 @@ class _Parser(JsonParser, TimeSpan):
             cache_write=_int(last.get("cache_write_input_tokens")),
             cache_read=cached,
             output=out,
+            reasoning=_int(last["reasoning_output_tokens"]) if "reasoning_output_tokens" in last else None,
             timestamp=ts,
         )
         self.last_input = inp

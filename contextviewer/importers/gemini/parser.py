@@ -771,6 +771,7 @@ def _usage(entry: _Entry, model: str | None, ts: datetime | None, out: _Output) 
             input_uncached=max(input_tokens - cached, 0),
             cache_read=cached,
             output=pos_int(tokens.get("output")) + pos_int(tokens.get("thoughts")),
+            reasoning=pos_int(tokens.get("thoughts")) if "thoughts" in tokens else None,
             agent_id=out.agent_id,
             timestamp=ts,
         )

@@ -28,7 +28,7 @@ def _rate(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
-COLUMNS = ("period", "model", "input", "cache write", "cache read", "output", "cost", "cache hit", "sessions", "calls", "folds")
+COLUMNS = ("period", "model", "input", "cache write", "cache read", "output", "reasoning", "cost", "cache hit", "sessions", "calls", "folds")
 
 
 def render(table: dict, breakdown: bool) -> str:
@@ -36,7 +36,7 @@ def render(table: dict, breakdown: bool) -> str:
     for line in [*table["lines"], table["total"]]:
         t = line["tokens"]
         rows.append([line["period"], (line["model"] or "") if breakdown else "", f"{t['input']:,}", f"{t['cache_write']:,}",
-                     f"{t['cache_read']:,}", f"{t['output']:,}", _usd(line), _rate(line["cache_hit_rate"]),
+                     f"{t['cache_read']:,}", f"{t['output']:,}", "-" if t["reasoning"] is None else f"{t['reasoning']:,}", _usd(line), _rate(line["cache_hit_rate"]),
                      str(line["sessions"]), str(line["model_calls"]), str(line["folds"])])
     columns = [c for c in COLUMNS if breakdown or c != "model"]
     if not breakdown:
@@ -46,7 +46,7 @@ def render(table: dict, breakdown: bool) -> str:
     out = [fmt(list(columns)), *(fmt(r) for r in rows)]
     out.append("")
     out.append(f"Prices: {table['prices']}; 'est.' = list price of the recorded tokens, 'recorded' = the agent's own figure.")
-    out.append("Reasoning tokens are not stored apart from output (counted in it where the agent bills them as output).")
+    out.append("reasoning: of output, where the agent records it apart (Codex, Gemini CLI); '-' where none of the calls does.")
     for name in table["unpriced_models"]:
         out.append(f"no price known for {name}: its calls are counted, their cost is not (set CONTEXTVIEWER_USAGE_PRICES)")
     if table["total"]["unmeasured_calls"]:
