@@ -3,6 +3,7 @@
 | bench vs-claude-code-log [--file SESSION.jsonl]
 | bench scale [--sessions 1000] [--scale-workers 1,2] [--repeat 2] [--unsplit] (PostgreSQL + Redis)
 | bench usage [--sessions 1000] (the analytics page and the usage API)
+| bench vs-agentsview folder|search|file [--sessions 1000] [--size 55] [--repeat 3] [--rounds 20] (ops/bench/agentsview.py)
 
 Benchmarks print figures; they are not timed tests. `bench import` runs in a throw-away SQLite
 database (or the configured PostgreSQL) under a temporary data folder, never in your own data.
@@ -22,7 +23,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from contextviewer.importers.codex import synthetic as codex_synthetic
 from contextviewer.importers.claude_code import synthetic
-from ops.bench import ccl as bench_ccl, load as bench_load, pages as bench_pages, scale as bench_scale, startup as bench_startup, usage as bench_usage
+from ops.bench import agentsview as bench_agentsview, ccl as bench_ccl, load as bench_load, pages as bench_pages, scale as bench_scale, startup as bench_startup, usage as bench_usage
 
 
 def _peak_rss_mb() -> float:
@@ -34,7 +35,13 @@ class Command(BaseCommand):
             "`bench load` (concurrent readers against the web server).")
 
     def add_arguments(self, parser):
-        parser.add_argument("what", choices=["import", "pages", "load", "startup", "vs-claude-code-log", "scale", "usage"])
+        parser.add_argument("what", choices=["import", "pages", "load", "startup", "vs-claude-code-log", "scale", "usage",
+                                             "vs-agentsview"])
+        parser.add_argument("measure", nargs="?", choices=["folder", "search", "file"],
+                            help="bench vs-agentsview: a folder of --sessions small sessions imported, search across "
+                            "them, or one --size MB session imported, each beside agentsview")
+        parser.add_argument("--size", type=float, default=55.0, help="bench vs-agentsview file: MB of the session")
+        parser.add_argument("--rounds", type=int, default=20, help="bench vs-agentsview search: rounds of the searches")
         parser.add_argument("--mb", type=float, default=200.0, help="bench import: size of the synthetic session "
                             "(a Claude Code session, then a Codex rollout of the same size)")
         parser.add_argument("--no-codex", action="store_true", help="bench import: only the Claude Code session")
@@ -86,6 +93,15 @@ class Command(BaseCommand):
         if opts["what"] == "import":
             opts["repeat"] = 3 if opts["repeat"] is None else opts["repeat"]
             self.bench_import(opts)
+        elif opts["what"] == "vs-agentsview":
+            if not opts["measure"]:
+                raise CommandError("bench vs-agentsview folder|search|file")
+            try:
+                bench_agentsview.run(self.stdout, what=opts["measure"], sessions=opts["sessions"],
+                                     repeat=opts["repeat"] or 3, size_mb=opts["size"], rounds=opts["rounds"],
+                                     keep=opts["keep"])
+            except RuntimeError as e:
+                raise CommandError(str(e)) from e
         elif opts["what"] == "usage":
             bench_usage.run(self.stdout, sessions=opts["sessions"])
         elif opts["what"] == "startup":
