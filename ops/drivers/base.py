@@ -19,8 +19,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import ClassVar
 from pathlib import Path
 
+from ops.drivers.pins import Pin
 from ops.scripted.plan import Plan, Prompt, Tool
 from ops.scripted.server import ScriptedServer
 
@@ -130,6 +132,41 @@ def standard_plan(tools: Toolset, project: Path, compact_at: int = 150_000) -> P
             MARKERS[2], [tools.read(project / "app.py")], "app.py defines greet and farewell.",
         ))
     return Plan(prompts)
+
+
+EXTRA_MARKER = "cv-prompt-4"
+
+
+def with_prompt_after_the_fold(plan: Plan, *markers: str) -> Plan:
+    """`plan` with a fourth main prompt (the window after a fold: what the agent restored) and the
+    texts that tell its agent's compaction requests (`markers`)."""
+    plan.prompts.append(
+        Prompt(f"{EXTRA_MARKER}: say which file holds the status line.", EXTRA_MARKER, [], "notes.txt holds the status line.")
+    )
+    plan.compaction_markers = (*plan.compaction_markers, *markers)
+    return plan
+
+
+@dataclass
+class PinnedDriver:
+    """A driver of one pinned install (ops/drivers/pins.py): its key is the pin's, `label` its format's
+    name (Conversation.agent); `installed` is the pin a run uses, or why it cannot run."""
+
+    pin: Pin
+    label: ClassVar[str] = ""
+
+    @property
+    def key(self) -> str:
+        return self.pin.key
+
+    def installed(self, pin: Pin | None = None) -> Pin:
+        """`pin` (another install of the same package), else the driver's own, once installed;
+        RuntimeError saying how to install it otherwise."""
+        pin = pin or self.pin
+        missing = pin.missing()
+        if missing:
+            raise RuntimeError(missing)
+        return pin
 
 
 @contextmanager

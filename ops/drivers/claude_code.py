@@ -24,10 +24,13 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
+from typing import ClassVar
 from pathlib import Path
 
 from ops.drivers.base import (
     MAIN,
+    PinnedDriver,
+    with_prompt_after_the_fold,
     SUB,
     Allowance,
     Run,
@@ -40,12 +43,11 @@ from ops.drivers.base import (
     workspace,
 )
 from ops.drivers.pins import PINS, Pin
-from ops.scripted.plan import Plan, Prompt, Tool
+from ops.scripted.plan import Plan, Tool
 from ops.scripted.server import ScriptedServer
 
 LABEL = "claude-code"  # the format's name (contextviewer/importers/claude_code): Conversation.agent
 COMPACT_AT = 185_000  # reported on prompt 2's answer; the CLI folds at 200k - 20k - 13k = 167k
-EXTRA_MARKER = "cv-prompt-4"
 TIMEOUT = 120.0
 # What a Claude Code compaction request says (its summarization prompt), beside the plan's own.
 COMPACTION_MARKERS = ("create a detailed summary of the conversation", "your task is to create a detailed summary")
@@ -83,27 +85,15 @@ def _user_line(text: str) -> str:
 
 
 @dataclass
-class ClaudeCodeDriver:
-    pin: Pin
-    subagent_tool: str  # "Agent" (2.1.x) ; the request's tools list tells
-    prompt_after_manual: bool  # a prompt after the manual /compact (a call follows the fold)
-
-    @property
-    def key(self) -> str:
-        return self.pin.key
-
-    @property
-    def label(self) -> str:
-        return LABEL
+class ClaudeCodeDriver(PinnedDriver):
+    subagent_tool: str = "Agent"  # "Agent" (2.1.x), "Task" before; the request's tools list tells
+    prompt_after_manual: bool = True  # a prompt after the manual /compact (a call follows the fold)
+    label: ClassVar[str] = LABEL
 
     def plan(self, project: Path) -> Plan:
         plan = standard_plan(toolset(self.subagent_tool), project, compact_at=COMPACT_AT)
         if self.prompt_after_manual:
-            plan.prompts.append(
-                Prompt(
-                    f"{EXTRA_MARKER}: say which file holds the status line.", EXTRA_MARKER, [], "notes.txt holds the status line."
-                )
-            )
+            return with_prompt_after_the_fold(plan, *COMPACTION_MARKERS)
         plan.compaction_markers = (*plan.compaction_markers, *COMPACTION_MARKERS)
         return plan
 
@@ -115,10 +105,7 @@ class ClaudeCodeDriver:
 
     def run(self, pin: Pin | None = None) -> Run:
         """Run the pinned CLI, or `pin` (another install of it: `agents check --latest`)."""
-        pin = pin or self.pin
-        missing = pin.missing()
-        if missing:
-            raise RuntimeError(missing)
+        pin = self.installed(pin)
         with workspace(self.key) as (home, project):
             (home / ".claude").mkdir(parents=True, exist_ok=True)
             (home / ".claude.json").write_text(

@@ -19,12 +19,13 @@ import json
 import shutil
 import tempfile
 from dataclasses import dataclass
+from typing import ClassVar
 from pathlib import Path
 
 from contextviewer.importers.copilot.entry import ENTRY as COPILOT
-from ops.drivers.base import MAIN, SUB, Allowance, Run, Toolset, base_env, end_daemons, run_step, standard_plan, workspace
+from ops.drivers.base import Allowance, MAIN, PinnedDriver, Run, SUB, Toolset, base_env, end_daemons, run_step, standard_plan, workspace, with_prompt_after_the_fold
 from ops.drivers.pins import PINS, Pin
-from ops.scripted.plan import Plan, Prompt, Tool
+from ops.scripted.plan import Plan, Tool
 from ops.scripted.server import ScriptedServer
 
 LABEL = COPILOT.name  # the format's name (contextviewer/importers/copilot): Conversation.agent
@@ -34,7 +35,6 @@ MAX_PROMPT = 50_000
 # (80 % of the prompt limit) and under the limit, so the compaction runs while the prompt goes on.
 COMPACT_AT = 42_000
 TIMEOUT = 90.0
-EXTRA_MARKER = "cv-prompt-4"
 
 
 def toolset() -> Toolset:
@@ -65,16 +65,8 @@ class CopilotPlan(Plan):
 
 
 @dataclass
-class CopilotDriver:
-    pin: Pin
-
-    @property
-    def key(self) -> str:
-        return self.pin.key
-
-    @property
-    def label(self) -> str:
-        return LABEL
+class CopilotDriver(PinnedDriver):
+    label: ClassVar[str] = LABEL
 
     def plan(self, project: Path) -> Plan:
         plan = standard_plan(toolset(), project, compact_at=COMPACT_AT)
@@ -82,9 +74,7 @@ class CopilotDriver:
         # compacts in the background and cancels a compaction still running when the process ends.
         p2 = plan.prompts[1]
         p2.input_tokens = {0: COMPACT_AT}
-        plan.prompts.append(
-            Prompt(f"{EXTRA_MARKER}: say which file holds the status line.", EXTRA_MARKER, [], "notes.txt holds the status line.")
-        )
+        with_prompt_after_the_fold(plan)
         # Copilot's compaction request ("Please create a detailed summary of the conversation so
         # far") is found by the plan's own markers.
         return CopilotPlan(plan.prompts)
@@ -96,10 +86,7 @@ class CopilotDriver:
 
     def run(self, pin: Pin | None = None) -> Run:
         """One run on the pinned install, or on `pin` (another install of the same package)."""
-        pin = pin or self.pin
-        missing = pin.missing()
-        if missing:
-            raise RuntimeError(missing)
+        pin = self.installed(pin)
         with workspace(self.key) as (home, project):
             plan = self.plan(project)
             steps = []

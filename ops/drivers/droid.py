@@ -24,10 +24,11 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
+from typing import ClassVar
 from pathlib import Path
 
 from contextviewer.importers.droid.entry import ENTRY as DROID
-from ops.drivers.base import MAIN, Allowance, Run, Step, Toolset, base_env, end_daemons, kill_group, standard_plan, workspace
+from ops.drivers.base import Allowance, MAIN, PinnedDriver, Run, Step, Toolset, base_env, end_daemons, kill_group, standard_plan, workspace
 from ops.drivers.pins import PINS, Pin
 from ops.scripted.plan import Plan, Tool
 from ops.scripted.server import ScriptedServer
@@ -72,16 +73,8 @@ def turns_done(sessions: Path) -> int:
 
 
 @dataclass
-class DroidDriver:
-    pin: Pin
-
-    @property
-    def key(self) -> str:
-        return self.pin.key
-
-    @property
-    def label(self) -> str:
-        return LABEL
+class DroidDriver(PinnedDriver):
+    label: ClassVar[str] = LABEL
 
     def plan(self, project: Path) -> Plan:
         plan = standard_plan(toolset(), project, compact_at=COMPACT_AT)
@@ -89,10 +82,7 @@ class DroidDriver:
         return plan
 
     def run(self, pin: Pin | None = None) -> Run:
-        pin = pin or self.pin
-        missing = pin.missing()
-        if missing:
-            raise RuntimeError(missing)
+        pin = self.installed(pin)
         with workspace(self.key) as (home, project):
             factory = home / ".factory"
             factory.mkdir(parents=True, exist_ok=True)

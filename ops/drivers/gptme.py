@@ -23,10 +23,11 @@ from __future__ import annotations
 import shutil
 import tempfile
 from dataclasses import dataclass
+from typing import ClassVar
 from pathlib import Path
 
 from contextviewer.importers.gptme.entry import ENTRY as GPTME
-from ops.drivers.base import MAIN, SUB, Allowance, Run, Toolset, base_env, end_daemons, run_step, standard_plan, workspace
+from ops.drivers.base import EXTRA_MARKER, Allowance, MAIN, PinnedDriver, Run, SUB, Toolset, base_env, end_daemons, run_step, standard_plan, workspace
 from ops.drivers.pins import PINS, Pin
 from ops.scripted.plan import Plan, Prompt, Tool
 from ops.scripted.server import ScriptedServer
@@ -43,7 +44,6 @@ TIMEOUT = 120.0
 # What gptme's checkpoint request says (tools/autocompact/resume.py build_checkpoint_prompt).
 COMPACTION_MARKERS = ("Context budget has been reached", "produce a structured checkpoint")
 COMPLETE = Tool("complete", {})
-EXTRA_MARKER = "cv-prompt-4"
 
 
 def toolset() -> Toolset:
@@ -57,16 +57,8 @@ def toolset() -> Toolset:
 
 
 @dataclass
-class GptmeDriver:
-    pin: Pin
-
-    @property
-    def key(self) -> str:
-        return self.pin.key
-
-    @property
-    def label(self) -> str:
-        return LABEL
+class GptmeDriver(PinnedDriver):
+    label: ClassVar[str] = LABEL
 
     def plan(self, project: Path) -> Plan:
         plan = standard_plan(toolset(), project, compact_at=COMPACT_AT)
@@ -86,10 +78,7 @@ class GptmeDriver:
 
     def run(self, pin: Pin | None = None) -> Run:
         """One run on the pinned install, or on `pin` (another install of the same package)."""
-        pin = pin or self.pin
-        missing = pin.missing()
-        if missing:
-            raise RuntimeError(missing)
+        pin = self.installed(pin)
         with workspace(self.key) as (home, project):
             plan = self.plan(project)
             steps = []

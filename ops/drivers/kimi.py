@@ -19,12 +19,13 @@ from __future__ import annotations
 import shutil
 import tempfile
 from dataclasses import dataclass
+from typing import ClassVar
 from pathlib import Path
 
 from contextviewer.importers.kimi.entry import ENTRY as KIMI
-from ops.drivers.base import MAIN, SUB, Allowance, Run, Toolset, base_env, end_daemons, run_step, standard_plan, workspace
+from ops.drivers.base import Allowance, MAIN, PinnedDriver, Run, SUB, Toolset, base_env, end_daemons, run_step, standard_plan, with_prompt_after_the_fold, workspace
 from ops.drivers.pins import PINS, Pin
-from ops.scripted.plan import Plan, Prompt, Tool
+from ops.scripted.plan import Plan, Tool
 from ops.scripted.server import ScriptedServer
 
 LABEL = KIMI.name  # the format's name (contextviewer/importers/kimi): Conversation.agent
@@ -36,7 +37,6 @@ COMPACT_AT = 60_000
 TIMEOUT = 120.0
 # What Kimi's compaction request says (prompts/compact.md).
 COMPACTION_MARKERS = ("compact this conversation context",)
-EXTRA_MARKER = "cv-prompt-4"
 
 
 def toolset() -> Toolset:
@@ -50,23 +50,12 @@ def toolset() -> Toolset:
 
 
 @dataclass
-class KimiDriver:
-    pin: Pin
-
-    @property
-    def key(self) -> str:
-        return self.pin.key
-
-    @property
-    def label(self) -> str:
-        return LABEL
+class KimiDriver(PinnedDriver):
+    label: ClassVar[str] = LABEL
 
     def plan(self, project: Path) -> Plan:
         plan = standard_plan(toolset(), project, compact_at=COMPACT_AT)
-        plan.prompts.append(
-            Prompt(f"{EXTRA_MARKER}: say which file holds the status line.", EXTRA_MARKER, [], "notes.txt holds the status line.")
-        )
-        plan.compaction_markers = (*plan.compaction_markers, *COMPACTION_MARKERS)
+        with_prompt_after_the_fold(plan, *COMPACTION_MARKERS)
         return plan
 
     def prompts(self, plan: Plan) -> list[str]:
@@ -76,10 +65,7 @@ class KimiDriver:
 
     def run(self, pin: Pin | None = None) -> Run:
         """One run on the pinned install, or on `pin` (another install of the same package)."""
-        pin = pin or self.pin
-        missing = pin.missing()
-        if missing:
-            raise RuntimeError(missing)
+        pin = self.installed(pin)
         with workspace(self.key) as (home, project):
             plan = self.plan(project)
             steps = []

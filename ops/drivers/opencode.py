@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ops.drivers.base import (
+    PinnedDriver,
     MAIN,
     SUB,
     Allowance,
@@ -90,17 +91,12 @@ def config(url: str) -> dict:
 
 
 @dataclass
-class OpencodeDriver:
-    pin: Pin
-    app: str  # the CLI's own name: its config folder, data folder and database are named after it
-    label: str  # the agent contextviewer must name
+class OpencodeDriver(PinnedDriver):
+    app: str = ""  # the CLI's own name: its config folder, data folder and database are named after it
+    label: str = ""  # the agent contextviewer must name (a field here: opencode and Kilo share the driver)
     # Run the prompts through one `<cli> serve` (`run --attach`): a Kilo start takes 10 to 25 s on a
     # loaded machine, and this pays it once instead of once per prompt. The store is the same.
     attach: bool = False
-
-    @property
-    def key(self) -> str:
-        return self.pin.key
 
     def quiet_env(self) -> dict[str, str]:
         """Switches off what reaches out (updates, the models.dev list, sharing, plugin installs, LSP
@@ -119,10 +115,7 @@ class OpencodeDriver:
 
     def run(self, pin: Pin | None = None) -> Run:
         """Run the plan with the pinned CLI, or `pin` (another install of the same package: today's release)."""
-        pin = pin or self.pin
-        missing = pin.missing()
-        if missing:
-            raise RuntimeError(missing)
+        pin = self.installed(pin)
         with workspace(self.key) as (home, project):
             plan = self.plan(project)
             with ScriptedServer(plan) as srv:

@@ -23,10 +23,11 @@ import re
 import shutil
 import tempfile
 from dataclasses import dataclass
+from typing import ClassVar
 from pathlib import Path
 
 from contextviewer.importers.openhands.entry import ENTRY as OPENHANDS
-from ops.drivers.base import MAIN, SUB, Allowance, Run, Toolset, base_env, end_daemons, run_step, standard_plan, workspace
+from ops.drivers.base import Allowance, MAIN, PinnedDriver, Run, SUB, Toolset, base_env, end_daemons, run_step, standard_plan, workspace
 from ops.drivers.pins import PINS, Pin
 from ops.scripted.plan import Plan, Tool
 from ops.scripted.server import ScriptedServer
@@ -69,16 +70,8 @@ def agent_settings(base_url: str) -> dict:
 
 
 @dataclass
-class OpenHandsCliDriver:
-    pin: Pin
-
-    @property
-    def key(self) -> str:
-        return self.pin.key
-
-    @property
-    def label(self) -> str:
-        return LABEL
+class OpenHandsCliDriver(PinnedDriver):
+    label: ClassVar[str] = LABEL
 
     def plan(self, project: Path) -> Plan:
         plan = standard_plan(toolset(), project)
@@ -87,10 +80,7 @@ class OpenHandsCliDriver:
 
     def run(self, pin: Pin | None = None) -> Run:
         """One run on the pinned install, or on `pin` (another install of the same package)."""
-        pin = pin or self.pin
-        missing = pin.missing()
-        if missing:
-            raise RuntimeError(missing)
+        pin = self.installed(pin)
         with workspace(self.key) as (home, project):
             plan = self.plan(project)
             steps = []

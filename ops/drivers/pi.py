@@ -24,11 +24,14 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
+from typing import ClassVar
 from pathlib import Path
 
 from contextviewer.importers.pi.entry import ENTRY as PI
 from ops.drivers.base import (
     MAIN,
+    PinnedDriver,
+    with_prompt_after_the_fold,
     Allowance,
     Run,
     Step,
@@ -41,7 +44,7 @@ from ops.drivers.base import (
     workspace,
 )
 from ops.drivers.pins import PINS, Pin
-from ops.scripted.plan import Plan, Prompt, Tool
+from ops.scripted.plan import Plan, Tool
 from ops.scripted.server import ScriptedServer
 
 LABEL = PI.name  # the format's name (contextviewer/importers/pi): Conversation.agent
@@ -54,7 +57,6 @@ COMPACT_AT = 40_000
 TIMEOUT = 90.0
 # What a pi compaction request says (its summarization prompt), beside the plan's own.
 COMPACTION_MARKERS = ("<conversation>", "context checkpoint summary", "create a structured context checkpoint")
-EXTRA_MARKER = "cv-prompt-4"
 
 
 def toolset() -> Toolset:
@@ -81,23 +83,12 @@ def models_json(base_url: str) -> dict:
 
 
 @dataclass
-class PiDriver:
-    pin: Pin
-
-    @property
-    def key(self) -> str:
-        return self.pin.key
-
-    @property
-    def label(self) -> str:
-        return LABEL
+class PiDriver(PinnedDriver):
+    label: ClassVar[str] = LABEL
 
     def plan(self, project: Path) -> Plan:
         plan = standard_plan(toolset(), project, compact_at=COMPACT_AT)
-        plan.prompts.append(
-            Prompt(f"{EXTRA_MARKER}: say which file holds the status line.", EXTRA_MARKER, [], "notes.txt holds the status line.")
-        )
-        plan.compaction_markers = (*plan.compaction_markers, *COMPACTION_MARKERS)
+        with_prompt_after_the_fold(plan, *COMPACTION_MARKERS)
         return plan
 
     def prompts(self, plan: Plan) -> list[str]:
@@ -114,10 +105,7 @@ class PiDriver:
 
     def run(self, pin: Pin | None = None) -> Run:
         """One run on the pinned install, or on `pin` (another install of the same package)."""
-        pin = pin or self.pin
-        missing = pin.missing()
-        if missing:
-            raise RuntimeError(missing)
+        pin = self.installed(pin)
         with workspace(self.key) as (home, project):
             agent_dir = home / ".pi" / "agent"
             agent_dir.mkdir(parents=True, exist_ok=True)

@@ -19,12 +19,13 @@ import json
 import shutil
 import tempfile
 from dataclasses import dataclass
+from typing import ClassVar
 from pathlib import Path
 
-from ops.drivers.base import MAIN, SUB, Allowance, Run, Toolset, base_env, end_daemons, run_step, standard_plan, workspace
+from ops.drivers.base import Allowance, MAIN, PinnedDriver, Run, SUB, Toolset, base_env, end_daemons, run_step, standard_plan, with_prompt_after_the_fold, workspace
 from contextviewer.importers.qwen.entry import ENTRY as QWEN
 from ops.drivers.pins import PINS, Pin
-from ops.scripted.plan import Plan, Prompt, Tool
+from ops.scripted.plan import Plan, Tool
 from ops.scripted.server import ScriptedServer
 
 LABEL = QWEN.name  # the format's name (contextviewer/importers/qwen): Conversation.agent
@@ -43,7 +44,6 @@ SUMMARY = (
     "<key_knowledge>the project folder was listed, a file read and edited, a command run</key_knowledge>\n"
     "<current_plan>none pending</current_plan>\n</state_snapshot>"
 )
-EXTRA_MARKER = "cv-prompt-4"
 SETTINGS = {
     "security": {"auth": {"selectedType": "openai"}},
     "memory": {"enableManagedAutoMemory": False, "enableManagedAutoDream": False},
@@ -70,23 +70,12 @@ def project_dir_name(cwd: Path) -> str:
 
 
 @dataclass
-class QwenDriver:
-    pin: Pin
-
-    @property
-    def key(self) -> str:
-        return self.pin.key
-
-    @property
-    def label(self) -> str:
-        return LABEL
+class QwenDriver(PinnedDriver):
+    label: ClassVar[str] = LABEL
 
     def plan(self, project: Path) -> Plan:
         plan = standard_plan(toolset(), project, compact_at=COMPACT_AT)
-        plan.prompts.append(
-            Prompt(f"{EXTRA_MARKER}: say which file holds the status line.", EXTRA_MARKER, [], "notes.txt holds the status line.")
-        )
-        plan.compaction_markers = (*plan.compaction_markers, *COMPACTION_MARKERS)
+        with_prompt_after_the_fold(plan, *COMPACTION_MARKERS)
         plan.summary = SUMMARY
         return plan
 
@@ -97,10 +86,7 @@ class QwenDriver:
 
     def run(self, pin: Pin | None = None) -> Run:
         """One run on the pinned install, or on `pin` (another install of the same package)."""
-        pin = pin or self.pin
-        missing = pin.missing()
-        if missing:
-            raise RuntimeError(missing)
+        pin = self.installed(pin)
         with workspace(self.key) as (home, project):
             (home / ".qwen").mkdir(parents=True, exist_ok=True)
             (home / ".qwen" / "settings.json").write_text(json.dumps(SETTINGS))

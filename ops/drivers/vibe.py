@@ -30,10 +30,11 @@ import json
 import shutil
 import tempfile
 from dataclasses import dataclass
+from typing import ClassVar
 from pathlib import Path
 
 from contextviewer.importers.vibe.entry import ENTRY as VIBE
-from ops.drivers.base import MAIN, MARKERS, SUB, Allowance, Run, Toolset, base_env, end_daemons, run_step, standard_plan, workspace
+from ops.drivers.base import Allowance, MAIN, MARKERS, PinnedDriver, Run, SUB, Toolset, base_env, end_daemons, run_step, standard_plan, workspace
 from ops.drivers.pins import PINS, Pin
 from ops.scripted.plan import Plan, Prompt, Tool
 from ops.scripted.server import ScriptedServer
@@ -89,16 +90,8 @@ auto_compact_threshold = {THRESHOLD}
 
 
 @dataclass
-class VibeDriver:
-    pin: Pin
-
-    @property
-    def key(self) -> str:
-        return self.pin.key
-
-    @property
-    def label(self) -> str:
-        return LABEL
+class VibeDriver(PinnedDriver):
+    label: ClassVar[str] = LABEL
 
     def plan(self, project: Path) -> Plan:
         plan = standard_plan(toolset(), project, compact_at=COMPACT_AT)
@@ -118,10 +111,7 @@ class VibeDriver:
 
     def run(self, pin: Pin | None = None) -> Run:
         """One run on the pinned install, or on `pin` (another install of the same package)."""
-        pin = pin or self.pin
-        missing = pin.missing()
-        if missing:
-            raise RuntimeError(missing)
+        pin = self.installed(pin)
         with workspace(self.key) as (home, project):
             (home / ".vibe").mkdir(parents=True, exist_ok=True)
             plan = self.plan(project)
