@@ -269,19 +269,21 @@ def run_search(out: TextIO, binary: Path, work: Path, sessions: int, rounds: int
                                  "--port", str(their_port)], env=peer_env(work / "theirs", projects),
                                 cwd=work, stdout=peer_log, stderr=subprocess.STDOUT)
         _wait_http(f"http://127.0.0.1:{their_port}/api/v1/search?q=parser", peer)
-        ours_ms, their_ms, errors = [], [], {"contextviewer": 0, "agentsview": 0}
+        ours_ms, their_ms, errors, shown = [], [], {"contextviewer": 0, "agentsview": 0}, {}
         for r in range(rounds + 1):  # round 0 warms both up and is not counted
             for q in bench_load.SEARCHES:
                 query = urllib.parse.urlencode({"q": q})
-                ms, ok = _get(f"http://127.0.0.1:{ours_port}/?{query}",
-                              {"Cookie": cookie, "HX-Request": "true", "HX-Target": "results"})
+                ms, ok, mine = _get(f"http://127.0.0.1:{ours_port}/?{query}",
+                                    {"Cookie": cookie, "HX-Request": "true", "HX-Target": "results"})
                 if r:
                     ours_ms.append(ms)
                     errors["contextviewer"] += not ok
-                ms, ok = _get(f"http://127.0.0.1:{their_port}/api/v1/search?{query}", {})
+                ms, ok, theirs = _get(f"http://127.0.0.1:{their_port}/api/v1/search?{query}", {})
                 if r:
                     their_ms.append(ms)
                     errors["agentsview"] += not ok
+                else:
+                    shown[q] = hits_shown(mine, theirs)
     finally:
         bench_load.stop_server(server)
         if peer is not None:
@@ -292,7 +294,9 @@ def run_search(out: TextIO, binary: Path, work: Path, sessions: int, rounds: int
                 peer.kill()
     p = {k: (percentile(v, 0.5), percentile(v, 0.95)) for k, v in (("ours", ours_ms), ("theirs", their_ms))}
     out.write(f"searches: {', '.join(bench_load.SEARCHES)}; {rounds} rounds, one request at a time, "
-              f"asked of each in turn; errors: {errors}\n\n")
+              f"asked of each in turn; errors: {errors}\n")
+    out.write("results on the first page (contextviewer, agentsview): "
+              + "; ".join(f"{q!r} {a}, {b}" for q, (a, b) in shown.items()) + "\n\n")
     out.write(table(["measure", "contextviewer", "agentsview", "ratio"], [
         [f"search across {sessions} sessions, p50", f"{p['ours'][0]:.0f} ms", f"{p['theirs'][0]:.0f} ms",
          ratio(p["ours"][0], p["theirs"][0])],
@@ -303,16 +307,26 @@ def run_search(out: TextIO, binary: Path, work: Path, sessions: int, rounds: int
               "as `serve` starts it); agentsview: `GET /api/v1/search?q=` of `agentsview serve`\n")
 
 
-def _get(url: str, headers: dict[str, str]) -> tuple[float, bool]:
+def _get(url: str, headers: dict[str, str]) -> tuple[float, bool, bytes]:
     request = urllib.request.Request(url, headers=headers)
     t0 = time.perf_counter()
+    body = b""
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
-            response.read()
+            body = response.read()
             ok = response.status == 200
     except Exception:  # noqa: BLE001 - an error to count, never a reason to stop
         ok = False
-    return (time.perf_counter() - t0) * 1000, ok
+    return (time.perf_counter() - t0) * 1000, ok, body
+
+
+def hits_shown(ours: bytes, theirs: bytes) -> tuple[int, int]:
+    """Results on the first page of each answer: our fragment's hits, agentsview's JSON results."""
+    try:
+        found = len(json.loads(theirs).get("results") or [])
+    except ValueError:
+        found = -1
+    return ours.count(b'<li class="hit">'), found
 
 
 def _wait_http(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:

@@ -41,3 +41,13 @@ def test_sync_counts_reads_agentsviews_summary():
                "Database: 20 sessions, 306 messages\n")
     assert agentsview.sync_counts(printed) == (20, 306)
     assert agentsview.sync_counts("Sync complete: 0 sessions synced in 5ms") is None
+
+
+def test_hits_shown_counts_each_answers_first_page():
+    # Our results fragment marks each hit `<li class="hit">` (templates/viewer/index.html); agentsview's
+    # search answers {"query": ..., "results": [...]} (as its v0.46.1 answered here).
+    ours = b'<ol class="hit-list"><li class="hit"><a>a</a></li><li class="hit"><a>b</a></li></ol>'
+    theirs = b'{"query":"parser","results":[{"session_id":"x"},{"session_id":"y"},{"session_id":"z"}]}'
+    assert agentsview.hits_shown(ours, theirs) == (2, 3)
+    assert agentsview.hits_shown(b"<p>No message matches.</p>", b'{"query":"q","results":null}') == (0, 0)
+    assert agentsview.hits_shown(b"", b"not json") == (0, -1)
