@@ -260,6 +260,7 @@ REGISTRY = [
     "contextviewer.importers.kimi.entry",
     "contextviewer.importers.goose.entry",
     "contextviewer.importers.droid.entry",
+    "contextviewer.importers.hermes.entry",
 ]
 
 _ENTRIES: list[Entry] | None = None

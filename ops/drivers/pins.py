@@ -140,6 +140,7 @@ PINS: dict[str, Pin] = {
         # The registry here has no linux-x64 binary of 0.225.1: its 0.225.2 (the shim finds it by name).
         Pin("droid", "@factory/cli", "0.225.1", "droid", extra=("@factory/cli-linux-x64@0.225.2",),
             flags=("--ignore-scripts", "--omit=optional")),
+        Pin("hermes", "hermes-agent", "0.19.0", "hermes", kind=PYPI, python="3.12"),
     )
 }
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib
 
-MODULES = ("claude_code", "codex", "gemini", "qwen", "opencode", "pi", "cline", "copilot", "vibe", "gptme", "kimi", "openhands_cli", "droid")
+MODULES = ("claude_code", "codex", "gemini", "qwen", "opencode", "pi", "cline", "copilot", "vibe", "gptme", "kimi", "openhands_cli", "droid", "hermes")
 
 
 def drivers() -> list:

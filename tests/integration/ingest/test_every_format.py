@@ -272,6 +272,14 @@ def _droid(tmp: Path, fx) -> Path:
     return droid_t.session().write(sessions / f"{droid_t.SID}.jsonl", droid_t.SETTINGS)
 
 
+def _hermes(tmp: Path, fx) -> Path:
+    from tests.hermes_store import write_store
+
+    # A state.db (facts from Hermes Agent's source and a run): an in-place compaction (one fold), a
+    # sub-agent session, and a second conversation rotated by a compaction.
+    return write_store(tmp / ".hermes" / "state.db")
+
+
 SAMPLES = [
     # Real logs (skipped where ../shared/fixtures is absent).
     Sample("claude-code-fixture", "claude-code", _fixture("claude-code/oneryalcin__fasthooks__sample_main_transcript.jsonl"),
@@ -323,6 +331,7 @@ SAMPLES = [
     Sample("goose", "goose", _goose, external_id="20260301_1", folds=1),
     Sample("goose-legacy", "goose", _goose_legacy, external_id="20250301_101500"),
     Sample("droid", "droid", _droid, folds=1),
+    Sample("hermes", "hermes", _hermes, external_id="20260301_100000_aaaaaa", folds=1),
     Sample("roo-code", "roo-code", _vscode_fork("rooveterinaryinc.roo-cline"), external_id="0199a1b2-roo-task", folds=1),
     Sample("kilo-code", "kilo-code", _vscode_fork("kilocode.kilo-code"), external_id="0199a1b2-roo-task", folds=1),
 ]
