@@ -51,16 +51,20 @@ def _other_store(path: Path) -> bool:
     return bool(found) and "messages" not in found
 
 
-LEGACY_KEYS = (b'"description"', b'"message_count"')  # required in its SessionMetadata (storage.rs)
+# The keys of its SessionMetadata (storage.rs): ``description`` and ``message_count`` always, the others
+# as versions added them.
+LEGACY_KEYS = (b'"description"', b'"message_count"', b'"working_dir"', b'"schedule_id"', b'"total_tokens"',
+               b'"accumulated_total_tokens"')
 
 
 def is_legacy_session(path: Path, head: bytes) -> bool:
     """A session file of Goose before its SQLite store (``sessions/<yyyymmdd_hhmmss>.jsonl``): a first
-    line of ``SessionMetadata`` (its required ``description`` and ``message_count``), then messages."""
+    line of ``SessionMetadata`` (two of its keys at least: one key spelt otherwise still tells it), then
+    messages."""
     if path.suffix != ".jsonl" or not head.lstrip().startswith(b"{"):
         return False
     first = head.split(b"\n", 1)[0]
-    return all(key in first for key in LEGACY_KEYS) and b'"role"' not in first
+    return sum(key in first for key in LEGACY_KEYS) >= 2 and b'"role"' not in first and b'"content"' not in first
 
 
 def sniff(path: Path, head: bytes) -> float:

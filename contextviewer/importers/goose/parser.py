@@ -400,7 +400,7 @@ def _legacy(path: Path) -> Iterator[Record]:
             obj = _json(line)
             if obj.__class__ is not dict:
                 bad.append(BadLine(line_no, 0, f"Goose session line {line_no}: not a JSON object"))
-            elif line_no == 1 and "message_count" in obj and "role" not in obj:
+            elif line_no == 1 and "role" not in obj and "content" not in obj:
                 meta = obj
             elif obj.get("content").__class__ is not list:
                 bad.append(BadLine(line_no, 0, f"Goose session line {line_no}: a message without its content list"))
