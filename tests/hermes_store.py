@@ -5,9 +5,9 @@ OpenAI-shaped rows (``tool_calls`` a JSON list of ``{id, type, function: {name, 
 tool row's ``tool_call_id`` and ``tool_name``), an in-place compaction as ``archive_and_compact``
 leaves it (the old rows ``active = 0, compacted = 1``, then the compacted list written again, each
 row a microsecond after the one before: the protected head copied, the summary (a user message
-starting with ``SUMMARY_PREFIX``), the protected tail copied), a rotation as the legacy path leaves
-it (the session ended with ``end_reason = 'compression'``, a child session holding the compacted
-list), and a ``delegate_task`` sub-agent as a child session of ``source = 'subagent'``.
+starting with ``SUMMARY_PREFIX``), the protected tail copied), a rotation as its legacy path leaves
+it (run here with ``compression.in_place: false``: the session ended with ``end_reason =
+'compression'`` and holding the summarizer's totals, a child session holding the compacted list), and a ``delegate_task`` sub-agent as a child session of ``source = 'subagent'``.
 
 What is in it, counted by hand (the test modules state these):
 
@@ -65,6 +65,8 @@ SUMMARY_C = f"{PREFIX}\nfoo is used three times; two were renamed."
 T_A, T_C = 1772359200.0, 1772445600.0  # 2026-03-01 10:00 and 2026-03-02 10:00 UTC
 # the compaction's summarizer, in session_model_usage (task 'compression'): input counts the cache read inside
 COMPRESSION = {"api_call_count": 1, "input_tokens": 3000, "cache_read_tokens": 1000, "output_tokens": 400}
+# a rotation's summarizer: on the session it ended (as Hermes 0.19.0 wrote it here, compression.in_place: false)
+COMPRESSION_C = {"api_call_count": 1, "input_tokens": 1800, "cache_read_tokens": 0, "output_tokens": 250}
 
 
 def call(cid: str, name: str, args: dict) -> str:
@@ -131,9 +133,10 @@ def write_store(path: Path) -> Path:
                      " active, compacted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _rows())
     conn.execute("INSERT INTO session_model_usage (session_id, model, task, api_call_count, input_tokens, output_tokens)"
                  " VALUES (?, ?, '', 6, 5200, 90)", (A, MODEL))
-    conn.execute("INSERT INTO session_model_usage (session_id, model, task, api_call_count, input_tokens, cache_read_tokens,"
-                 " output_tokens) VALUES (?, ?, 'compression', ?, ?, ?, ?)",
-                 (A, MODEL, *(COMPRESSION[k] for k in ("api_call_count", "input_tokens", "cache_read_tokens", "output_tokens"))))
+    for sid, usage in ((A, COMPRESSION), (C, COMPRESSION_C)):
+        conn.execute("INSERT INTO session_model_usage (session_id, model, task, api_call_count, input_tokens,"
+                     " cache_read_tokens, output_tokens) VALUES (?, ?, 'compression', ?, ?, ?, ?)",
+                     (sid, MODEL, *(usage[k] for k in ("api_call_count", "input_tokens", "cache_read_tokens", "output_tokens"))))
     conn.commit()
     conn.close()
     return path

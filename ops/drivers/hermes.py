@@ -10,6 +10,11 @@ its answer reports COMPACT_AT input tokens, over Hermes's threshold: half of the
 assumes for a model it does not know, so it compacts before the next call), then a sub-agent
 (delegate_task: in a `-z` run it runs synchronously, as a child session), then the answer.
 
+0.19.0 compacts in place (its config's `compression.in_place`, true by default); ROTATING runs it with
+`compression: {in_place: false}` in ~/.hermes/config.yaml, its legacy way: the session ends
+(`end_reason = 'compression'`) and a continuation session holds the compacted list (the sub-agent
+then is the continuation's child). The registry runs DRIVER; the conformance test runs both.
+
 The folder a user imports: ~/.hermes (its state.db), copied out of the temp HOME.
 """
 
@@ -32,6 +37,7 @@ COMPACT_AT = 200_000
 TIMEOUT = 180.0
 # What Hermes's summarizer request says (agent/context_compressor.py, its preamble).
 COMPACTION_MARKERS = ("summarization agent creating a context checkpoint",)
+ROTATED = "compression.in_place: false"  # a Run's note: the run compacted by rotating its session
 
 
 def plan(project: Path) -> Plan:
@@ -59,6 +65,7 @@ def plan(project: Path) -> Plan:
 @dataclass
 class HermesDriver:
     pin: Pin
+    in_place: bool = True  # False: compress by rotating the session (config compression.in_place: false)
 
     @property
     def key(self) -> str:
@@ -76,6 +83,9 @@ class HermesDriver:
             raise RuntimeError(missing)
         with workspace(self.key) as (home, project):
             the_plan = plan(project)
+            if not self.in_place:
+                (home / ".hermes").mkdir(parents=True, exist_ok=True)
+                (home / ".hermes" / "config.yaml").write_text("compression:\n  in_place: false\n")
             with ScriptedServer(the_plan) as srv:
                 env = base_env(home, OPENAI_BASE_URL=f"{srv.url}/v1", OPENAI_API_KEY="sk-scripted")
                 cmd = [str(pin.exe), "--provider", "openai-api", "-m", MODEL, "--yolo", "-z", the_plan.prompts[0].text]
@@ -96,6 +106,7 @@ class HermesDriver:
                 parents={SUB: MAIN},
                 triggers={MAIN: [""], SUB: []},  # Hermes logs no trigger
                 allowances=allowances(),
+                notes=[] if self.in_place else [ROTATED],
             )
 
 
@@ -105,3 +116,4 @@ def allowances() -> list[Allowance]:
 
 
 DRIVER = HermesDriver(PINS["hermes"])
+ROTATING = HermesDriver(PINS["hermes"], in_place=False)

@@ -16,7 +16,7 @@ from pathlib import Path
 from contextviewer.core.records import AgentLink, BadLine, FoldRecord, MessageRecord, SessionInfo, UsageRecord
 from contextviewer.importers import formats
 from contextviewer.importers.formats import ParseInput
-from tests.hermes_store import A, B, C, COMPRESSION, D, MODEL, SUMMARY_A, SUMMARY_C, write_store
+from tests.hermes_store import A, B, C, COMPRESSION, COMPRESSION_C, D, MODEL, SUMMARY_A, SUMMARY_C, write_store
 from tests.importers import of
 
 
@@ -99,7 +99,10 @@ def test_a_rotated_compaction_continues_the_same_conversation(tmp_path):
     assert (len(of(conv, UsageRecord)), tool_calls(own)) == (4, 2)
     (fold,) = of(conv, FoldRecord)
     assert fold.preserved_uuids == [f"{C}:21", f"{C}:22", f"{C}:23", f"{D}:31", f"{C}:26", f"{C}:27"]
-    assert fold.summary_text == SUMMARY_C and fold.cost is None  # no summarizer totals for it
+    assert fold.summary_text == SUMMARY_C
+    # The summarizer's totals are on the session it ended (C), not on the continuation that holds the fold.
+    assert (fold.cost["calls"], fold.cost["input_uncached"], fold.cost["output"]) == (
+        1, COMPRESSION_C["input_tokens"], COMPRESSION_C["output_tokens"])
     assert conv[-1].title == "Tidy"  # the lineage's first title, not Hermes's "Tidy #2"
 
 

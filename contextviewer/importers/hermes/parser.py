@@ -1,6 +1,7 @@
 """Hermes Agent's session store (``~/.hermes/state.db``) -> normalized records (pure, no Django).
 Checked against what Hermes Agent 0.19.0 (PyPI ``hermes-agent``) wrote, run offline here against a
-scripted Chat Completions server (``hermes --provider openai-api -m scripted -z PROMPT``), and its
+scripted Chat Completions server (``hermes --provider openai-api -m scripted -z PROMPT``, compacting
+in place, its default, and by rotation), and its
 own source (``hermes_state.py``, ``agent/conversation_compression.py``,
 ``agent/context_compressor.py``, ``tools/delegate_tool.py``):
 
@@ -21,7 +22,8 @@ Hermes records no usage per model call: every call is of zero usage, flagged ``u
 and the session's totals are kept in its first message's flags.
 
 Mapping: a session with no parent in the store is a conversation; a child whose parent ended with
-``end_reason = 'compression'`` continues it (Hermes's legacy rotation); any other child (a
+``end_reason = 'compression'`` continues it (Hermes's rotation, ``compression.in_place: false``; a
+sub-agent started after it is the continuation's child); any other child (a
 ``delegate_task`` sub-agent, ``source = 'subagent'``) is a sub-agent of its conversation, linked to the
 parent's last ``delegate_task`` call made before it started. An assistant row is one model call
 (Chat Completions: one response, one message).
@@ -35,8 +37,8 @@ carried, in order: each copied row as the earlier message it copies (the same ro
 and tool call id: not written twice, so its tool calls are not counted twice), the summary where
 Hermes put it. A row of the list that copies nothing is a message of its own after the marker, not
 a model call. Hermes logs neither the trigger nor the tokens before and after: left
-empty. The summarizer's totals (``task = 'compression'``) are the fold's cost when the session folded
-once. Nothing here raises.
+empty. The summarizer's totals (``task = 'compression'``, on the session that compacted: the
+ended one in a rotation) are the fold's cost when that session folded once. Nothing here raises.
 """
 
 from __future__ import annotations
@@ -150,6 +152,7 @@ class _Writer:
         self.models: dict[str, None] = {}
         self.delegations: list[tuple[float, str, int]] = []  # (time, delegate_task call id, record no)
         self.emitted: dict[tuple, list[str]] = {}  # (agent, a row's signature) -> uuids of the messages written
+        self.owned: dict[str, list[FoldRecord]] = {}  # session id -> the folds of its compactions
 
     def _fold(self, ses: dict, members: list[dict], indexes: list[int], copies: dict[int, str], agent, kind, ts,
               uid: str) -> MessageRecord:
@@ -176,7 +179,9 @@ class _Writer:
         self.folds.append(fold)
         return marker
 
-    def session(self, ses: dict, rows: list[dict], agent: str | None, compression_cost: dict | None) -> Iterator[MessageRecord]:
+    def session(self, ses: dict, rows: list[dict], agent: str | None, continues: str | None) -> Iterator[MessageRecord]:
+        """The records of one session; ``continues``: the session it continues (a rotation), whose
+        compaction the compacted list heading it is."""
         kind = "inline" if agent else None
         lists = compacted_lists(rows)
         copies: dict[int, str] = {}  # row index -> the uuid of the message it copies
@@ -187,6 +192,7 @@ class _Writer:
             uid = f"{ses['id']}:{row.get('id')}"
             if i in lists:
                 yield self._fold(ses, [rows[j] for j in lists[i]], lists[i], copies, agent, kind, ts, uid)
+                self.owned.setdefault(continues if continues and i == 0 else ses["id"], []).append(self.folds[-1])
             if i in copies:  # a kept message Hermes wrote again: the fold lists the message it copies
                 continue
             role = _str(row.get("role")) or ""
@@ -216,9 +222,6 @@ class _Writer:
                         self.delegations.append((row.get("timestamp") or 0, b.tool_id, record.line_no))
             self.emitted.setdefault((agent, _signature(row)), []).append(uid)
             yield record
-        session_folds = [f for f in self.folds if f.agent_id == agent]
-        if compression_cost and len(session_folds) == 1:
-            session_folds[0].cost = compression_cost
 
 
 def _usage_rows(conn: sqlite3.Connection) -> dict[str, dict]:
@@ -267,23 +270,24 @@ def _records(sessions: list[dict], rows: dict[str, list[dict]], costs: dict[str,
             tops.append(ses)
     for top in tops:
         writer = _Writer(top["id"])
-        # (session, agent id): the lineage first (rotation continuations share the top's agent), then sub-agents
-        order: list[tuple[dict, str | None]] = []
-        queue: list[tuple[dict, str | None]] = [(top, None)]
+        # (session, agent id, the session it continues): the lineage first (rotation continuations share
+        # the top's agent), then sub-agents
+        order: list[tuple[dict, str | None, str | None]] = []
+        queue: list[tuple[dict, str | None, str | None]] = [(top, None, None)]
         seen = {top["id"]}
         stamps: list[datetime] = []
         while queue:
-            ses, agent = queue.pop(0)
-            order.append((ses, agent))
+            ses, agent, continues = queue.pop(0)
+            order.append((ses, agent, continues))
             for child in children.get(ses["id"], []):
                 if child["id"] in seen:
                     continue
                 seen.add(child["id"])
                 if ses.get("end_reason") == "compression" and child.get("source") != "subagent":
-                    queue.insert(0, (child, agent))  # a continuation: the same conversation, next
+                    queue.insert(0, (child, agent, ses["id"]))  # a continuation: the same conversation, next
                 else:
-                    queue.append((child, child["id"]))
-        for ses, agent in order:
+                    queue.append((child, child["id"], None))
+        for ses, agent, continues in order:
             if agent is not None and agent == ses["id"]:
                 start = ses.get("started_at") if ses.get("started_at").__class__ in (int, float) else None
                 found = [d for d in writer.delegations if start is None or d[0] <= start]
@@ -293,12 +297,15 @@ def _records(sessions: list[dict], rows: dict[str, list[dict]], costs: dict[str,
                                               agent_type=_str(ses.get("source")), description=_str(ses.get("title"))))
             session_rows = rows.get(ses["id"], [])
             stamps += [t for t in (when(r.get("timestamp")) for r in session_rows) if t is not None]
-            yield from writer.session(ses, session_rows, agent, costs.get(ses["id"]))
+            yield from writer.session(ses, session_rows, agent, continues)
+        for sid, folds in writer.owned.items():  # a session's summarizer totals: the cost of its one fold
+            if sid in costs and len(folds) == 1:
+                folds[0].cost = costs[sid]
         yield from writer.bad
         yield from writer.calls
         yield from writer.folds
         yield from writer.links
-        lineage = [s for s, a in order if a is None]
+        lineage = [s for s, a, _ in order if a is None]
         yield SessionInfo(
             external_id=top["id"],
             title=next((_str(s.get("title")) for s in lineage if _str(s.get("title"))), None),
