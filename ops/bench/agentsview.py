@@ -35,6 +35,11 @@ import urllib.request
 from pathlib import Path
 from typing import TextIO
 
+from django.conf import settings
+
+from contextviewer.importers.claude_code import synthetic
+from ops.bench import load as bench_load
+
 ROOT = Path(__file__).resolve().parents[2]
 VENV = ROOT / "var" / "peers" / "agentsview"
 
@@ -132,8 +137,6 @@ def version(binary: Path) -> str:
 # --- ours -----------------------------------------------------------------------------------------
 
 def our_env(data: Path) -> dict[str, str]:
-    from django.conf import settings
-
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CONTEXTVIEWER_", "DJANGO_", "PYTHONDONTWRITEBYTECODE"))}
     env.update({
         "DJANGO_SETTINGS_MODULE": "contextviewer.settings", "CONTEXTVIEWER_DATA_DIR": str(data),
@@ -177,8 +180,6 @@ def theirs_sync(binary: Path, work: Path, projects: Path) -> dict:
 def generate_folder(projects: Path, sessions: int) -> tuple[int, int]:
     """`sessions` small sessions under projects/-bench-folder (Claude Code's layout: one folder per
     project); the `bench import --small` sessions. Returns (files, bytes)."""
-    from contextviewer.importers.claude_code import synthetic
-
     folder = projects / "-bench-folder"
     for n in range(sessions):
         synthetic.write_session(folder, messages=30, seed=n, subagent=n % 4 == 0, compaction=False)
@@ -218,18 +219,15 @@ def run_folder(out: TextIO, binary: Path, work: Path, sessions: int, repeat: int
 
 
 def run_file(out: TextIO, binary: Path, work: Path, size_mb: float, repeat: int) -> None:
-    from contextviewer.importers.claude_code import synthetic
-    from ops.management.commands.bench import _CHILD, session_files
-
     projects = work / "projects"
     t0 = time.perf_counter()
     path = synthetic.write_session(projects / "-bench-file", target_bytes=int(size_mb * 1e6), seed=1)
-    size = sum(p.stat().st_size for p in session_files(path))
+    size = sum(p.stat().st_size for p in (projects / "-bench-file").rglob("*.jsonl"))  # the session and its sub-agents
     out.write(f"file: {path.name}, {size / 1e6:.1f} MB with its sub-agent files (in {time.perf_counter() - t0:.1f} s)\n")
     floors = []
     env = our_env(work / "floor")
     for _ in range(max(1, repeat)):
-        _, printed = _timed([sys.executable, "-c", _CHILD, str(path), "floor"], env)
+        _, printed = _timed([sys.executable, "-c", _FLOOR, str(path), "floor"], env)
         floors.append(json.loads(printed.strip().splitlines()[-1]))
     ours_runs, their_runs = _interleaved(out, binary, work, projects, path, repeat)
     ours, theirs = min(r["seconds"] for r in ours_runs), min(r["seconds"] for r in their_runs)
@@ -245,8 +243,6 @@ def run_file(out: TextIO, binary: Path, work: Path, size_mb: float, repeat: int)
 
 
 def run_search(out: TextIO, binary: Path, work: Path, sessions: int, rounds: int) -> None:
-    from ops.bench import load as bench_load
-
     projects = work / "projects"
     t0 = time.perf_counter()
     files, size = generate_folder(projects, sessions)
@@ -380,4 +376,16 @@ Membership.objects.create(project=Project.objects.get(name="Bench"), user=user, 
 client = Client()
 client.force_login(user)
 print(json.dumps({"cookie": "; ".join(f"{k}={m.value}" for k, m in client.cookies.items())}))
+"""
+
+
+# The floor of `bench import`, its own child (ops/management/commands/bench.py), named in the child so
+# that this module does not import the command that imports it.
+_FLOOR = r"""
+import os
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextviewer.settings")
+import django
+django.setup()
+from ops.management.commands.bench import _CHILD
+exec(_CHILD)
 """
