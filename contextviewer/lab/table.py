@@ -265,6 +265,18 @@ class PolicyRow:
     def flagged(self) -> bool:
         return bool(self.over_window or self.over_limit)
 
+    @property
+    def flag_text(self) -> str:
+        """What the flag says: where the policy could not get under its limit, or went past the window."""
+        def conversations(n: int) -> str:
+            return f"{n} conversation{'' if n == 1 else 's'}"
+        parts = []
+        if self.over_limit:
+            parts.append(f"could not get under its limit in {conversations(self.over_limit)}")
+        if self.over_window:
+            parts.append(f"went past the window in {conversations(self.over_window)}")
+        return "; ".join(parts)
+
 
 @dataclass
 class ConversationRow:

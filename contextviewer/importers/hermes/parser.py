@@ -56,7 +56,7 @@ from contextviewer.importers.common import compact_json, pos_int, str_or_none as
 from contextviewer.importers.driver import unexpected
 from contextviewer.importers.formats import ParseInput, SessionFiles
 from contextviewer.importers.hermes.entry import ENTRY, NAME, is_hermes_store, sniff  # noqa: F401 - the light part
-from contextviewer.importers.sqlite_db import tables
+from contextviewer.importers.sqlite_db import connect_read_only, tables
 
 # agent/context_compressor.py: SUMMARY_PREFIX and LEGACY_SUMMARY_PREFIX head a compaction's summary.
 SUMMARY_PREFIXES = ("[CONTEXT COMPACTION — REFERENCE ONLY]", "[CONTEXT SUMMARY]:")
@@ -323,8 +323,6 @@ def group(paths: list[Path]) -> list[SessionFiles]:
 
 def parse(source: ParseInput) -> Iterator[Record]:
     """Records of a Hermes ``state.db``: one conversation per session lineage. Never raises."""
-    from contextviewer.importers.sqlite_db import connect_read_only  # noqa: PLC0415
-
     path = Path(source.path)
     try:
         conn = connect_read_only(path, row_factory=sqlite3.Row)
