@@ -22,6 +22,17 @@ def test_it_lists_every_format_with_where_its_agent_writes_logs():
     assert all(r["where"] for r in rows)
 
 
+def test_list_names_each_format_with_its_folder_among_them_the_agents_checked_by_their_own_cli():
+    out = io.StringIO()
+    call_command("formats", "--list", stdout=out)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == len(formats.registry())
+    # Issue 39's agents whose own CLI ran here, each named with where it writes its logs.
+    for label, folder in (("GitHub Copilot CLI (copilot)", "~/.copilot/session-state"), ("Kimi CLI (kimi)", "~/.kimi/sessions"),
+                          ("Mistral Vibe (vibe)", "~/.vibe/logs/session"), ("gptme (gptme)", "gptme/logs")):
+        assert any(line.startswith(label + ":") and folder in line for line in lines), (label, lines)
+
+
 def test_it_says_which_format_claims_a_path(tmp_path):
     write_lines(tmp_path / "s.jsonl", session_lines(1))
     (tmp_path / "notes.txt").write_text("hello\n")

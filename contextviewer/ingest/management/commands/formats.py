@@ -1,4 +1,4 @@
-"""python manage.py formats [--json] [PATH ...]
+"""python manage.py formats [--list] [--json] [PATH ...]
 
 The formats contextviewer reads (with where each agent writes its logs), or, given paths, which
 format claims each one and how strongly. A folder that no format reads as one session is answered
@@ -23,9 +23,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("paths", nargs="*")
         parser.add_argument("--json", action="store_true", help="print JSON")
+        parser.add_argument("--list", action="store_true",
+                            help="list the formats with where each agent writes its logs (what no PATH does too)")
 
     def handle(self, *args, **opts):
-        if opts["paths"]:
+        if opts["paths"] and not opts["list"]:
             rows = []
             for raw in opts["paths"]:
                 path = Path(raw).expanduser()
