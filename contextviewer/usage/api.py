@@ -19,7 +19,7 @@ class UsageTokensOut(Schema):
     cache_write: int
     cache_read: int
     output: int
-    reasoning: int | None  # of output, where the agent recorded it apart (Codex, Gemini CLI); else None
+    reasoning: int | None  # of output, where the agent recorded it apart; else None
 
 
 class UsageLineOut(Schema):

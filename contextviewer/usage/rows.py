@@ -232,8 +232,8 @@ def _session_totals(conversation_ids: list[int]) -> dict[int, Decimal]:
 
 def _fold_calls(members: list[int], roots: dict[int, int], f: Filters) -> list[Call]:
     """The harness's own compaction calls where its log keeps their usage on the fold (``Fold.cost``)
-    rather than as a call of a conversation: one Call per fold (Codex's compaction usage). A fold whose
-    cost names the conversation of the compaction run (Claude Code's acompact file) is that
+    rather than as a call of a conversation: one Call per fold. A fold whose cost names the
+    conversation of its compaction run (a harness that logs that run as a sub-agent's file) is that
     conversation's call, counted there. A fold made here (a handoff) is this
     server's spend, not the agent's, and is left out."""
     out: list[Call] = []

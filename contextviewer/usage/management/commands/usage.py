@@ -46,7 +46,7 @@ def render(table: dict, breakdown: bool) -> str:
     out = [fmt(list(columns)), *(fmt(r) for r in rows)]
     out.append("")
     out.append(f"Prices: {table['prices']}; 'est.' = list price of the recorded tokens, 'recorded' = the agent's own figure.")
-    out.append("reasoning: of output, where the agent records it apart (Codex, Gemini CLI); '-' where none of the calls does.")
+    out.append("reasoning: of output, where the agent records it apart; '-' where none of the calls does.")
     for name in table["unpriced_models"]:
         out.append(f"no price known for {name}: its calls are counted, their cost is not (set CONTEXTVIEWER_USAGE_PRICES)")
     if table["total"]["unmeasured_calls"]:
