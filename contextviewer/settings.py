@@ -241,7 +241,9 @@ CACHES["fragments"] = {
 }
 
 # Celery: a real worker in every run mode. Filesystem broker by default.
-CELERY_BROKER_URL = env("CELERY_BROKER_URL", "filesystem://")
+# An empty CELERY_BROKER_URL is the default too: Celery would read "" as amqp://localhost and
+# quietly share a RabbitMQ that happens to run there with every other instance.
+CELERY_BROKER_URL = env("CELERY_BROKER_URL").strip() or "filesystem://"
 # No result backend: a job's outcome is its Job row (conversations/jobs.py); nothing reads task
 # results, and a result store's models would load Celery at every start (`manage.py bench startup`).
 CELERY_TASK_IGNORE_RESULT = True

@@ -3,6 +3,7 @@ they load where they are used, and everything that needs them still finds them. 
 printed by `manage.py bench startup`, never asserted here."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -82,3 +83,23 @@ def test_the_admin_still_lists_the_models_once_the_urls_load(client):
     client.force_login(admin_user)
     html = client.get(reverse("admin:index")).content.decode()
     assert "Projects" in html and "Users" in html
+
+
+def test_an_empty_broker_url_is_the_filesystem_broker_not_a_rabbitmq_that_happens_to_run_here():
+    """`CELERY_BROKER_URL=` (set but empty, as an env file leaves it) once gave Celery "" and so
+    amqp://localhost: two instances with their own data folders then shared the machine's RabbitMQ,
+    and one's worker took the other's jobs."""
+    code = (
+        "import os, json\n"
+        "os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'contextviewer.settings')\n"
+        "import django; django.setup()\n"
+        "import contextviewer\n"
+        "conn = contextviewer.celery_app.connection_for_write()\n"
+        "print(json.dumps({'transport': conn.transport_cls if isinstance(conn.transport_cls, str) else repr(conn.transport_cls),\n"
+        "                  'folder': contextviewer.celery_app.conf.broker_transport_options.get('data_folder_in')}))\n"
+    )
+    env = {**os.environ, "CELERY_BROKER_URL": ""}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "broker_files" in got["transport"] and got["folder"], got
