@@ -178,6 +178,15 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "staticfiles"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 MEDIA_ROOT = DATA_DIR / "media"
+# Where every worker reads an upload (conversations/upload_store.py, docs/deploy.md): "files" (this
+# machine's MEDIA_ROOT), "database", or "s3" (an S3-compatible bucket through django-storages).
+UPLOAD_STORE = env("CONTEXTVIEWER_UPLOAD_STORE").strip().lower() or "files"
+UPLOAD_S3 = {
+    "bucket_name": env("CONTEXTVIEWER_S3_BUCKET"),
+    "endpoint_url": env("CONTEXTVIEWER_S3_ENDPOINT_URL"),
+    "region_name": env("CONTEXTVIEWER_S3_REGION"),
+    "location": env("CONTEXTVIEWER_S3_PREFIX"),  # a folder inside the bucket
+}
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},

@@ -29,7 +29,7 @@ from contextviewer.accounts import audit
 from contextviewer.accounts.models import Membership
 from contextviewer.core.secrets import mask_text
 
-from contextviewer.conversations import search
+from contextviewer.conversations import search, upload_store
 from contextviewer.conversations.models import Conversation, ConversationKind, Fold, Message, ModelCall, Source
 from contextviewer.conversations.uploads import UPLOAD_DIR, safe_name
 from contextviewer.jobs.models import Job, JobStatus
@@ -189,6 +189,10 @@ def _remove_files(paths: list[Path]) -> None:
     root = (Path(settings.MEDIA_ROOT) / "uploads").resolve()
     for path in paths:
         try:
+            _remove_stored(path)
+        except upload_store.StoreError as exc:  # as below: the rows are gone, a copy left behind is logged
+            log.warning("delete: could not remove %s from the shared upload store: %s", path, exc)
+        try:
             resolved = path.resolve()
             if root not in resolved.parents:
                 continue
@@ -202,6 +206,12 @@ def _remove_files(paths: list[Path]) -> None:
                     pass
         except OSError as exc:  # the rows are gone; a file left behind is logged, not fatal
             log.warning("delete: could not remove %s: %s", path, exc)
+
+
+def _remove_stored(path: Path) -> None:
+    """The shared store's copy (upload_store.py): a sha256 folder (uploads/<sha>) is a folder key."""
+    rel = path.relative_to(settings.MEDIA_ROOT).as_posix()
+    upload_store.remove(rel + "/" if rel.count("/") == 1 else rel)
 
 
 def delete_conversation(conv: Conversation, *, actor=None, via: str = "command") -> Deleted:

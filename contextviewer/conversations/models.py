@@ -314,3 +314,26 @@ class Fold(models.Model):
     class Meta:
         ordering = ["position"]
         constraints = [models.UniqueConstraint(fields=["conversation", "key"], name="unique_fold_key")]
+
+
+class StoredUpload(models.Model):
+    """An upload's file kept in the database (CONTEXTVIEWER_UPLOAD_STORE=database: conversations/
+    upload_store.py), so that a worker on another machine reads what the web process received.
+    ``key`` is its path under MEDIA_ROOT (uploads/<sha256>/<name>); the bytes are in chunks."""
+
+    key = models.CharField(max_length=1100, unique=True)
+    size = models.BigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class StoredUploadChunk(models.Model):
+    upload = models.ForeignKey(StoredUpload, on_delete=models.CASCADE, related_name="chunks")
+    index = models.IntegerField()
+    data = models.BinaryField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["upload", "index"], name="unique_upload_chunk")]

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from contextviewer.conversations import upload_store
 from contextviewer.conversations.uploads import UPLOAD_DIR, UnsafePath, relative_path
 from contextviewer.ingest import files as ingest
 
@@ -183,6 +184,7 @@ def store_folder(files: list, paths: list[str], max_bytes: int | None = None) ->
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    upload_store.publish(f"{UPLOAD_DIR}/{sha}/")  # where a worker on another machine fetches it
     tops = {rel.split("/", 1)[0] for rel in tree.files}
     name = next(iter(tops)) if len(tops) == 1 else f"{len(tree.files)} files"
     return {
@@ -281,6 +283,7 @@ def import_folder(project, item: dict, progress=None) -> ingest.ImportReport:
     report.errors[:0] = [dict(r) for r in item.get("refused") or ()]
     if report.refused:
         shutil.rmtree(root, ignore_errors=True)  # nothing of it was read: not kept
+        upload_store.remove(item["blob"])
     return report
 
 

@@ -26,6 +26,7 @@ from contextviewer.ingest import folder_upload
 from contextviewer.ingest.reports import DiskFull, FileReport, ImportReport, disk_full, disk_full_message
 from contextviewer.jobs import queue as jobs
 from contextviewer.conversations.models import Conversation, Source
+from contextviewer.conversations import upload_store
 from contextviewer.conversations.uploads import UPLOAD_DIR, safe_name, upload_name
 from contextviewer.jobs.models import Job, JobStatus
 from contextviewer.conversations import calibration
@@ -68,7 +69,9 @@ def store_upload(uploaded, max_bytes: int | None = None) -> dict:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    return {"name": upload_name(uploaded.name), "sha256": sha, "size": size, "blob": str(final.relative_to(settings.MEDIA_ROOT))}
+    blob = final.relative_to(settings.MEDIA_ROOT).as_posix()
+    upload_store.publish(blob)  # where a worker on another machine fetches it
+    return {"name": upload_name(uploaded.name), "sha256": sha, "size": size, "blob": blob}
 
 
 def store_uploads(files: list, paths: list[str] | None = None, max_bytes: int | None = None) -> list[dict]:
@@ -83,6 +86,7 @@ def store_uploads(files: list, paths: list[str] | None = None, max_bytes: int | 
 
 def _discard_upload(path: Path) -> None:
     """A refused upload is not kept: nothing of it is stored."""
+    upload_store.remove(path.relative_to(settings.MEDIA_ROOT).as_posix())
     try:
         path.unlink()
         path.parent.rmdir()
@@ -114,7 +118,18 @@ FILE_SECONDS = 0.06  # the estimate of a file's import: a fixed cost per file...
 MB_SECONDS = 0.035  # ... and a cost per MB (README, Benchmarks: bench import)
 
 
+def fetch_uploads(uploads) -> None:
+    """Copy the uploads a job names from the shared store into this worker's MEDIA_ROOT
+    (conversations/upload_store.py; nothing to do where MEDIA_ROOT is the store)."""
+    for blob in dict.fromkeys(u["blob"] for u in uploads):
+        try:
+            upload_store.fetch(blob)
+        except upload_store.StoreError as exc:
+            raise jobs.JobRefused(f"The upload could not be read from the shared store: {exc}") from exc
+
+
 def run_import(job: Job, progress) -> dict:
+    fetch_uploads(job.params.get("uploads") or ())
     # Every file of the job is parsed in one parsing process: a parser's crash fails that file only.
     with ingest_child.parsing():
         plan = _plan(job)
@@ -126,6 +141,7 @@ def run_import(job: Job, progress) -> dict:
 def run_import_part(job: Job, progress) -> dict:
     """One part of a folder import (``_plan``): its sessions, each with its sub-agent files; the
     result has the shape of an import's (import_result), the folder's job merges them."""
+    fetch_uploads([u["upload"] for u in job.params.get("units") or () if "upload" in u])
     with ingest_child.parsing():
         tokens.preload_encoding()
         report = ImportReport()
