@@ -9,6 +9,14 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# A clone (its editable install too) serves its top-level templates/ and static/ where they are; an
+# installed copy (a wheel, pipx: docs/configuration.md#installed-with-pipx) carries them inside the
+# package, copied in by the wheel's build (setup.py). Asked of the package itself, not of BASE_DIR,
+# which is site-packages there (where another distribution's `templates` folder may lie).
+PACKAGE_DIR = Path(__file__).resolve().parent
+INSTALLED_COPY = (PACKAGE_DIR / "_templates").is_dir()
+TEMPLATES_DIR = PACKAGE_DIR / "_templates" if INSTALLED_COPY else BASE_DIR / "templates"
+STATIC_DIR = PACKAGE_DIR / "_static" if INSTALLED_COPY else BASE_DIR / "static"
 
 
 def env(name: str, default: str = "") -> str:
@@ -22,13 +30,24 @@ def env_bool(name: str, default: bool = False) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
-DATA_DIR = Path(env("CONTEXTVIEWER_DATA_DIR", str(BASE_DIR / "var"))).resolve()
+def _default_data_dir() -> Path:
+    """<clone>/var in a clone; in an installed copy the user's data folder (XDG's), never site-packages."""
+    if not INSTALLED_COPY:
+        return BASE_DIR / "var"
+    xdg = env("XDG_DATA_HOME")  # the XDG spec ignores a relative one
+    return (Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "share") / "contextviewer"
+
+
+DATA_DIR = Path(env("CONTEXTVIEWER_DATA_DIR", str(_default_data_dir()))).resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 
+# The shared folder beside a clone (../shared), which an installed copy has not: there the defaults
+# are folders of the data dir, absent until someone fills them (`serve --samples` says so).
+_SHARED = DATA_DIR if INSTALLED_COPY else BASE_DIR.parent / "shared"
 # Real session logs from public projects, read in place (never copied into the project).
-FIXTURES_DIR = Path(env("CONTEXTVIEWER_FIXTURES", str(BASE_DIR.parent / "shared" / "fixtures")))
+FIXTURES_DIR = Path(env("CONTEXTVIEWER_FIXTURES", str(_SHARED / "fixtures")))
 # Captured request parts (Claude Code's system prompt and tools) read in place for the gauge.
-SCHEMAS_DIR = Path(env("CONTEXTVIEWER_SCHEMAS", str(BASE_DIR.parent / "shared" / "schemas")))
+SCHEMAS_DIR = Path(env("CONTEXTVIEWER_SCHEMAS", str(_SHARED / "schemas")))
 SAMPLES_DIR = env("CONTEXTVIEWER_SAMPLES", "")
 
 DEBUG = env_bool("CONTEXTVIEWER_DEBUG", False)
@@ -108,7 +127,7 @@ WSGI_APPLICATION = "contextviewer.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [TEMPLATES_DIR],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -174,7 +193,7 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [STATIC_DIR]
 STATIC_ROOT = DATA_DIR / "staticfiles"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 MEDIA_ROOT = DATA_DIR / "media"
