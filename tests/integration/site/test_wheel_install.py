@@ -50,7 +50,13 @@ def _copy_clone(dest: Path) -> Path:
         top = Path(folder).resolve() == ROOT
         return {n for n in names if n == "__pycache__" or n.endswith((".egg-info", ".pyc")) or (top and n in NOT_COPIED)}
 
-    shutil.copytree(ROOT, dest, ignore=ignore)
+    def copy(source: str, target: str) -> None:
+        try:
+            shutil.copy2(source, target)
+        except FileNotFoundError:  # gone meanwhile (an editor's temporary file)
+            pass
+
+    shutil.copytree(ROOT, dest, ignore=ignore, copy_function=copy)
     for stand_in in ("var/contextviewer.sqlite3", ".venv/lib/python3.11/site-packages/stray/__init__.py"):
         (dest / stand_in).parent.mkdir(parents=True, exist_ok=True)
         (dest / stand_in).write_text("")  # as in a clone: none of it may reach the wheel
