@@ -1,9 +1,12 @@
-"""python manage.py serve [--samples] [--host H] [--port P]
+"""python manage.py serve [--samples] [--host H] [--port P] [--web-only]
 
 The embedded default in one command: migrate, create the admin account on first start (its
 password is printed once), start one Celery worker beside the web server, optionally import the
 sample sessions as a job. With CONTEXTVIEWER_WATCH set (folders, or `auto`), `manage.py watch` runs
-beside them and imports what agents write there as they write it."""
+beside them and imports what agents write there as they write it.
+
+`--web-only`: no worker beside the web server; workers run on other machines (`manage.py worker`,
+docs/deploy.md)."""
 
 import ctypes
 import os
@@ -41,6 +44,8 @@ class Command(BaseCommand):
         parser.add_argument("--host", default=os.environ.get("CONTEXTVIEWER_HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=int(os.environ.get("CONTEXTVIEWER_PORT", "8000")))
         parser.add_argument("--workers", type=int, default=int(os.environ.get("CONTEXTVIEWER_WEB_WORKERS", "2")))
+        parser.add_argument("--web-only", action="store_true",
+                            help="no Celery worker here: workers run elsewhere (`manage.py worker`, docs/deploy.md)")
 
     def handle(self, *args, **opts):
         call_command("migrate", interactive=False, verbosity=0)
@@ -70,12 +75,13 @@ class Command(BaseCommand):
         children: list[_Child] = []
         gave_up = None
         try:
-            children.append(_Child(spawn(worker_command(), env), **limits))
+            if not opts["web_only"]:
+                children.append(_Child(spawn(worker_command(), env), **limits))
             watched = os.environ.get(watch.ENV, "")
             if watched.strip():
                 folders = watch.folders_from(watched)
                 if folders:  # the watcher imports what agents write there, as they write it
-                    manage = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py")]
+                    manage = [sys.executable, "-m", "contextviewer"]  # manage.py, also in an installed copy (no clone)
                     children.append(_Child(spawn([*manage, "watch", "--project", project.name], env), **limits))
                 else:
                     self.stdout.write(self.style.WARNING(
@@ -128,13 +134,15 @@ def root_note() -> str | None:
     return celery.root_note()
 
 
-def worker_command() -> list[str]:
+def worker_command(concurrency: int | None = None, nice_default: str = "10", loglevel: str = "WARNING") -> list[str]:
     """The Celery worker, at a lower CPU priority than the web server (CONTEXTVIEWER_WORKER_NICE,
     default 10): an import running beside readers takes what the pages leave (issue 23: a reader's
-    p95 went from 1.3 s to 2.1 s while an import ran at the web server's priority)."""
-    celery = [sys.executable, "-m", "celery", "-A", "contextviewer", "worker", "--loglevel", "WARNING",
-              "--concurrency", os.environ.get("CONTEXTVIEWER_WORKER_CONCURRENCY", "1")]
-    niceness = int(os.environ.get("CONTEXTVIEWER_WORKER_NICE", "10") or 0)
+    p95 went from 1.3 s to 2.1 s while an import ran at the web server's priority). `manage.py
+    worker` runs the same command on a machine of its own (there at the default priority)."""
+    concurrency = concurrency or int(os.environ.get("CONTEXTVIEWER_WORKER_CONCURRENCY", "1") or 1)
+    celery = [sys.executable, "-m", "celery", "-A", "contextviewer", "worker", "--loglevel", loglevel,
+              "--concurrency", str(concurrency)]
+    niceness = int(os.environ.get("CONTEXTVIEWER_WORKER_NICE", nice_default) or 0)
     nice = shutil.which("nice")
     return [nice, "-n", str(niceness), *celery] if niceness and nice else celery
 
