@@ -17,6 +17,7 @@ from contextviewer.builds import api as builds_api
 from contextviewer.viewer import api as conversations_api
 from contextviewer.viewer import read_api  # noqa: F401  (its GETs join conversations_api.router)
 from contextviewer.ingest import api as ingest_api
+from contextviewer.ingest import push_api
 from contextviewer.jobs import api as jobs_api
 from contextviewer.lab import api as lab_api
 from contextviewer.providers import api as providers_api
@@ -61,5 +62,5 @@ def _refused(request, exc):
 # Each app's operations are one Router in its api module, mounted here (no app imports this module).
 for _router in (ingest_api.router, jobs_api.router, conversations_api.router, builds_api.router,
                 providers_api.router, accounts_api.router, review_api.router, review_read_api.router, lab_api.router,
-                usage_api.router):
+                usage_api.router, push_api.router):
     api.add_router("/", _router)

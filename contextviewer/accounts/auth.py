@@ -2,29 +2,40 @@
 
 A request authenticated by token sees only the token's project, with the token owner's current
 role there. Every API operation asks `allowed_projects(request, permission)` for the projects it
-may read or write."""
+may read or write. A "push only" token (ApiToken.scope) is refused (403) by every operation but
+the push client's (contextviewer/ingest/push_api.py, which authenticates with `push_token_auth`)."""
 
 from __future__ import annotations
 
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from ninja.security import HttpBearer
 
 from . import tokens
-from .models import ROLE_PERMISSIONS, ApiToken, Membership, Project
+from .models import ROLE_PERMISSIONS, ApiToken, Membership, Project, TokenScope
+
+PUSH_ONLY_REFUSAL = "This token may only push session files (a push-only token): it is refused here."
 
 
 class TokenAuth(HttpBearer):
+    def __init__(self, *, push: bool = False):
+        super().__init__()
+        self.push = push  # the push client's operations: a push-only token is accepted too
+
     def authenticate(self, request: HttpRequest, token: str) -> ApiToken | None:
         api_token = tokens.check(token)
         if api_token is None:
             return None
+        if api_token.scope == TokenScope.PUSH and not self.push:
+            raise PermissionDenied(PUSH_ONLY_REFUSAL)
         request.user = api_token.user
         request.api_token = api_token
         return api_token
 
 
 token_auth = TokenAuth()
+push_token_auth = TokenAuth(push=True)
 
 
 def roles_with(permission: str) -> list[str]:

@@ -106,10 +106,17 @@ class ApiTokenQuerySet(models.QuerySet):
         )
 
 
+class TokenScope(models.TextChoices):
+    FULL = "", "the API (with your role)"
+    PUSH = "push", "push only"
+
+
 class ApiToken(models.Model):
     """A bearer token for the JSON API, scoped to one user in one project.
 
-    Only a SHA-256 hash of the secret is stored; the visible prefix finds the row."""
+    Only a SHA-256 hash of the secret is stored; the visible prefix finds the row. A "push only"
+    token (scope) may only push session files (contextviewer/ingest/push_api.py): every other API
+    operation refuses it."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="api_tokens")
@@ -120,6 +127,7 @@ class ApiToken(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    scope = models.CharField(max_length=10, choices=TokenScope.choices, default=TokenScope.FULL, blank=True)
 
     objects = ApiTokenQuerySet.as_manager()
 
@@ -138,6 +146,29 @@ class ApiToken(models.Model):
         if self.expires_at and self.expires_at <= timezone.now():
             return "expired"
         return "active"
+
+
+class PushClient(models.Model):
+    """A developer's machine running push.py for a project: its client id (generated once by the
+    script and kept in its state file), its host name, and what it has sent. Shown on the project's
+    members page, so a laptop that stopped pushing is seen."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="push_clients")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="push_clients")
+    client_id = models.CharField(max_length=64)
+    hostname = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_push_at = models.DateTimeField(null=True, blank=True)
+    files_received = models.IntegerField(default=0)  # files held for it
+    sessions_received = models.IntegerField(default=0)  # top-level conversations imported from them
+    bytes_received = models.BigIntegerField(default=0)  # bytes stored for it (what was sent again once, not twice)
+
+    class Meta:
+        ordering = ["user__username", "hostname"]
+        constraints = [models.UniqueConstraint(fields=["project", "client_id"], name="push_client_once")]
+
+    def __str__(self) -> str:
+        return f"{self.hostname or self.client_id} ({self.project})"
 
 
 class AuditEvent(models.Model):

@@ -8,7 +8,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from . import audit, tokens
-from .models import DEFAULT_PROJECT_SLUG, ApiToken, Invitation, Membership, Project, Role  # noqa: F401
+from .models import DEFAULT_PROJECT_SLUG, ApiToken, Invitation, Membership, Project, Role, TokenScope  # noqa: F401
 
 
 def get_or_create_project(name: str, owner=None) -> Project:
@@ -194,9 +194,13 @@ def remove_member(member: Membership, *, by, request=None) -> None:
         audit.record(request or by, member.project, "member.removed", username, role=member.role)
 
 
-def create_token(user, project: Project, name: str, lifetime: str = "90", request=None) -> tuple[ApiToken, str]:
-    """Create a token; return (row, secret). The secret is not stored and cannot be shown again."""
+def create_token(user, project: Project, name: str, lifetime: str = "90", request=None, scope: str = "") -> tuple[ApiToken, str]:
+    """Create a token; return (row, secret). The secret is not stored and cannot be shown again.
+    ``scope``: "" (the API, with the user's role) or "push" (push.py only: ApiToken.scope)."""
     name = (name or "").strip()
+    scope = scope or ""
+    if scope not in TokenScope.values:
+        raise AccountError(f"Unknown token scope {scope!r}: the API, or push only.")
     if not name:
         raise AccountError("Give the token a name (what will use it?).")
     if lifetime not in TOKEN_LIFETIMES:
@@ -208,9 +212,10 @@ def create_token(user, project: Project, name: str, lifetime: str = "90", reques
     with transaction.atomic():
         row = ApiToken.objects.create(
             user=user, project=project, name=name[:100], prefix=prefix, token_hash=tokens.hash_token(secret),
-            expires_at=timezone.now() + timedelta(days=days) if days else None,
+            expires_at=timezone.now() + timedelta(days=days) if days else None, scope=scope,
         )
-        audit.record(request or user, project, "token.created", f"{row.name} ({prefix})", expires=row.expires_at.strftime("%Y-%m-%d") if row.expires_at else "never")
+        audit.record(request or user, project, "token.created", f"{row.name} ({prefix})", expires=row.expires_at.strftime("%Y-%m-%d") if row.expires_at else "never",
+                     **({"scope": "push only"} if scope else {}))
     return row, secret
 
 

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from . import audit, services
 from .permissions import get_membership_for_user
-from .models import ApiToken, AuditEvent, Invitation, Membership, Project, Role
+from .models import ApiToken, AuditEvent, Invitation, Membership, Project, PushClient, Role, TokenScope
 
 
 def _project_for(request: HttpRequest, slug: str, permission: str = "view") -> tuple[Project, Membership]:
@@ -76,10 +76,15 @@ def members(request: HttpRequest, project: str) -> HttpResponse:
     proj, me = _project_for(request, project, "view")
     rows = proj.memberships.select_related("user").order_by("user__username")
     pending = proj.invitations.filter(status=Invitation.Status.PENDING).select_related("user", "invited_by")
+    # Its members' push clients (push.py), so a laptop that stopped pushing is seen: owners and
+    # admins see everyone's, the others their own.
+    clients = PushClient.objects.filter(project=proj, user__memberships__project=proj).select_related("user")
+    if not me.can("manage_members"):
+        clients = clients.filter(user=request.user)
     return render(request, "accounts/members.html", {
         "project": proj, "me": me, "members": rows, "pending": pending,
         "can_manage": me.can("manage_members"), "roles": Role.choices,
-        "owner_roles": me.role == Role.OWNER,
+        "owner_roles": me.role == Role.OWNER, "push_clients": clients.order_by("user__username", "hostname"),
     })
 
 
@@ -156,7 +161,8 @@ def tokens(request: HttpRequest, project: str) -> HttpResponse:
     if request.method == "POST":
         try:
             row, secret = services.create_token(
-                request.user, proj, request.POST.get("name", ""), request.POST.get("lifetime", "90"), request=request
+                request.user, proj, request.POST.get("name", ""), request.POST.get("lifetime", "90"), request=request,
+                scope=request.POST.get("scope", ""),
             )
         except services.AccountError as exc:
             return _refused(request, exc, "project_tokens", project=proj.slug)
@@ -167,7 +173,7 @@ def tokens(request: HttpRequest, project: str) -> HttpResponse:
     response = render(request, "accounts/tokens.html", {
         "project": proj, "me": me, "tokens": rows, "created": created,
         "lifetimes": [("30", "30 days"), ("90", "90 days"), ("365", "1 year"), ("never", "never expires")],
-        "all_users": me.can("manage_members"),
+        "all_users": me.can("manage_members"), "scopes": TokenScope.choices,
     }, status=201 if created else 200)
     if created:
         # The secret is in this page only: never cache it.

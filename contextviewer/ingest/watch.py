@@ -99,6 +99,44 @@ def missing(values: list[str] | str | None) -> list[str]:
     return [v for v in (x.strip() for x in values or []) if v and v != "auto" and not Path(v).expanduser().is_dir()]
 
 
+def import_target(file: Path, folders: list[Path]) -> Path | None:
+    """What to import for a changed file under ``folders``: the file when a format claims it; the
+    session whose companion it is (a SQLite database's -wal, a session's .meta.json: the format
+    says which files are its sessions' companions); else the nearest folder a format reads as a
+    unit (a session kept as a folder of files). None: no format reads it. (The watcher's, and a
+    pushed file's: push.py.)"""
+    if formats.claim(file) is not None:
+        return file
+    session = _companion_of(file)
+    if session is not None:
+        return session
+    root = next((f for f in folders if file.is_relative_to(f)), None)
+    folder = file.parent
+    while root is not None and folder != root and folder.is_relative_to(root):
+        if formats.claim(folder, b"") is not None:
+            return folder
+        folder = folder.parent
+    return None
+
+
+def _companion_of(file: Path) -> Path | None:
+    """The session beside ``file`` that names it as a companion: looked for among the names it
+    can come from (``store.db`` for ``store.db-wal``; ``key.*`` for ``key.meta.json``)."""
+    candidates = []
+    if "-" in file.name:
+        candidates.append(file.with_name(file.name.rsplit("-", 1)[0]))
+    stem = file.name.split(".", 1)[0]
+    if stem:
+        candidates.extend(sorted(file.parent.glob(glob.escape(stem) + ".*"))[:MAX_COMPANION_CANDIDATES])
+    for candidate in candidates:
+        if candidate == file or not candidate.is_file():
+            continue
+        fmt = formats.claim(candidate)
+        if fmt is not None and file in fmt.companion_files(candidate):
+            return candidate
+    return None
+
+
 @dataclass
 class _Pending:
     first: float  # first event of this burst (monotonic)
@@ -268,40 +306,7 @@ class Watcher:
             log.warning("watch: import of %s %s: %s", target, done.status, done.error)
 
     def _target(self, file: Path) -> Path | None:
-        """What to import for a changed file: the file when a format claims it; the session
-        whose companion it is (a SQLite database's -wal, a session's .meta.json: the format
-        says which files are its sessions' companions); else the nearest folder a format reads
-        as a unit (a session kept as a folder of files). None: no format reads it."""
-        if formats.claim(file) is not None:
-            return file
-        session = self._companion_of(file)
-        if session is not None:
-            return session
-        root = next((f for f in self.folders if file.is_relative_to(f)), None)
-        folder = file.parent
-        while root is not None and folder != root and folder.is_relative_to(root):
-            if formats.claim(folder, b"") is not None:
-                return folder
-            folder = folder.parent
-        return None
-
-    @staticmethod
-    def _companion_of(file: Path) -> Path | None:
-        """The session beside ``file`` that names it as a companion: looked for among the names it
-        can come from (``store.db`` for ``store.db-wal``; ``key.*`` for ``key.meta.json``)."""
-        candidates = []
-        if "-" in file.name:
-            candidates.append(file.with_name(file.name.rsplit("-", 1)[0]))
-        stem = file.name.split(".", 1)[0]
-        if stem:
-            candidates.extend(sorted(file.parent.glob(glob.escape(stem) + ".*"))[:MAX_COMPANION_CANDIDATES])
-        for candidate in candidates:
-            if candidate == file or not candidate.is_file():
-                continue
-            fmt = formats.claim(candidate)
-            if fmt is not None and file in fmt.companion_files(candidate):
-                return candidate
-        return None
+        return import_target(file, self.folders)
 
     def _reap(self) -> None:
         """Queue mode: forget finished jobs (and mark their conversations live)."""

@@ -56,6 +56,7 @@ PUBLIC = {
     "invitation_join",  # a signed link (test_accounts.py)
     # Asking for a reset link, and using it (test_password_flows.py).
     "password_reset", "password_reset_done", "password_reset_confirm", "password_reset_complete",
+    "push_script",  # /push.py: the push client's code, no data (test_push.py)
 }
 
 
@@ -240,8 +241,10 @@ API_WRITES: dict[tuple[str, str], Write] = {
     ("POST", "/api/conversations/{conversation_id}/handoff"): Write("edit", lambda w: {"json": {"provider": "builtin"}}),
     ("PUT", "/api/projects/{slug}/providers/{provider}"): Write("settings", lambda w: {"json": {"model": "gpt-4o-mini"}}),
     ("DELETE", "/api/conversations/{conversation_id}"): Write("delete"),
+    ("PUT", "/api/push/files"): Write("import"),
 }
-API_READS: dict[tuple[str, str], str] = {("GET", "/api/projects/{project}/audit"): "manage_members"}
+API_READS: dict[tuple[str, str], str] = {("GET", "/api/projects/{project}/audit"): "manage_members",
+                                         ("GET", "/api/push/files"): "import", ("GET", "/api/push/config"): "import"}
 
 
 def default_write(name: str) -> Write | None:
@@ -484,7 +487,7 @@ class Operation:
 
 
 # Required query parameter name -> a valid value.
-QUERY_VALUES: dict[str, Any] = {"format": "claude-code"}
+QUERY_VALUES: dict[str, Any] = {"format": "claude-code", "client": "zq-laptop-0001", "path": "zq/one.jsonl"}
 
 
 def all_operations() -> list[Operation]:
