@@ -23,6 +23,7 @@ from django.conf import settings
 from contextviewer.accounts.services import create_token
 from contextviewer.conversations.models import Conversation, Message
 from contextviewer.jobs.models import Job, JobStatus
+from tests.deploy_commands import WEB, WORKER
 from tests.sessions import SessionBuilder, session_lines
 from tests.worker import ROOT, purge_broker, wait_for, worker_env
 
@@ -122,7 +123,7 @@ def test_a_folder_uploaded_to_the_web_server_is_imported_once_by_workers_on_thei
     base = tmp_path / "machines"
     procs: list[Process] = []
     try:
-        web = Process("web", ["serve", "--web-only", "--port", str(port), "--workers", "1"], base, env)
+        web = Process("web", [*WEB, "--port", str(port), "--workers", "1"], base, env)
         procs.append(web)
         url = f"http://127.0.0.1:{port}"
 
@@ -135,7 +136,7 @@ def test_a_folder_uploaded_to_the_web_server_is_imported_once_by_workers_on_thei
         wait_for(up, timeout=90, interval=0.2, message="the web server", describe=web.tail)
         # --web-only: no worker beside the web server (only gunicorn's processes under serve).
         assert not [p for p in web.pids() if "celery" in " ".join(psutil.Process(p).cmdline())]
-        workers = [Process(f"worker{i}", ["worker"], base, env) for i in (1, 2)]
+        workers = [Process(f"worker{i}", WORKER, base, env) for i in (1, 2)]
         procs.extend(workers)
         for w in workers:
             wait_for(lambda w=w: b"ready." in w.log.read_bytes(), timeout=90, message=f"{w.log.name} ready", describe=w.tail)
