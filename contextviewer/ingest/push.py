@@ -281,3 +281,21 @@ def refresh_counts(client: PushClient) -> None:
     if sessions != client.sessions_received:
         PushClient.objects.filter(pk=client.pk).update(sessions_received=sessions)
         client.sessions_received = sessions
+
+
+def counts_after_job(job, result: dict) -> None:
+    """Follow-up of an import (jobs/kinds.py FOLLOW_UPS): the sessions of the push clients whose
+    files it imported, counted again on their rows once the import is done."""
+    base = Path(settings.MEDIA_ROOT) / UPLOAD_DIR / PUSH_DIR
+    ids = set()
+    for raw in (job.params or {}).get("paths") or ():
+        for root in (base, base.resolve()):
+            try:
+                parts = Path(raw).relative_to(root).parts
+            except ValueError:
+                continue
+            if len(parts) >= 2 and parts[0] == str(job.project_id):
+                ids.add(parts[1])
+            break
+    for client in PushClient.objects.filter(project_id=job.project_id, client_id__in=ids).select_related("project"):
+        refresh_counts(client)

@@ -38,7 +38,9 @@ JOB_KINDS: dict[str, str] = {
 
 FOLLOW_UPS: dict[str, tuple[str, ...]] = {
     # Fact probes for every conversation that now has folds; titles for the new conversations.
-    "import": ("contextviewer.review.probes.after_job", "contextviewer.ingest.imports.titles_after_job"),
+    # The sessions a push client's files gave, on its row (the project's members page shows them).
+    "import": ("contextviewer.review.probes.after_job", "contextviewer.ingest.imports.titles_after_job",
+               "contextviewer.ingest.push.counts_after_job"),
     # Did the new summary keep the facts it replaced?
     "handoff": ("contextviewer.review.probes.after_job",),
 }

@@ -116,16 +116,17 @@ def _held(project: Project) -> dict[str, bytes]:
 
 
 def _wait_imported(project: Project, worker, count: int | None = None, timeout: float = 120):
+    """Every job done (the imports and what follows them: the database is emptied after the test,
+    which must not meet a job still writing), and ``count`` sessions in ``project``."""
     def done():
-        jobs = Job.objects.filter(project=project, kind="import")
-        if jobs.exclude(status__in=[JobStatus.SUCCEEDED, JobStatus.FAILED]).exists():
+        if Job.objects.exclude(status__in=[JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED]).exists():
             return False
         return count is None or Conversation.objects.filter(project=project, parent__isnull=True).count() >= count
 
     wait_for(done, timeout=timeout, message="the imports",
-             describe=lambda: job_state(Job.objects.filter(project=project), worker))
-    assert not Job.objects.filter(project=project, kind="import", status=JobStatus.FAILED).exists(), \
-        list(Job.objects.filter(project=project, kind="import").values("status", "error"))
+             describe=lambda: job_state(Job.objects.all(), worker))
+    assert not Job.objects.filter(kind="import", status=JobStatus.FAILED).exists(), \
+        list(Job.objects.filter(kind="import").values("status", "error"))
 
 
 def _messages(project: Project) -> dict[str, int]:
@@ -157,6 +158,9 @@ def test_a_new_file_arrives_whole_and_what_it_appends_joins_its_conversation(liv
     client = PushClient.objects.get(project=project)
     assert client.user == user and client.hostname == socket.gethostname()
     assert client.bytes_received == path.stat().st_size and client.files_received == 1
+    assert client.last_push_at is not None
+    # Counted once its import is done (the import's follow-up, after the job's end).
+    wait_for(lambda: PushClient.objects.get(pk=client.pk).sessions_received == 1, timeout=30, message="the sessions counted")
 
     # The agent goes on writing: only the appended bytes are sent, into the same conversation.
     before = path.stat().st_size
@@ -310,9 +314,12 @@ def test_a_push_cut_by_the_server_going_down_resumes_and_everything_arrives_once
     home = (tmp_path / "home").resolve()
     assert _held(project) == {_local_rel(root, p.resolve(), home): p.read_bytes() for p in files}  # all, once
     assert next(iter(_held(project))).startswith(".claude/projects/-home-dev-app/")
+    _wait_imported(project, worker, count=len(files), timeout=240)
     pushed = PushClient.objects.get(project=project)
     assert pushed.bytes_received == sum(p.stat().st_size for p in files)  # no byte stored twice
-    _wait_imported(project, worker, count=len(files), timeout=240)
+    assert pushed.files_received == len(files)
+    wait_for(lambda: PushClient.objects.get(pk=pushed.pk).sessions_received == len(files), timeout=30,
+             message="the sessions counted")
     counts = _messages(project)
     assert len(counts) == len(files) == Conversation.objects.filter(project=project).count()
     assert counts == _messages(_imported_directly(folder)), "what arrived is not what a direct import of the files gives"
@@ -461,6 +468,7 @@ def test_a_push_only_token_is_refused_by_every_other_operation_and_page(live_ser
     # Pages take no token: with it, a page is the login page, never the project's.
     status, page = _http("GET", f"{base}/", push)
     assert status == 200 and "login" in page.lower() and "dddddddd" not in page
+    _wait_imported(project, worker, count=1)
 
 
 def test_a_push_token_of_another_project_is_refused(live_server, worker, project, user, tmp_path):
@@ -477,6 +485,8 @@ def test_a_push_token_of_another_project_is_refused(live_server, worker, project
     _session(folder, "eeeeeeee-5555-4555-8555-000000000001", turns=2)
     assert _push(live_server.url, b_token, [folder], tmp_path / "state.json") == 0
     assert set(PushClient.objects.values_list("project__slug", flat=True)) == {"other"}
+    _wait_imported(other, worker, count=1)
+    assert not Conversation.objects.filter(project=project).exists()
     # A viewer may not push (no import permission), with a token of any scope.
     viewer = get_user_model().objects.create_user("vera")
     Membership.objects.create(project=project, user=viewer, role=Role.VIEWER)
@@ -536,6 +546,7 @@ def test_with_watch_a_written_line_is_on_the_server_within_two_seconds(live_serv
     finally:
         watcher.terminate()
         watcher.wait(timeout=30)
+    _wait_imported(project, worker)
 
 
 # -- who sees the push clients --------------------------------------------------------------------
