@@ -45,6 +45,7 @@ from contextviewer.ingest.watch import auto_locations
 from contextviewer.jobs.models import Job, JobStatus
 from ops.webserver import gunicorn_command
 from tests.sessions import SessionBuilder, session_lines, write_lines
+from tests.upload_folders import write_upload_folder
 from tests.worker import ROOT, job_state, wait_for, worker_env
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -238,6 +239,40 @@ def test_a_file_rewritten_from_its_start_is_sent_whole_again(live_server, worker
     assert _push(live_server.url, token, [folder], state) == 0
     assert list(_held(project).values()) == [path.read_bytes()]
     assert PushClient.objects.get(project=project).bytes_received == first + path.stat().st_size  # the whole file again
+    _wait_imported(project, worker, count=1)
+
+
+def _tree(project: Project) -> dict:
+    """Each session with its message count and its sub-agents' (external id, agent, count)."""
+    return {
+        (c.agent, c.external_id): (c.message_count, sorted((k.external_id, k.message_count) for k in c.children.all()))
+        for c in Conversation.objects.filter(project=project, parent__isnull=True)
+    }
+
+
+def test_sub_agents_and_companion_files_are_read_with_their_session_as_a_direct_import_reads_them(
+        live_server, worker, project, user, tmp_path):
+    folder = write_upload_folder(tmp_path)  # a session with sub-agents and their .meta.json; a session only its meta makes readable
+    assert folder.claude_subagents and folder.claude_meta
+    assert _push(live_server.url, _token(user, project), [folder.root], tmp_path / "state.json") == 0
+    _wait_imported(project, worker, count=2)
+    pushed = _tree(project)
+    direct = _tree(_imported_directly(folder.root))
+    assert pushed == direct
+    assert any(children for _, children in pushed.values())  # the sub-agents under their session
+
+
+def test_manage_py_push_is_the_same_client(live_server, worker, project, user, tmp_path):
+    folder = tmp_path / "sessions"
+    path, _ = _session(folder, "acacacac-8888-4888-8888-000000000001", turns=2)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "push", "--server", live_server.url, "--token", _token(user, project),
+         "--state", str(tmp_path / "state.json"), "--mask", str(folder)],
+        cwd=ROOT, env=worker_env(), capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"sent {path.stat().st_size} bytes of 1 files" in done.stdout, done.stdout
+    assert list(_held(project).values()) == [path.read_bytes()]  # no secret in it: masked, it is the same
     _wait_imported(project, worker, count=1)
 
 
@@ -542,6 +577,7 @@ def test_with_watch_a_written_line_is_on_the_server_within_two_seconds(live_serv
 
             before = wait_for(arrived, timeout=30, interval=0.05, message="the written line on the server")
             times.append(time.monotonic() - written)
+        print(f"seconds from the write to the API: {[round(t, 2) for t in times]}")
         assert max(times) < 2.0, f"seconds from the write to the API: {times}"
     finally:
         watcher.terminate()
