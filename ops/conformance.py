@@ -20,6 +20,7 @@ other mismatch is a Difference.
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass
 
@@ -139,7 +140,7 @@ def check_folds(run: Run, key: str, conv: Conversation, exchanges: list[Exchange
 def _fold_figures(key: str, n: int, fold: Fold, compaction: Exchange, exchanges: list[Exchange], recorded: int | None) -> list[Difference]:
     diffs = []
     before = [e for e in exchanges if e.kind == "main" and e.agent == key and e.n < compaction.n]
-    after = [e for e in exchanges if e.kind == "main" and e.agent == key and e.n > compaction.n]
+    after = calls_after_fold(exchanges, key, compaction)
     if before:
         last = before[-1].usage
         accepted = {last["input"], last["input"] + last["output"]} | ({recorded} if recorded is not None else set())
@@ -149,6 +150,26 @@ def _fold_figures(key: str, n: int, fold: Fold, compaction: Exchange, exchanges:
     if fold.tokens_after != want_after:
         diffs.append(Difference(f"{key} fold {n}", "tokens_after", str(want_after), str(fold.tokens_after)))
     return diffs
+
+
+def calls_after_fold(exchanges: list[Exchange], key: str, compaction: Exchange) -> list[Exchange]:
+    """The main calls of `key` that carry the fold: those sent after the compaction request, from the
+    first one whose items hold the summary it returned. A compaction made in the background
+    (Copilot) is applied at the first call after its summary came back: a call sent while it ran
+    still carried everything, and which of the two reaches the server first is a race. Where no
+    later call holds the summary as sent (an agent that rewrites it), every later call counts."""
+    later = [e for e in exchanges if e.kind == "main" and e.agent == key and e.n > compaction.n]
+    mark = _summary_mark(compaction.reply.text if compaction.reply else "")
+    if not mark:
+        return later
+    first = next((i for i, e in enumerate(later) if e.view and any(mark in item.text for item in e.view.items)), None)
+    return later if first is None else later[first:]
+
+
+def _summary_mark(summary: str) -> str:
+    """The summary's longest line without its tags (agents wrap or reformat the rest)."""
+    lines = [re.sub(r"<[^>]+>", "", line).strip() for line in summary.splitlines()]
+    return max(lines, key=len, default="") if any(len(line) >= 20 for line in lines) else ""
 
 
 # --- windows ---------------------------------------------------------------------------------

@@ -31,8 +31,8 @@ def test_the_call_after_a_background_compaction_carries_the_summary_then_what_wa
     assert main.agent == DRIVER.label
     mains = run.server.calls("main", agent="main")
     auto = run.server.calls("compaction")[0]
-    during = [e for e in mains if e.n < auto.n][-1]  # sent while the summary was being made
-    after = next(e for e in mains if e.n > auto.n)
+    during = [e for e in mains if e.n < auto.n][-1]  # the last before the summary was asked for
+    after = conformance.calls_after_fold(mains, "main", auto)[0]  # the first that carries the summary
     assert [i.kind for i in after.view.items][:3] == ["text", "tool_call", "tool_result"]
     n_after = mains.index(after) + 1
     items = call_window(main, n_after).items
