@@ -6,6 +6,10 @@ so N workers share one folder. This measures it the way a user would meet it: a 
 database (emptied before every run), a Redis broker database (flushed), N worker processes of one
 pool process each (`celery worker --concurrency 1`, as `serve` starts one), one import job of the
 folder, timed from the job's creation to its end (the folder's job ends when its last part has).
+Each worker has a data folder of its own, as on a machine of its own (docs/deploy.md), and by
+default reads the folder as an upload from the database store (`--upload-store database`: stored
+before the clock starts, fetched by each worker for the parts it runs); `--upload-store files`
+imports it from this disk by its path, as before.
 
 Besides the wall time it prints the CPU time per session of the worker processes (their pool and
 parsing processes included), of the PostgreSQL server (every backend, reaped ones included: on a
@@ -63,7 +67,7 @@ def ensure_database(url: str) -> None:
 
 def run(out, *, sessions: int = 1000, workers: list[int] | None = None, repeat: int = 2, messages: int = 30,
         database_url: str = "", broker_url: str = "", cache_url: str = "", unsplit: bool = False,
-        part_seconds: str = "", keep: bool = False, folder: str | None = None) -> None:
+        part_seconds: str = "", keep: bool = False, folder: str | None = None, store: str = "database") -> None:
     workers = workers or [1, 2]
     database_url = database_url or DEFAULT_DATABASE
     broker_url = broker_url or DEFAULT_BROKER
@@ -91,7 +95,11 @@ def run(out, *, sessions: int = 1000, workers: list[int] | None = None, repeat: 
         w(f"database: {database_url.rsplit('@', 1)[-1]} (emptied before each run); broker {broker_url}; "
           f"{os.cpu_count()} CPUs; load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         env = {**os.environ, "DATABASE_URL": database_url, "CELERY_BROKER_URL": broker_url, "REDIS_URL": cache_url,
-               "CONTEXTVIEWER_DATA_DIR": str(workdir / "data"), "DJANGO_SETTINGS_MODULE": "contextviewer.settings"}
+               "CONTEXTVIEWER_DATA_DIR": str(workdir / "data"), "DJANGO_SETTINGS_MODULE": "contextviewer.settings",
+               "CONTEXTVIEWER_UPLOAD_STORE": store}
+        w(f"store:    {store}: " + ("the folder is uploaded (stored and published) before the clock starts; each worker has "
+                                     "a data folder of its own and fetches what its parts read" if store != "files" else
+                                     "each worker has a data folder of its own and reads the folder from this disk"))
         if part_seconds:
             env["CONTEXTVIEWER_IMPORT_PART_SECONDS"] = part_seconds
         subprocess.run([sys.executable, "manage.py", "migrate", "--verbosity", "0"], cwd=ROOT, env=env, check=True)
@@ -252,7 +260,9 @@ for i in range(n):
     log = logs / f"worker-{n}-{i}-{time.time_ns()}.log"
     cmd = [sys.executable, "-m", "celery", "-A", "contextviewer", "worker", "--loglevel", "INFO", "--concurrency", "1",
            "-n", f"scale{i}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat"]
-    procs.append((subprocess.Popen(cmd, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True), log))
+    # Each worker a data folder of its own, as on machines of their own (docs/deploy.md).
+    own = {**os.environ, "CONTEXTVIEWER_DATA_DIR": str(logs / f"data-{n}-{i}-{time.time_ns()}")}
+    procs.append((subprocess.Popen(cmd, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True, env=own), log))
 deadline = time.monotonic() + 120
 for p, log in procs:
     while b"ready." not in log.read_bytes():
@@ -268,9 +278,17 @@ from contextviewer.ingest import imports
 from contextviewer.jobs.models import Job
 
 project = get_or_create_project("Bench scale")
+uploads = None
+if settings.UPLOAD_STORE != "files":
+    # The folder uploaded as the web server receives it (stored, then published to the store the
+    # workers fetch it from): done before the clock starts, as a request is before its job.
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    files = sorted(p for p in Path(folder).rglob("*") if p.is_file())
+    rels = [p.relative_to(Path(folder).parent).as_posix() for p in files]
+    uploads = imports.store_uploads([SimpleUploadedFile(p.name, p.read_bytes()) for p in files], rels, 10**12)
 before = sample(sids)
 t0 = time.perf_counter()
-job, _ = imports.start_import(project, paths=[folder])
+job, _ = imports.start_import(project, uploads=uploads) if uploads else imports.start_import(project, paths=[folder])
 while True:
     job.refresh_from_db()
     if job.is_finished:

@@ -79,6 +79,9 @@ class Command(BaseCommand):
         parser.add_argument("--session-messages", type=int, default=30, help="bench scale: messages of each session")
         parser.add_argument("--scale-workers", default="1,2", help="bench scale: worker counts to run, each a "
                             "process of one pool process")
+        parser.add_argument("--upload-store", default="database", choices=["files", "database"],
+                            help="bench scale: where the workers read the folder: uploaded to the database store, "
+                                 "each worker with its own data folder (default), or read from this disk (files)")
         parser.add_argument("--broker-url", default="", help="bench scale: a scratch Redis database for the broker "
                             f"(default {bench_scale.DEFAULT_BROKER})")
         parser.add_argument("--cache-url", default="", help=f"bench scale: a scratch Redis database for the cache "
@@ -118,7 +121,7 @@ class Command(BaseCommand):
                     workers=[int(n) for n in opts["scale_workers"].split(",") if n.strip()],
                     repeat=opts["repeat"] or 2, database_url=opts["database_url"], broker_url=opts["broker_url"],
                     cache_url=opts["cache_url"], unsplit=opts["unsplit"], part_seconds=opts["part_seconds"],
-                    keep=opts["keep"], folder=opts["folder"],
+                    keep=opts["keep"], folder=opts["folder"], store=opts["upload_store"],
                 )
             except RuntimeError as e:
                 raise CommandError(str(e)) from e
