@@ -50,6 +50,10 @@ class PushError(Exception):
     pass
 
 
+class FileRefused(PushError):
+    """The server refuses this one file (an unsafe name, a line over the upload cap): the others go on."""
+
+
 class Conflict(Exception):
     def __init__(self, size: int, sha256: str):
         super().__init__(f"the server holds {size} bytes ({sha256[:12]}…)")
@@ -162,7 +166,7 @@ class Server:
     def held(self, rel: str) -> tuple[int, str]:
         status, data = self._request("GET", "/push/files", self._query(client=self.client_id, path=rel, hostname=self.hostname))
         if status != 200:
-            raise PushError(f"{rel}: {status} {data.get('detail', '')}".strip())
+            raise (FileRefused if status in (400, 413) else PushError)(f"{rel}: {status} {data.get('detail', '')}".strip())
         return int(data["size"]), data["sha256"]
 
     def send(self, rel: str, offset: int, sha256: str, data: bytes, complete: bool) -> dict:
@@ -172,7 +176,7 @@ class Server:
         if status == 409:
             raise Conflict(int(answer.get("size") or 0), answer.get("sha256") or EMPTY_SHA256)
         if status != 200:
-            raise PushError(f"{rel}: {status} {answer.get('detail', '')}".strip())
+            raise (FileRefused if status in (400, 413) else PushError)(f"{rel}: {status} {answer.get('detail', '')}".strip())
         return answer
 
 
@@ -284,6 +288,8 @@ class Pusher:
                     if name.startswith("."):
                         continue
                     path = Path(folder) / name
+                    if path.is_symlink() and not path.resolve().is_relative_to(root):
+                        continue  # a link out of the folder (to ~/.ssh, /etc) is not followed, as a folder import does not
                     yield path, f"{label}/{path.relative_to(root).as_posix()}"
 
     def run_once(self) -> int:
@@ -293,6 +299,8 @@ class Pusher:
             try:
                 if self.push_file(path, rel):
                     changed += 1
+            except FileRefused as exc:
+                self.log(f"not sent: {exc}")
             except OSError as exc:
                 self.log(f"{path}: not read ({exc.strerror or exc})")
         return changed
@@ -461,8 +469,11 @@ def run(opts, *, locations=None, secrets=None, out=None) -> int:
         while opts.watch:
             time.sleep(opts.interval)
             before = pusher.sent_bytes
-            if pusher.run_once():
-                say(f"sent {pusher.sent_bytes - before} bytes")
+            try:
+                if pusher.run_once():
+                    say(f"sent {pusher.sent_bytes - before} bytes")
+            except PushError as exc:  # watching: the server down longer than --retry-for; the next pass tries again
+                log(f"push.py: {exc}")
     except PushError as exc:
         log(f"push.py: {exc}")
         return 1

@@ -276,6 +276,21 @@ def test_manage_py_push_is_the_same_client(live_server, worker, project, user, t
     _wait_imported(project, worker, count=1)
 
 
+def test_a_link_out_of_the_folder_is_not_followed_and_a_refused_name_stops_only_its_file(live_server, project, user, tmp_path):
+    outside = tmp_path / "outside" / "id_rsa"
+    outside.parent.mkdir()
+    outside.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nnot-for-the-server\n")
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "leak.jsonl").symlink_to(outside)
+    (folder / "bad\x01name.txt").write_text("a name the server refuses\n")
+    (folder / "notes.txt").write_text("plain notes: stored, read by no format\n")
+    assert _push(live_server.url, _token(user, project), [folder], tmp_path / "state.json") == 0
+    held = _held(project)
+    assert list(held) == [_local_rel(folder.resolve(), (folder / "notes.txt").resolve())]
+    assert not Job.objects.exists()  # nothing a format reads: nothing imported
+
+
 # -- a dropped connection -----------------------------------------------------------------------
 
 
