@@ -35,7 +35,7 @@ from django.utils import timezone
 from contextviewer.accounts.models import Project, PushClient
 from contextviewer.conversations.models import Conversation
 from contextviewer.conversations.uploads import UPLOAD_DIR, UnsafePath, relative_path
-from contextviewer.ingest import imports as services
+from contextviewer.ingest import folder_upload, imports as services
 from contextviewer.ingest.models import PushFile
 from contextviewer.ingest.watch import import_target
 
@@ -137,7 +137,10 @@ def receive(client: PushClient, raw_path: str, offset: int, sha256: str, body, l
     root.mkdir(parents=True, exist_ok=True)
     if not target.resolve().is_relative_to(root.resolve()):  # belt and braces: relative_path forbids it
         raise PushRefused(f"{rel}: a path that leaves the client's folder")
-    incoming, digest = _write_aside(root, body, length)
+    try:
+        incoming, digest = _write_aside(root, body, length)
+    except OSError as exc:
+        raise _refusal(exc, rel) from exc
     try:
         with transaction.atomic():
             row = _locked_row(client, rel)
@@ -148,6 +151,8 @@ def receive(client: PushClient, raw_path: str, offset: int, sha256: str, body, l
                 last_push_at=now, files_received=PushFile.objects.filter(client=client).count(),
                 bytes_received=F("bytes_received") + stored,
             )
+    except OSError as exc:
+        raise _refusal(exc, rel) from exc
     finally:
         incoming.unlink(missing_ok=True)
     job_id = None
@@ -155,6 +160,16 @@ def receive(client: PushClient, raw_path: str, offset: int, sha256: str, body, l
         job_id = _import(client, target, row, user or client.user)
     refresh_counts(client)
     return Received(rel, row.size, row.sha256, stored, job_id)
+
+
+def _refusal(exc: OSError, rel: str) -> Exception:
+    """A write that failed, said: a full disk (507, as an upload says it), a file or folder of the
+    name in the way (400); anything else is the server's error."""
+    if folder_upload.disk_full(exc):
+        return PushRefused(folder_upload.DISK_FULL_MESSAGE, status=507)
+    if isinstance(exc, (NotADirectoryError, IsADirectoryError, FileExistsError)):
+        return PushRefused(f"{rel}: a file or folder of that name is in the way on the server (sent before as the other)")
+    return exc
 
 
 def _write_aside(root: Path, body, length: int) -> tuple[Path, str]:

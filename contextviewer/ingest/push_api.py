@@ -76,7 +76,8 @@ def push_held(request, client: str, path: str, project: str | None = None, hostn
     return {"path": rel, "size": size, "sha256": sha}
 
 
-@router.put("/push/files", response={200: PushFileOut, 400: ErrorOut, 403: ErrorOut, 409: PushConflictOut, 413: ErrorOut})
+@router.put("/push/files", response={200: PushFileOut, 400: ErrorOut, 403: ErrorOut, 409: PushConflictOut, 413: ErrorOut,
+                                    507: ErrorOut})
 def push_send(request, client: str, path: str, offset: int = 0, sha256: str = "", complete: bool = True,
               project: str | None = None, hostname: str = ""):
     """Send the bytes of the client's file `path` as the request's body (any content type): offset 0

@@ -289,6 +289,17 @@ def test_a_link_out_of_the_folder_is_not_followed_and_a_refused_name_stops_only_
     held = _held(project)
     assert list(held) == [_local_rel(folder.resolve(), (folder / "notes.txt").resolve())]
     assert not Job.objects.exists()  # nothing a format reads: nothing imported
+    # A file where the server holds a folder of that name, or the other way round: refused, said.
+    token = _token(user, project)
+    url = f"{live_server.url}/api/push/files?client=laptop-0005&offset=0&path="
+    assert _http("PUT", url + "w/one.txt", token, b"one\n")[0] == 200
+    status, data = _http("PUT", url + "w/one.txt/two.txt", token, b"two\n")
+    assert status == 400 and "in the way" in data["detail"], data
+    status, data = _http("PUT", url + "w", token, b"three\n")
+    assert status == 400 and "in the way" in data["detail"], data
+    for bad in ("../escape.txt", "/etc/passwd"):
+        status, data = _http("PUT", url + bad, token, b"x\n")
+        assert status == 400, (bad, data)
 
 
 # -- a dropped connection -----------------------------------------------------------------------
