@@ -31,6 +31,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.test import Client
 
@@ -407,6 +408,11 @@ def _b64url(data: bytes) -> str:
 JWT_HEADER = base64.urlsafe_b64encode(b'{"alg":"HS256"}').decode().rstrip("=")  # the same in every token: not secret
 
 
+def _naughty_strings() -> list[str]:
+    path = Path(settings.FIXTURES_DIR).parent / "payloads" / "blns.json"
+    return json.loads(path.read_text()) if path.is_file() else []
+
+
 def _planted() -> dict[str, str]:
     """One secret of every kind the server masks (secrets.KINDS), each as a log would hold it."""
     rng = random.Random(38)
@@ -449,6 +455,9 @@ def test_mask_sends_no_piece_of_any_secret_and_what_it_sends_is_the_servers_own_
     for i, (kind, value) in enumerate(planted.items()):
         lines += builder.assistant(f"Using the {kind}: {value}", tool=("Bash", {"command": f"echo '{value}'"}))
     lines += builder.turn(1)
+    # The big list of naughty strings (../shared/payloads), each beside a secret: hostile text next to it.
+    values = list(planted.values())
+    lines += [builder.user(f"{naughty} {values[i % len(values)]}") for i, naughty in enumerate(_naughty_strings())]
     folder = tmp_path / "sessions"
     folder.mkdir()
     path = folder / f"{builder.session_id}.jsonl"
@@ -555,7 +564,7 @@ def test_a_push_token_of_another_project_is_refused(live_server, worker, project
 
 
 def test_a_request_over_the_upload_cap_is_refused_with_413_and_push_py_sends_under_it(live_server, worker, project, user,
-                                                                                    tmp_path, settings):
+                                                                                    tmp_path, settings):  # noqa: F811
     settings.MAX_UPLOAD_BYTES = 20_000
     token = _token(user, project)
     url = f"{live_server.url}/api/push/files?client=laptop-0004&path=big.jsonl&offset=0"
