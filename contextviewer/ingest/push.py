@@ -24,6 +24,7 @@ import hashlib
 import os
 import re
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -177,6 +178,7 @@ def _write_aside(root: Path, body, length: int) -> tuple[Path, str]:
     before ``length`` (the connection dropped) is refused and nothing of it kept."""
     aside = root.parent / ".incoming"
     aside.mkdir(parents=True, exist_ok=True)
+    _forget_stale(aside)
     fd, tmp = tempfile.mkstemp(dir=aside, prefix=f"{root.name}-")
     digest = hashlib.sha256()
     got = 0
@@ -195,6 +197,19 @@ def _write_aside(root: Path, body, length: int) -> tuple[Path, str]:
         Path(tmp).unlink(missing_ok=True)
         raise
     return Path(tmp), digest.hexdigest()
+
+
+STALE_SECONDS = 3600  # a body written aside this long ago was left by a server killed mid-request
+
+
+def _forget_stale(aside: Path) -> None:
+    cutoff = time.time() - STALE_SECONDS
+    for entry in aside.iterdir():
+        try:
+            if entry.stat().st_mtime < cutoff:
+                entry.unlink()
+        except OSError:
+            pass
 
 
 def _locked_row(client: PushClient, rel: str) -> PushFile:

@@ -306,6 +306,29 @@ def test_a_link_out_of_the_folder_is_not_followed_and_a_refused_name_stops_only_
 # -- a dropped connection -----------------------------------------------------------------------
 
 
+def test_a_request_cut_mid_body_stores_nothing_of_it(live_server, project, user):
+    token = _token(user, project)
+    host, port = live_server.url.removeprefix("http://").split(":")
+    body = b'{"type":"other"}\n' * 1000
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(
+            f"PUT /api/push/files?client=laptop-0006&path=cut.jsonl&offset=0 HTTP/1.1\r\nHost: {host}\r\n"
+            f"Authorization: Bearer {token}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+            + body[: len(body) // 2]
+        )
+        sock.shutdown(socket.SHUT_WR)  # the connection drops half way through the body
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    assert b" 400 " in answer.split(b"\r\n", 1)[0] and b"nothing of it was stored" in answer, answer[:300]
+    assert not PushFile.objects.filter(size__gt=0).exists()
+    assert not list((client_root(project, "laptop-0006").parent / ".incoming").glob("laptop-0006-*"))  # nothing left aside
+    # Sent again whole, it is stored whole.
+    url = f"{live_server.url}/api/push/files?client=laptop-0006&path=cut.jsonl&offset=0"
+    status, data = _http("PUT", url, token, body)
+    assert status == 200 and data["size"] == len(body) and _held(project) == {"cut.jsonl": body}
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
