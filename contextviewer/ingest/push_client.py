@@ -314,12 +314,21 @@ class Pusher:
                 rel, st.st_size, st.st_mtime_ns, st.st_size):
             return False  # unchanged since it was sent
         if self.secrets is not None and _looks_binary(path):
-            self.log(f"{path}: not sent with --mask (not a text file: its secrets cannot be masked line by line)")
+            if not (entry and entry.get("binary")):  # said once, not at every write
+                self.log(f"{path}: not sent with --mask (not a text file: its secrets cannot be masked line by line)")
             files[str(path)] = {"rel": rel, "size": st.st_size, "mtime": st.st_mtime_ns, "done": st.st_size, "binary": True}
             self.state.save()
             return False
         quiet = time.time() - st.st_mtime_ns / 1e9 >= QUIET
         start, offset, held_sha = self._resume(path, rel, entry, st.st_size)
+        # Where it stands before sending (an empty file, a line still being written: nothing to send
+        # yet), so that the next look starts from here without asking the server again.
+        mark = {"rel": rel, "done": start, "sent": offset, "sent_sha": held_sha, "size": st.st_size, "mtime": st.st_mtime_ns}
+        if self.secrets is not None:
+            mark["local_sha"] = prefix_sha(path, start)
+        if files.get(str(path)) != mark:
+            files[str(path)] = mark
+            self.state.save()
         stored = 0
         for attempt in (1, 2):
             try:
@@ -346,7 +355,7 @@ class Pusher:
         """(local offset, server offset, sha256 held) to go on from: where the last push stopped
         when the file only grew since; else what the server holds of it when that is this file's
         beginning (the state file lost, another --state); else the start."""
-        if entry and entry.get("rel") == rel and entry.get("done") and entry["done"] <= size and "sent_sha" in entry:
+        if entry and entry.get("rel") == rel and "sent_sha" in entry and entry.get("done", size + 1) <= size:
             if self.secrets is None:
                 same = prefix_sha(path, entry["sent"]) == entry["sent_sha"]
             else:

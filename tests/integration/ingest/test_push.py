@@ -286,6 +286,7 @@ def test_a_link_out_of_the_folder_is_not_followed_and_a_refused_name_stops_only_
     (folder / "leak.jsonl").symlink_to(outside)
     (folder / "bad\x01name.txt").write_text("a name the server refuses\n")
     (folder / "notes.txt").write_text("plain notes: stored, read by no format\n")
+    (folder / "empty.jsonl").write_bytes(b"")  # nothing to send yet
     assert _push(live_server.url, _token(user, project), [folder], tmp_path / "state.json") == 0
     held = _held(project)
     assert list(held) == [_local_rel(folder.resolve(), (folder / "notes.txt").resolve())]
