@@ -431,7 +431,7 @@ def add_arguments(p) -> None:
     p.add_argument("--watch", action="store_true", help="keep looking, and send what is written as it is written")
     p.add_argument("--mask", action="store_true", help="mask secrets on this machine before anything is sent")
     p.add_argument("--state", type=Path, default=None, help="the state file (default: ~/.local/state/contextviewer-push/state.json)")
-    p.add_argument("--interval", type=float, default=0.25, help="--watch: seconds between looks (default 0.25)")
+    p.add_argument("--interval", type=float, default=0.5, help="--watch: seconds between looks (default 0.5)")
     p.add_argument("--retry-for", dest="retry_for", type=float, default=300.0, help="seconds to retry a dropped connection (default 300)")
     p.add_argument("--chunk-bytes", dest="chunk_bytes", type=int, default=DEFAULT_CHUNK, help="bytes in one request at most")
     p.add_argument("--quiet", action="store_true", help="say only what went wrong")
