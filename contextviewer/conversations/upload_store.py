@@ -52,6 +52,20 @@ def publish(key: str) -> None:
         _backend().put(name, path)
 
 
+def grew(key: str, offset: int) -> None:
+    """MEDIA_ROOT/key grew from `offset` bytes (a push client's appended bytes, the bytes before
+    checked by their sha256): the store takes the new bytes only where it can (the database: new
+    chunks), else the whole file again."""
+    if kind() == "files":
+        return
+    backend = _backend()
+    path = local(key)
+    if hasattr(backend, "append") and backend.size(key) == offset:
+        backend.append(key, path, offset)
+    else:
+        backend.put(key, path, force=True)
+
+
 def fetch(key: str) -> Path:
     """The local path of an upload (a file, or a folder when key ends in /), copied from the shared
     store first where this process's MEDIA_ROOT lacks it or holds another size."""
@@ -64,8 +78,11 @@ def fetch(key: str) -> Path:
         if size is None:
             raise StoreError(f"{key}: not in the shared upload store ({kind()}): it was removed, or never published")
         target = local(name)
-        if target.is_file() and target.stat().st_size == size:
+        have = target.stat().st_size if target.is_file() else None
+        if have == size:
             continue
+        if have and have < size and hasattr(backend, "get_from") and backend.get_from(name, have, target):
+            continue  # a grown file: only what it appended (the store's copy grows only by appends)
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".fetch-")
         try:
@@ -103,12 +120,12 @@ def _backend():
 class _Database:
     """StoredUpload rows: one per file, its bytes in StoredUploadChunk rows."""
 
-    def put(self, key: str, path: Path) -> None:
+    def put(self, key: str, path: Path, force: bool = False) -> None:
         from contextviewer.conversations.models import StoredUpload, StoredUploadChunk  # lazy: models load after settings
 
         size = path.stat().st_size
-        if StoredUpload.objects.filter(key=key, size=size).exists():
-            return  # the same bytes (the key holds their sha256): stored once
+        if not force and StoredUpload.objects.filter(key=key, size=size).exists():
+            return  # the same bytes (an upload's key holds their sha256): stored once
         digest = hashlib.sha256()
         with transaction.atomic():
             StoredUpload.objects.filter(key=key).delete()
@@ -118,6 +135,49 @@ class _Database:
                     digest.update(data)
                     StoredUploadChunk.objects.create(upload=row, index=index, data=data)
             StoredUpload.objects.filter(pk=row.pk).update(sha256=digest.hexdigest())
+
+    def append(self, key: str, path: Path, offset: int) -> None:
+        """The bytes of `path` from `offset` on, as chunks after the stored ones."""
+        from contextviewer.conversations.models import StoredUpload, StoredUploadChunk  # lazy: models load after settings
+
+        with transaction.atomic():
+            row = StoredUpload.objects.select_for_update().get(key=key)
+            if row.size != offset:  # another request grew it meanwhile: the whole file again
+                transaction.set_rollback(True)
+                return self.put(key, path, force=True)
+            index = (row.chunks.order_by("-index").values_list("index", flat=True).first() or 0) + 1
+            size = offset
+            with open(path, "rb") as f:
+                f.seek(offset)
+                for data in iter(lambda: f.read(CHUNK), b""):
+                    StoredUploadChunk.objects.create(upload=row, index=index, data=data)
+                    index += 1
+                    size += len(data)
+            StoredUpload.objects.filter(pk=row.pk).update(size=size, sha256="")
+
+    def get_from(self, key: str, offset: int, target: Path) -> bool:
+        """Append to `target` (holding the first `offset` bytes) the chunks after them; False when
+        `offset` is not where a chunk starts (then the caller fetches the whole file)."""
+        from django.db.models.functions import Length  # lazy: as below
+
+        from contextviewer.conversations.models import StoredUploadChunk  # lazy: models load after settings
+
+        start, rest, boundary = 0, [], False
+        for pk, length in StoredUploadChunk.objects.filter(upload__key=key).order_by("index").annotate(n=Length("data")).values_list("pk", "n"):
+            boundary = boundary or start == offset
+            if start >= offset:
+                rest.append(pk)
+            start += length
+        if not boundary:
+            return False
+        with open(target, "r+b") as out:
+            out.seek(offset)
+            if out.tell() != offset:
+                return False
+            for pk in rest:
+                out.write(bytes(StoredUploadChunk.objects.values_list("data", flat=True).get(pk=pk)))
+            out.truncate()
+        return True
 
     def size(self, key: str) -> int | None:
         from contextviewer.conversations.models import StoredUpload  # lazy: models load after settings
@@ -159,9 +219,9 @@ class _S3:
 
         return (BotoCoreError, ClientError)
 
-    def put(self, key: str, path: Path) -> None:
+    def put(self, key: str, path: Path, force: bool = False) -> None:
         try:
-            if self.size(key) == path.stat().st_size:
+            if not force and self.size(key) == path.stat().st_size:
                 return
             with open(path, "rb") as f:
                 self.storage.bucket.upload_fileobj(f, self.storage._normalize_name(key))

@@ -94,8 +94,14 @@ def _discard_upload(path: Path) -> None:
         pass
 
 
-def start_import(project: Project, *, paths=(), uploads=(), user=None, idempotency_key=None, enqueue=True):
+def start_import(project: Project, *, paths=(), uploads=(), stored=(), user=None, idempotency_key=None, enqueue=True):
+    """``stored``: files kept in the upload store by the server itself (a push client's), each
+    ``{"key": path under MEDIA_ROOT (a folder ends in /), "root": the folder its names are relative
+    to, "name": what the job page calls it}``: read by any worker from the store, each file's Source
+    keyed by where it lies in the store (``stored:<key>``), not by a machine's folder."""
     params = {"paths": [str(p) for p in paths], "uploads": list(uploads)}
+    if stored:
+        params["stored"] = [dict(item) for item in stored]
     if not enqueue:  # run by the caller's process (`import` without --queue, a watcher): in one piece, no parts sent to workers
         params["in_process"] = True
     return jobs.create_job(project, "import", params, user=user, idempotency_key=idempotency_key, enqueue=enqueue)
@@ -181,7 +187,8 @@ def _run_import(job: Job, progress) -> dict:
 
 
 def _items(job: Job) -> list[tuple[str, object]]:
-    return [("path", p) for p in job.params.get("paths", [])] + [("upload", u) for u in job.params.get("uploads", [])]
+    return ([("path", p) for p in job.params.get("paths", [])] + [("upload", u) for u in job.params.get("uploads", [])]
+            + [("stored", s) for s in job.params.get("stored", [])])
 
 
 def _calibrate(report: ImportReport) -> None:
@@ -222,9 +229,11 @@ def failed_file(name: str, exc: Exception) -> FileReport:
 
 
 def _import_item(project: Project, kind: str, item, report: ImportReport, step) -> int:
-    """Import one thing a job names (a path, an upload) into ``report``; 1 when no format read it."""
+    """Import one thing a job names (a path, an upload, a stored file) into ``report``; 1 when no format read it."""
     if kind == "path":
         return _import_path(project, item, report, step)
+    if kind == "stored":
+        return _import_stored(project, item, report, step)
     if item.get("folder"):  # a folder upload (or a zip of one): read as one folder
         sub = folder_upload.import_folder(project, item, progress=step)
         report.merge(sub)
@@ -293,7 +302,7 @@ def _plan(job: Job) -> _Plan | None:
     units: list[tuple[dict, float]] = []
     for kind, item in items:
         if not _is_folder(kind, item):
-            size = item.get("size", 0) if kind == "upload" else _file_size(item)
+            size = item.get("size", 0) if kind != "path" else _file_size(item)
             units.append(({kind: item}, FILE_SECONDS + size / 1e6 * MB_SECONDS))
             continue
         if kind == "path":
@@ -377,6 +386,29 @@ def _run_parts(job: Job, plan: _Plan, progress) -> dict:
             result,
         )
     return result
+
+
+def _import_stored(project: Project, item: dict, report: ImportReport, step) -> int:
+    """A file (or folder) the server keeps in the upload store, fetched into this worker's MEDIA_ROOT
+    and read as a path whose files are named by their place in the store: the same Source on every
+    worker, so a grown file's next import goes on where the last one stopped, whichever worker runs it."""
+    try:
+        path = upload_store.fetch(item["key"])
+    except upload_store.StoreError as exc:
+        raise jobs.JobRefused(f"The file could not be read from the shared store: {exc}") from exc
+    media, root = Path(settings.MEDIA_ROOT), upload_store.local(item.get("root") or item["key"])
+
+    def names(p: Path) -> tuple[str, str]:
+        p = Path(p)
+        try:
+            shown = p.relative_to(root).as_posix()
+        except ValueError:
+            shown = p.name
+        return f"stored:{p.relative_to(media).as_posix()}", shown
+
+    sub = ingest.import_path(project, path, progress=step, names=names)
+    report.merge(sub)
+    return int(sub.refused)
 
 
 def _import_path(project: Project, path: str, report: ImportReport, step) -> int:

@@ -171,3 +171,45 @@ def test_an_unknown_store_is_said(settings, tmp_path):
     with pytest.raises(upload_store.StoreError, match="one of files, database, s3"):
         upload_store.publish("uploads/x")
     shutil.rmtree(tmp_path / "uploads")
+
+
+def test_a_growing_stored_file_goes_on_where_it_stopped_whichever_worker_reads_it(project, store, settings, tmp_path):
+    """A push client's file (stored by the server under uploads/push/...) imported by one worker,
+    then grown and imported by another: one conversation, one Source named by its place in the
+    store, every line once; the first worker then fetches only what was appended."""
+    from contextviewer.conversations.models import Source
+    from contextviewer.ingest import imports
+
+    web = Path(settings.MEDIA_ROOT)
+    root = "uploads/push/1/client-a/"
+    key = root + ".claude/projects/-home-dev-app/11111111-2222-4333-8444-555555555555.jsonl"
+    lines = session_lines(6)
+    half = len(lines) // 2
+    (web / key).parent.mkdir(parents=True)
+    (web / key).write_text("".join(line + "\n" for line in lines[:half]))
+    upload_store.publish(key)
+    item = {"key": key, "root": root, "name": key.removeprefix(root)}
+
+    _other_machine(settings, tmp_path, "worker1")
+    first = jobs.run(imports.start_import(project, stored=[item])[0].pk)
+    assert first.status == "succeeded", first.error
+    conv = Conversation.objects.get(project=project)
+    assert conv.messages.count() == half
+
+    settings.MEDIA_ROOT = str(web)  # the server receives the appended lines
+    offset = (web / key).stat().st_size
+    with open(web / key, "a") as f:
+        f.write("".join(line + "\n" for line in lines[half:]))
+    upload_store.grew(key, offset)
+
+    _other_machine(settings, tmp_path, "worker2")
+    second = jobs.run(imports.start_import(project, stored=[item], idempotency_key="again")[0].pk)
+    assert second.status == "succeeded", second.error
+    assert Conversation.objects.filter(project=project).count() == 1
+    assert Conversation.objects.get(pk=conv.pk).messages.count() == len(lines)
+    assert list(Source.objects.values_list("path", flat=True)) == [f"stored:{key}"]
+    assert first.result["files"][0]["path"] == item["name"]
+
+    # Back on the first worker: its copy is completed from the store, byte for byte.
+    settings.MEDIA_ROOT = str(tmp_path / "worker1" / "media")
+    assert upload_store.fetch(key).read_bytes() == (web / key).read_bytes()
