@@ -115,6 +115,8 @@ def held(client: PushClient, raw_path: str) -> tuple[str, int, str]:
     row = PushFile.objects.filter(client=client, path=rel).first()
     if row is None:
         return rel, 0, EMPTY_SHA256
+    if row.size:  # a client that lost its state asks first: what is held is imported (once per state)
+        _import(client, client_root(client.project, client.client_id) / rel, row, client.user)
     refresh_counts(client)
     return rel, row.size, row.sha256
 
@@ -157,8 +159,8 @@ def receive(client: PushClient, raw_path: str, offset: int, sha256: str, body, l
     finally:
         incoming.unlink(missing_ok=True)
     job_id = None
-    if stored and complete and row.size:
-        job_id = _import(client, target, row, user or client.user)
+    if complete and row.size:  # also when held already: a server killed before it started the import
+        job_id = _import(client, target, row, user or client.user)  # once per state of the file (its key)
     refresh_counts(client)
     return Received(rel, row.size, row.sha256, stored, job_id)
 
