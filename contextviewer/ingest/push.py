@@ -34,6 +34,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from contextviewer.accounts.models import Project, PushClient
+from contextviewer.conversations import upload_store
 from contextviewer.conversations.models import Conversation
 from contextviewer.conversations.uploads import UPLOAD_DIR, UnsafePath, relative_path
 from contextviewer.ingest import folder_upload, imports as services
@@ -76,8 +77,13 @@ class Received:
     job_id: int | None  # the import started for it
 
 
+def client_key(project: Project, client_id: str) -> str:
+    """The client's folder as a key of the upload store (relative to MEDIA_ROOT, ending in /)."""
+    return f"{UPLOAD_DIR}/{PUSH_DIR}/{project.pk}/{client_id}/"
+
+
 def client_root(project: Project, client_id: str) -> Path:
-    return Path(settings.MEDIA_ROOT) / UPLOAD_DIR / PUSH_DIR / str(project.pk) / client_id
+    return upload_store.local(client_key(project, client_id))
 
 
 def stored_path(raw: str) -> str:
@@ -250,6 +256,7 @@ def _apply(row: PushFile, target: Path, incoming: Path, digest: str, offset: int
         os.replace(incoming, target)
         row.size, row.sha256 = length, digest
         row.save()
+        upload_store.grew(_key(target), 0)  # every worker reads it from the shared store (the whole file)
         return length
     if offset == row.size and sha256 == row.sha256:
         with open(incoming, "rb") as src, open(target, "ab") as out:
@@ -257,9 +264,11 @@ def _apply(row: PushFile, target: Path, incoming: Path, digest: str, offset: int
                 out.write(chunk)
             out.flush()
             os.fsync(out.fileno())
+        offset = row.size
         row.size += length
         row.sha256 = _sha_of(target, row.size)
         row.save()
+        upload_store.grew(_key(target), offset)  # the store takes the appended bytes (where it can)
         return length
     if offset + length == row.size and _sha_of(target, offset) == sha256 and _same_tail(target, offset, incoming):
         return 0  # this chunk was stored already (its answer was lost): stored once
@@ -290,23 +299,32 @@ def _same_tail(path: Path, offset: int, incoming: Path) -> bool:
                 return True
 
 
+def _key(path: Path) -> str:
+    return path.relative_to(Path(settings.MEDIA_ROOT)).as_posix()
+
+
 def _import(client: PushClient, file: Path, row: PushFile, user) -> int | None:
-    """Import what is new in ``file`` as the watcher does (a job per state of the file: the same
-    state is never imported twice); None when no format reads it."""
+    """Import what is new in ``file`` as the watcher does (watch.import_target: the file, the session
+    it is a companion of, or the folder a format reads as a unit), as an item of the upload store
+    (imports.start_import ``stored``: any worker fetches it, and its Source is named by its place in
+    the store, so the next import of the grown file goes on where this one stopped), one job per
+    state of the file (its key: the same state is never imported twice); None when no format reads it."""
     root = client_root(client.project, client.client_id)
     target = import_target(file, [root])
     if target is None:
         return None
-    key = "push:" + hashlib.sha256(
+    key = _key(target) + ("/" if target.is_dir() else "")
+    item = {"key": key, "root": client_key(client.project, client.client_id), "name": target.relative_to(root).as_posix()}
+    idempotency = "push:" + hashlib.sha256(
         f"{client.project_id}\0{target}\0{file}\0{row.size}\0{row.sha256}".encode("utf-8", "surrogateescape")
     ).hexdigest()[:48]
-    job, _ = services.start_import(client.project, paths=[str(target)], user=user, idempotency_key=key)
+    job, _ = services.start_import(client.project, stored=[item], user=user, idempotency_key=idempotency)
     return job.pk
 
 
 def refresh_counts(client: PushClient) -> None:
     """The sessions imported from the client's files (top-level conversations) on its row."""
-    prefix = str(client_root(client.project, client.client_id).resolve()) + os.sep
+    prefix = "stored:" + client_key(client.project, client.client_id)
     sessions = Conversation.objects.filter(
         project_id=client.project_id, parent__isnull=True, source__path__startswith=prefix
     ).count()
@@ -318,16 +336,8 @@ def refresh_counts(client: PushClient) -> None:
 def counts_after_job(job, result: dict) -> None:
     """Follow-up of an import (jobs/kinds.py FOLLOW_UPS): the sessions of the push clients whose
     files it imported, counted again on their rows once the import is done."""
-    base = Path(settings.MEDIA_ROOT) / UPLOAD_DIR / PUSH_DIR
-    ids = set()
-    for raw in (job.params or {}).get("paths") or ():
-        for root in (base, base.resolve()):
-            try:
-                parts = Path(raw).relative_to(root).parts
-            except ValueError:
-                continue
-            if len(parts) >= 2 and parts[0] == str(job.project_id):
-                ids.add(parts[1])
-            break
+    prefix = f"{UPLOAD_DIR}/{PUSH_DIR}/{job.project_id}/"
+    ids = {item["root"][len(prefix):].strip("/") for item in (job.params or {}).get("stored") or ()
+           if str(item.get("root") or "").startswith(prefix)}
     for client in PushClient.objects.filter(project_id=job.project_id, client_id__in=ids).select_related("project"):
         refresh_counts(client)
