@@ -71,5 +71,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.backend_independent)
         elif folder == "browser" and not item.get_closest_marker("worker") and "worker_process" not in item.fixturenames:
             item.add_marker(pytest.mark.backend_independent)
-        elif folder == "agents":
+        elif folder == "agents":  # once, in the PostgreSQL run when both run (bin/test)
             item.add_marker(pytest.mark.backend_independent)
+            item.add_marker(pytest.mark.real_agents)
