@@ -39,6 +39,11 @@ class UsageLineOut(Schema):
     folds: int
 
 
+class UsagePersonOut(Schema):
+    person: str  # the username whose imports brought the sessions in; "" for sessions no one's import brought
+    total: UsageLineOut
+
+
 class UsageReportOut(Schema):
     period: str
     timezone: str
@@ -49,6 +54,7 @@ class UsageReportOut(Schema):
     total: UsageLineOut
     unpriced_models: list[str]
     filters: dict
+    people: list[UsagePersonOut] | None = None  # with by_person: each person's totals over the range
 
 
 @router.get("/projects/{slug}/usage", response={200: UsageReportOut, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut})
@@ -63,6 +69,7 @@ def project_usage(
     until: str = Query("", description="last day (ISO date, inclusive)"),
     timezone: str = Query("", description="the days' time zone, e.g. Europe/Paris (default: the server's)"),
     breakdown: bool = Query(False, description="a line per model under each period"),
+    by_person: bool = Query(False, description="also each person's totals over the range (`people`)"),
 ):
     """Tokens by kind, spend, cache hit rate, sessions, model calls and folds of the project's sessions
     per period: the figures of `manage.py usage`."""
@@ -70,7 +77,7 @@ def project_usage(
     try:
         table = services.usage(period, project=project.slug,
                                agent=agent, model=model, person=person, since=since or None, until=until or None,
-                               timezone=timezone or None, breakdown=breakdown)
+                               timezone=timezone or None, breakdown=breakdown, by_person=by_person)
     except services.BadQuery as exc:
         return Status(400, {"detail": str(exc)})
     audit_read(request, project, "usage", f"usage {period}")

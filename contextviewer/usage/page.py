@@ -76,31 +76,9 @@ def build(project, q: Query) -> dict:
         "peaks": _peaks(mains),
         "compaction": _compaction(mains),
         "needed_again": _needed_again(folds, sessions, opts),
-        "people": _people(sessions, calls, folds, book, opts),
+        "people": services.people(sessions, calls, folds, book, opts, at_least=2),
         "days": len(days),
     }
-
-
-def _people(sessions, calls, folds, book, opts: report.Options) -> list[dict]:
-    """Each person's totals side by side (the person whose import brought a session in; "" for a
-    watched folder's): one table per person over that person's rows. Empty when there are not two to compare."""
-    by_person: dict[str, list] = {}
-    for s in sessions:
-        by_person.setdefault(s.person, []).append(s)
-    if len(by_person) < 2:
-        return []
-    person_of = {s.id: s.person for s in sessions}
-    calls_of: dict[str, list] = {}
-    for c in calls:
-        calls_of.setdefault(person_of.get(c.session, ""), []).append(c)
-    totals = report.Options("monthly", opts.tz, opts.since, opts.until)
-    out = []
-    for name in sorted(by_person, key=lambda n: (n == "", n)):
-        t = report.table(by_person[name], calls_of.get(name, []), folds, book, totals)["total"]
-        if t["sessions"]:
-            hit = t["cache_hit_rate"]
-            out.append({"person": name, "total": t, "hit_pct": None if hit is None else 100 * hit})
-    return out
 
 
 def top_tools(project, q: Query, limit: int = 15) -> dict:

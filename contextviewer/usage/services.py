@@ -77,11 +77,36 @@ def filters_of(f: rows.Filters) -> dict:
     return {"project": f.project or None, "agent": f.agent or None, "model": f.model or None, "person": f.person or None}
 
 
-def usage(period: str, **words) -> dict:
-    """The report of `manage.py usage` and the API (the words of `query`)."""
+def usage(period: str, by_person: bool = False, **words) -> dict:
+    """The report of `manage.py usage` and the API (the words of `query`); `by_person`: also each
+    person's totals over the range (`people`), as the page shows them side by side."""
     f, opts = query(period, **words)
     book = price_book()
     sessions, calls, folds = rows.read(f, book)
     out = report.table(sessions, calls, folds, book, opts)
     out["filters"] = filters_of(f)
+    out["people"] = people(sessions, calls, folds, book, opts) if by_person else None
+    return out
+
+
+def people(sessions, calls, folds, book: PriceBook, opts: report.Options, at_least: int = 1) -> list[dict]:
+    """Each person's totals over the range, side by side (the person whose import brought a session
+    in; "" for a watched folder's or a pushed one's without a user): one table per person over that
+    person's rows. Empty when fewer than `at_least` people have sessions."""
+    by_person: dict[str, list] = {}
+    for s in sessions:
+        by_person.setdefault(s.person, []).append(s)
+    if len(by_person) < at_least:
+        return []
+    person_of = {s.id: s.person for s in sessions}
+    calls_of: dict[str, list] = {}
+    for c in calls:
+        calls_of.setdefault(person_of.get(c.session, ""), []).append(c)
+    totals = report.Options("monthly", opts.tz, opts.since, opts.until)
+    out = []
+    for name in sorted(by_person, key=lambda n: (n == "", n)):
+        t = report.table(by_person[name], calls_of.get(name, []), folds, book, totals)["total"]
+        if t["sessions"]:
+            hit = t["cache_hit_rate"]
+            out.append({"person": name, "total": t, "hit_pct": None if hit is None else 100 * hit})
     return out

@@ -114,6 +114,14 @@ def test_a_team_side_by_side_each_person_with_the_command_s_figures(tmp_path, pr
     # the page of one person shows that person's sessions only
     alone = _client(bob).get(f"/projects/{project.slug}/usage/?{RANGE}&person=bob-team").content.decode()
     assert "1 · 2 model calls" in alone
+    # The API and the command give the same side by side (by_person, --by-person).
+    api = _client(bob).get(f"/api/projects/{project.slug}/usage?period=monthly&by_person=true&{RANGE}").json()
+    command = _usage("monthly", "--project", project.slug, "--by-person", "--since", "2026-02-01", "--until", "2026-03-31")
+    for people in (api["people"], command["people"]):
+        assert [(p["person"], p["total"]["model_calls"], p["total"]["sessions"]) for p in people] == \
+            sorted([("bob-team", 2, 1), (user.username, 4, 1)])
+        assert sum(p["total"]["cost_usd"] for p in people) == pytest.approx(api["total"]["cost_usd"])
+    assert _usage("monthly", "--project", project.slug)["people"] is None
 
 
 def test_one_person_s_project_has_no_side_by_side(tmp_path, project, user):

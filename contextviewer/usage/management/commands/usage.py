@@ -1,5 +1,5 @@
 """python manage.py usage daily|weekly|monthly|session [--agent A] [--model M] [--project SLUG]
-[--person USERNAME] [--since DAY] [--until DAY] [--timezone ZONE] [--breakdown] [--json]
+[--person USERNAME] [--since DAY] [--until DAY] [--timezone ZONE] [--breakdown] [--by-person] [--json]
 
 Tokens by kind, spend, cache hit rate, sessions, model calls and folds per period, from the same
 function as GET /api/projects/{slug}/usage (usage/services.py)."""
@@ -54,6 +54,15 @@ def render(table: dict, breakdown: bool) -> str:
     return "\n".join(out)
 
 
+def render_people(people: list[dict]) -> str:
+    """Each person's totals, one line each, in the table's columns (the person where the period is)."""
+    if not people:
+        return "no sessions"
+    lines = [{**p["total"], "period": p["person"] or "(no one's import)"} for p in people]
+    table = render({"lines": lines[:-1], "total": lines[-1], "prices": "", "unpriced_models": []}, False)
+    return "\n".join(table.splitlines()[: len(lines) + 1]).replace("period", "person", 1)
+
+
 class Command(BaseCommand):
     help = "Usage and spend across sessions per day, week, month or session."
     requires_system_checks = []
@@ -68,13 +77,20 @@ class Command(BaseCommand):
         parser.add_argument("--until", default=None, help="last day, inclusive")
         parser.add_argument("--timezone", default=None, help="the days' time zone (default: the server's TIME_ZONE)")
         parser.add_argument("--breakdown", action="store_true", help="a line per model under each period")
+        parser.add_argument("--by-person", action="store_true", help="also each person's totals over the range")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args, **o):
         try:
             table = services.usage(o["period"], project=o["project"], agent=o["agent"], model=o["model"],
                                    person=o["person"], since=o["since"], until=o["until"], timezone=o["timezone"],
-                                   breakdown=o["breakdown"])
+                                   breakdown=o["breakdown"], by_person=o["by_person"])
         except services.BadQuery as exc:
             raise CommandError(f"usage failed: {exc}") from None
-        self.stdout.write(json.dumps(table, indent=1) if o["json"] else render(table, o["breakdown"]))
+        if o["json"]:
+            self.stdout.write(json.dumps(table, indent=1))
+            return
+        self.stdout.write(render(table, o["breakdown"]))
+        if o["by_person"]:
+            self.stdout.write("\nBy person (the user whose import brought the sessions in), over the whole range:\n")
+            self.stdout.write(render_people(table["people"]))
