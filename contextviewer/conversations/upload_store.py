@@ -66,14 +66,22 @@ def grew(key: str, offset: int) -> None:
         backend.put(key, path, force=True)
 
 
-def fetch(key: str) -> Path:
+def fetch(key: str, companions: bool = False) -> Path:
     """The local path of an upload (a file, or a folder when key ends in /), copied from the shared
-    store first where this process's MEDIA_ROOT lacks it or holds another size."""
+    store first where this process's MEDIA_ROOT lacks it or holds another size. `companions`: with a
+    file, also what lies beside it under its name (``opencode.db-wal``, ``<session>/subagents/...``),
+    which its format reads with it."""
     path = local(key)
     if kind() == "files":
         return path
     backend = _backend()
-    listed = backend.list(key) if key.endswith("/") else [(key, backend.size(key))]
+    if key.endswith("/"):
+        listed = backend.list(key)
+    else:
+        listed = [(key, backend.size(key))]
+        if companions:
+            listed += [(k, n) for k, n in backend.list(key.rsplit(".", 1)[0] if "." in key.rsplit("/", 1)[-1] else key)
+                       if k != key and n is not None]
     for name, size in listed:
         if size is None:
             raise StoreError(f"{key}: not in the shared upload store ({kind()}): it was removed, or never published")

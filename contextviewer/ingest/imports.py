@@ -393,7 +393,7 @@ def _import_stored(project: Project, item: dict, report: ImportReport, step) -> 
     and read as a path whose files are named by their place in the store: the same Source on every
     worker, so a grown file's next import goes on where the last one stopped, whichever worker runs it."""
     try:
-        path = upload_store.fetch(item["key"])
+        path = upload_store.fetch(item["key"], companions=True)
     except upload_store.StoreError as exc:
         raise jobs.JobRefused(f"The file could not be read from the shared store: {exc}") from exc
     media, root = Path(settings.MEDIA_ROOT), upload_store.local(item.get("root") or item["key"])

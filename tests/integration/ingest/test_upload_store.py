@@ -213,3 +213,24 @@ def test_a_growing_stored_file_goes_on_where_it_stopped_whichever_worker_reads_i
     # Back on the first worker: its copy is completed from the store, byte for byte.
     settings.MEDIA_ROOT = str(tmp_path / "worker1" / "media")
     assert upload_store.fetch(key).read_bytes() == (web / key).read_bytes()
+
+
+def test_a_stored_session_file_is_fetched_with_what_lies_beside_it(project, store, settings, tmp_path):
+    """A pushed Claude Code session's sub-agent files lie in <session>/subagents/ beside it: a worker
+    that imports the session file fetches them too, and the sub-agents are linked under it."""
+    from contextviewer.ingest import imports
+
+    folder = write_upload_folder(tmp_path)
+    web = Path(settings.MEDIA_ROOT)
+    root = "uploads/push/1/client-b/"
+    for path, rel in zip(folder.files(), folder.relative()):
+        target = web / root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(path.read_bytes())
+        upload_store.publish(root + rel)
+    key = root + folder.claude_main.relative_to(tmp_path).as_posix()
+    _other_machine(settings, tmp_path, "worker")
+    done = jobs.run(imports.start_import(project, stored=[{"key": key, "root": root, "name": key.removeprefix(root)}])[0].pk)
+    assert done.status == "succeeded", done.error
+    main = Conversation.objects.get(agent="claude-code", parent=None)
+    assert main.children.count() == len(folder.claude_subagents) == 2
