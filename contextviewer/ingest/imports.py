@@ -134,6 +134,26 @@ def fetch_uploads(uploads) -> None:
             raise jobs.JobRefused(f"The upload could not be read from the shared store: {exc}") from exc
 
 
+def fetch_part(units) -> None:
+    """What a part's units read, from the shared store into this worker's MEDIA_ROOT: each
+    session's files (with what lies beside them) where the unit is a session of a folder upload, a
+    whole upload otherwise; not the whole folder, most of which other workers import."""
+    try:
+        for unit in units:
+            if "upload" not in unit:
+                continue
+            blob = unit["upload"]["blob"]
+            group = unit.get("group")
+            if not group or not blob.endswith("/"):
+                upload_store.fetch(blob)
+                continue
+            for rel in [group.get("main"), *(s["path"] for s in group.get("subagents") or ())]:
+                if rel and not Path(rel).is_absolute():
+                    upload_store.fetch(blob + rel, companions=True)
+    except upload_store.StoreError as exc:
+        raise jobs.JobRefused(f"The upload could not be read from the shared store: {exc}") from exc
+
+
 def run_import(job: Job, progress) -> dict:
     fetch_uploads(job.params.get("uploads") or ())
     # Every file of the job is parsed in one parsing process: a parser's crash fails that file only.
@@ -147,7 +167,7 @@ def run_import(job: Job, progress) -> dict:
 def run_import_part(job: Job, progress) -> dict:
     """One part of a folder import (``_plan``): its sessions, each with its sub-agent files; the
     result has the shape of an import's (import_result), the folder's job merges them."""
-    fetch_uploads([u["upload"] for u in job.params.get("units") or () if "upload" in u])
+    fetch_part(job.params.get("units") or ())
     with ingest_child.parsing():
         tokens.preload_encoding()
         report = ImportReport()
@@ -256,10 +276,10 @@ def _import_unit(project: Project, unit: dict, report: ImportReport, step) -> in
     """Import one unit of a part: a session found in a folder (``group``), or a whole path or upload."""
     if "group" not in unit:
         return _import_item(project, *(("path", unit["path"]) if "path" in unit else ("upload", unit["upload"])), report, step)
-    names = folder_upload.naming(unit["upload"])[2] if "upload" in unit else None
+    root, _rel, names = folder_upload.naming(unit["upload"]) if "upload" in unit else (None, None, None)
     sub = ImportReport()
     try:
-        ingest.import_groups(project, [group_from_json(unit["group"])], sub, step, names)  # DiskFull: exc.report is sub
+        ingest.import_groups(project, [group_from_json(unit["group"], root)], sub, step, names)  # DiskFull: exc.report is sub
     except DiskFull:
         raise
     except Exception:  # the files before the one that failed are stored: said with it (_guarded)
@@ -274,8 +294,8 @@ def _unit_name(unit: dict) -> str:
     group = unit.get("group")
     if group:
         path = group.get("main") or (group.get("subagents") or [{}])[0].get("path") or ""
-        if "upload" in unit:
-            return folder_upload.naming(unit["upload"])[1](path)
+        if "upload" in unit:  # relative to the upload's folder (an absolute one from before: made so)
+            return folder_upload.naming(unit["upload"])[1](path) if Path(path).is_absolute() else path
         return path
     return unit["path"] if "path" in unit else unit["upload"]["name"]
 
@@ -305,6 +325,7 @@ def _plan(job: Job) -> _Plan | None:
             size = item.get("size", 0) if kind != "path" else _file_size(item)
             units.append(({kind: item}, FILE_SECONDS + size / 1e6 * MB_SECONDS))
             continue
+        rel = str
         if kind == "path":
             found, groups = ingest.discover_path(item)
             base = {"path": item}
@@ -324,7 +345,7 @@ def _plan(job: Job) -> _Plan | None:
         plan.skipped.extend(found.skipped)
         for group in groups:
             files = 1 + len(group.subagents)
-            units.append(({**base, "group": group_to_json(group)}, files * FILE_SECONDS + ingest.group_size(group) / 1e6 * MB_SECONDS))
+            units.append(({**base, "group": group_to_json(group, rel)}, files * FILE_SECONDS + ingest.group_size(group) / 1e6 * MB_SECONDS))
     part: list[dict] = []
     cost = 0.0
     for unit, estimate in units:
@@ -418,26 +439,29 @@ def _import_path(project: Project, path: str, report: ImportReport, step) -> int
     return int(sub.refused)
 
 
-def group_to_json(group: formats.SessionFiles) -> dict:
-    """A session found by discovery (files.discover_path) as a part's parameter."""
+def group_to_json(group: formats.SessionFiles, rel=str) -> dict:
+    """A session found by discovery (files.discover_path) as a part's parameter; `rel` writes each
+    path (an upload's: relative to its folder, which lies under each worker's own MEDIA_ROOT)."""
     return {
         "format": group.format,
-        "main": str(group.main) if group.main is not None else None,
+        "main": rel(group.main) if group.main is not None else None,
         "session_id": group.session_id,
         "subagents": [
-            {"path": str(s.path), "agent_id": s.agent_id, "agent_type": s.agent_type, "is_compaction": s.is_compaction}
+            {"path": rel(s.path), "agent_id": s.agent_id, "agent_type": s.agent_type, "is_compaction": s.is_compaction}
             for s in group.subagents
         ],
     }
 
 
-def group_from_json(data: dict) -> formats.SessionFiles:
+def group_from_json(data: dict, base: Path | None = None) -> formats.SessionFiles:
+    """`base`: the folder the paths are relative to (an absolute path stays as it is)."""
+    where = (lambda p: base / p) if base is not None else Path
     return formats.SessionFiles(
         format=data["format"],
-        main=Path(data["main"]) if data.get("main") else None,
+        main=where(data["main"]) if data.get("main") else None,
         session_id=data.get("session_id"),
         subagents=[
-            formats.SubagentFile(Path(s["path"]), s["agent_id"], s.get("agent_type"), bool(s.get("is_compaction")))
+            formats.SubagentFile(where(s["path"]), s["agent_id"], s.get("agent_type"), bool(s.get("is_compaction")))
             for s in data.get("subagents") or ()
         ],
     )

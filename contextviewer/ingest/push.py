@@ -39,6 +39,7 @@ from contextviewer.conversations.models import Conversation
 from contextviewer.conversations.uploads import UPLOAD_DIR, UnsafePath, relative_path
 from contextviewer.ingest import folder_upload, imports as services
 from contextviewer.ingest.models import PushFile
+from contextviewer.ingest.sources import prefix_hash
 from contextviewer.ingest.watch import import_target
 
 PUSH_DIR = "push"  # under MEDIA_ROOT/uploads
@@ -244,7 +245,7 @@ def _repair(row: PushFile, target: Path) -> None:
         with open(target, "r+b") as fh:
             fh.truncate(row.size)
     elif size < row.size:  # lost bytes: what is left is what is held
-        row.size, row.sha256 = size, _sha_of(target, size)
+        row.size, row.sha256 = size, prefix_hash(target, size)
 
 
 def _apply(row: PushFile, target: Path, incoming: Path, digest: str, offset: int, sha256: str, length: int) -> int:
@@ -266,26 +267,13 @@ def _apply(row: PushFile, target: Path, incoming: Path, digest: str, offset: int
             os.fsync(out.fileno())
         offset = row.size
         row.size += length
-        row.sha256 = _sha_of(target, row.size)
+        row.sha256 = prefix_hash(target, row.size)
         row.save()
         upload_store.grew(_key(target), offset)  # the store takes the appended bytes (where it can)
         return length
-    if offset + length == row.size and _sha_of(target, offset) == sha256 and _same_tail(target, offset, incoming):
+    if offset + length == row.size and prefix_hash(target, offset) == sha256 and _same_tail(target, offset, incoming):
         return 0  # this chunk was stored already (its answer was lost): stored once
     raise Conflict(row)
-
-
-def _sha_of(path: Path, size: int) -> str:
-    digest = hashlib.sha256()
-    left = size
-    with open(path, "rb") as fh:
-        while left > 0:
-            chunk = fh.read(min(CHUNK, left))
-            if not chunk:
-                break
-            digest.update(chunk)
-            left -= len(chunk)
-    return digest.hexdigest()
 
 
 def _same_tail(path: Path, offset: int, incoming: Path) -> bool:

@@ -233,7 +233,7 @@ def _imported(source: Source, file: _File, read: _Read, new_errors: list[dict]) 
     if file.fmt.storage != formats.LINES:
         source.prefix_sha256 = ""
     elif source.bytes_consumed != file.size or read.compression:
-        source.prefix_sha256 = _prefix_hash(file.path, source.bytes_consumed, source.compression)
+        source.prefix_sha256 = prefix_hash(file.path, source.bytes_consumed, source.compression)
     else:
         source.prefix_sha256 = file.sha
     source.error_count += len(new_errors)
@@ -281,7 +281,8 @@ def _hash_file(path: Path, prefix_len: int) -> tuple[str, str | None, int]:
     return whole.hexdigest(), prefix_digest, read
 
 
-def _prefix_hash(path: Path, length: int, compression: str) -> str:
+def prefix_hash(path: Path, length: int, compression: str = "") -> str:
+    """The sha256 of the first `length` bytes of the file (of its decompressed stream, with `compression`)."""
     digest = hashlib.sha256()
     if compression:
         stream, _ = open_stream(path, max_decompressed_bytes=settings.MAX_DECOMPRESSED_BYTES)

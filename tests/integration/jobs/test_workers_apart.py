@@ -159,6 +159,13 @@ def test_a_folder_uploaded_to_the_web_server_is_imported_once_by_workers_on_thei
             p.stop()
 
     assert done.status == JobStatus.SUCCEEDED, done.error
+    # A part names its sessions' files relative to the upload, never by the folder of the worker
+    # that planned it (another machine's path), and each worker fetched only what it imported.
+    parts = list(Job.objects.filter(kind="import_part", parent_id=job_id))
+    assert len(parts) > 2
+    for part in parts:
+        for unit in part.params["units"]:
+            assert not Path(unit["group"]["main"]).is_absolute(), unit["group"]["main"]
     retried = Job.objects.get(pk=killed.pk)
     assert retried.status == JobStatus.SUCCEEDED and retried.attempts == 2, (retried.status, retried.attempts)
     # Every session once, whole: one conversation per session id, each line one message.
