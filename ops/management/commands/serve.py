@@ -57,7 +57,7 @@ class Command(BaseCommand):
                 f"Created the admin account. Log in at {url} as 'admin' with password: {password}\n"
                 "(shown once; change it in the admin, or run `python manage.py changepassword admin`)"
             ))
-        note = root_note() if running_as_root() else None
+        note = root_note() if running_as_root() and not opts["web_only"] else None
         if note:  # the worker leaves out Celery's superuser warning: why it may, said once
             self.stdout.write(note)
         env = {**os.environ}
