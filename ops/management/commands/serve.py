@@ -57,7 +57,7 @@ class Command(BaseCommand):
                 f"Created the admin account. Log in at {url} as 'admin' with password: {password}\n"
                 "(shown once; change it in the admin, or run `python manage.py changepassword admin`)"
             ))
-        note = root_note() if running_as_root() and not opts["web_only"] else None
+        note = root_note() if running_as_root() and not opts.get("web_only", False) else None
         if note:  # the worker leaves out Celery's superuser warning: why it may, said once
             self.stdout.write(note)
         env = {**os.environ}
@@ -75,7 +75,7 @@ class Command(BaseCommand):
         children: list[_Child] = []
         gave_up = None
         try:
-            if not opts["web_only"]:
+            if not opts.get("web_only", False):
                 children.append(_Child(spawn(worker_command(), env), **limits))
             watched = os.environ.get(watch.ENV, "")
             if watched.strip():
