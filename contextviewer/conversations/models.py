@@ -323,7 +323,6 @@ class StoredUpload(models.Model):
 
     key = models.CharField(max_length=1100, unique=True)
     size = models.BigIntegerField()
-    sha256 = models.CharField(max_length=64)
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

@@ -20,13 +20,15 @@ local copy of the right size is the right copy: fetched once per machine and pro
 
 from __future__ import annotations
 
-import hashlib
 import os
 import tempfile
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models.functions import Length
+
+from contextviewer.conversations.models import StoredUpload, StoredUploadChunk
 
 CHUNK = 4 * 1024 * 1024
 STORES = ("files", "database", "s3")
@@ -129,25 +131,18 @@ class _Database:
     """StoredUpload rows: one per file, its bytes in StoredUploadChunk rows."""
 
     def put(self, key: str, path: Path, force: bool = False) -> None:
-        from contextviewer.conversations.models import StoredUpload, StoredUploadChunk  # lazy: models load after settings
-
         size = path.stat().st_size
         if not force and StoredUpload.objects.filter(key=key, size=size).exists():
-            return  # the same bytes (an upload's key holds their sha256): stored once
-        digest = hashlib.sha256()
+            return  # the same bytes (an upload's key names their sha256): stored once
         with transaction.atomic():
             StoredUpload.objects.filter(key=key).delete()
-            row = StoredUpload.objects.create(key=key, size=size, sha256="")
+            row = StoredUpload.objects.create(key=key, size=size)
             with open(path, "rb") as f:
                 for index, data in enumerate(iter(lambda: f.read(CHUNK), b"")):
-                    digest.update(data)
                     StoredUploadChunk.objects.create(upload=row, index=index, data=data)
-            StoredUpload.objects.filter(pk=row.pk).update(sha256=digest.hexdigest())
 
     def append(self, key: str, path: Path, offset: int) -> None:
         """The bytes of `path` from `offset` on, as chunks after the stored ones."""
-        from contextviewer.conversations.models import StoredUpload, StoredUploadChunk  # lazy: models load after settings
-
         with transaction.atomic():
             row = StoredUpload.objects.select_for_update().get(key=key)
             if row.size != offset:  # another request grew it meanwhile: the whole file again
@@ -161,15 +156,11 @@ class _Database:
                     StoredUploadChunk.objects.create(upload=row, index=index, data=data)
                     index += 1
                     size += len(data)
-            StoredUpload.objects.filter(pk=row.pk).update(size=size, sha256="")
+            StoredUpload.objects.filter(pk=row.pk).update(size=size)
 
     def get_from(self, key: str, offset: int, target: Path) -> bool:
         """Append to `target` (holding the first `offset` bytes) the chunks after them; False when
         `offset` is not where a chunk starts (then the caller fetches the whole file)."""
-        from django.db.models.functions import Length  # lazy: as below
-
-        from contextviewer.conversations.models import StoredUploadChunk  # lazy: models load after settings
-
         start, rest, boundary = 0, [], False
         for pk, length in StoredUploadChunk.objects.filter(upload__key=key).order_by("index").annotate(n=Length("data")).values_list("pk", "n"):
             boundary = boundary or start == offset
@@ -188,26 +179,18 @@ class _Database:
         return True
 
     def size(self, key: str) -> int | None:
-        from contextviewer.conversations.models import StoredUpload  # lazy: models load after settings
-
         return StoredUpload.objects.filter(key=key).values_list("size", flat=True).first()
 
     def list(self, prefix: str) -> list[tuple[str, int]]:
-        from contextviewer.conversations.models import StoredUpload  # lazy: models load after settings
-
         rows = list(StoredUpload.objects.filter(key__startswith=prefix).order_by("key").values_list("key", "size"))
         return rows or [(prefix, None)]
 
     def get(self, key: str, out) -> None:
-        from contextviewer.conversations.models import StoredUploadChunk  # lazy: models load after settings
-
         ids = StoredUploadChunk.objects.filter(upload__key=key).order_by("index").values_list("pk", flat=True)
         for pk in list(ids):  # one chunk in memory at a time
             out.write(bytes(StoredUploadChunk.objects.values_list("data", flat=True).get(pk=pk)))
 
     def delete(self, key: str) -> None:
-        from contextviewer.conversations.models import StoredUpload  # lazy: models load after settings
-
         rows = StoredUpload.objects.filter(key__startswith=key) if key.endswith("/") else StoredUpload.objects.filter(key=key)
         rows.delete()
 

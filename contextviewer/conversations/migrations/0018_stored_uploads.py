@@ -17,7 +17,6 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('key', models.CharField(max_length=1100, unique=True)),
                 ('size', models.BigIntegerField()),
-                ('sha256', models.CharField(max_length=64)),
                 ('created_at', models.DateTimeField(auto_now_add=True)),
             ],
         ),
