@@ -16,6 +16,14 @@ wording a harness wraps every summary in goes, and both sides get one neutral la
 - Gemini CLI and Qwen Code write XML sections: <overall_goal>, <key_knowledge>,
   <file_system_state>, <recent_actions>, <current_plan> inside <state_snapshot>.
 
+The builtin summarizer also writes fixed phrases inside its sections ("Latest request (see Last state
+for where it stands): ...", "Paths mentioned: ...", "Ran `...`", "Last state: ...", "None stated in
+the transcript."). No other summarizer writes them, so blind review takes them out (_PHRASES): each
+such line's words go under their neutral section, one bullet an item ("Files changed: `a`, `b`" is
+"- `a`" and "- `b`" under Files, "Error seen: ..." a bullet under Errors), and a line that only says
+there is nothing goes, as does "Resolve the error of ..." (its error is under Errors). The stored
+summary keeps them.
+
 The neutral layout: every section becomes "## <name>" with its name in one shared vocabulary
 (NEUTRAL: "Primary Request and Intent", "Goal" and <overall_goal> are all "Goal"), sections of the
 same name are one section, and the sections come in NEUTRAL's order (a name outside it keeps its
@@ -71,6 +79,54 @@ _WORDS = (
     ("State", ("state", "done", "current work", "problem solving", "accomplish", "progress", "action", "status", "work")),
     ("Notes", ("analysis", "note")),
 )
+
+
+# The builtin summarizer's fixed phrases (providers/builtin: _goal, _render, _next_steps), a line
+# each, as (the line less its "- ", the neutral section its words go under, as what: a template of
+# the match (m.expand), and the separator of its list, whose items are a bullet each); no section:
+# the line goes.
+_LIST = r"(?<=`), (?=`)"
+_PHRASES = tuple(
+    (re.compile(pattern), section, template, sep)
+    for pattern, section, template, sep in (
+        (r"Latest request: (.+)", "Goal", "\\1\n", None),  # a paragraph each
+        (r"From the earlier summary: (.+)", "Goal", "\\1\n", None),
+        (r"Files changed: (.+)|Files read: (.+)|Paths mentioned: (.+)", "Files", r"\1\2\3", _LIST),
+        (r"Ran (`.+`)", "State", r"- \1", None),
+        (r"Named by the earlier summary: (.+)", "State", r"\1", _LIST),
+        (r"Searched: (.+)|Tasks done: (.+)", "State", r"\1\2", "; "),
+        (r"Symbols: (.+)", "Context", r"\1", _LIST),
+        (r"Error seen: ([\w.:-]+): (.*?) \(on (`[^`]+`)\)", "Errors", r"- \3: \2 (\1)", None),
+        (r"Error seen: (.+)", "Errors", r"- \1", None),
+        (r"(?:Last|Earlier) state: (.+)", "State", r"- \1", None),
+        (r"(?:Answer the latest request|Latest request \(see Last state for where it stands\)|Open task): (.+)", "Next steps", r"- \1", None),
+        (r"Resolve the error(?: of .+ on `.+`|: .+)", None, "", None),
+        (r"Not stated in the transcript \(no user request in the loaded view\)\.|Nothing was done in the loaded view yet\.|"
+         r"No open request, task or error in the transcript\.|None stated in the transcript\.|Earlier summary, carried whole:", None, "", None),
+    )
+)
+
+
+def _without_phrases(sections: list[tuple[str, list[str]]]) -> list[tuple[str, list[str]]]:
+    """The sections without the builtin summarizer's fixed phrases (_PHRASES): a line that is one
+    gives its words to its neutral section, added after the sections (disguise merges sections of
+    one name), or goes. Every other line stays as it was written."""
+    out: list[tuple[str, list[str]]] = []
+    moved: dict[str, list[str]] = {}
+    for name, lines in sections:
+        kept = []
+        for line in lines:
+            body = line.strip().removeprefix("- ")
+            found = next(((m, row) for row in _PHRASES if (m := row[0].fullmatch(body))), None)
+            if found is None:
+                kept.append(line)
+                continue
+            m, (_, section, template, sep) = found
+            words = m.expand(template)
+            if section is not None:
+                moved.setdefault(section, []).extend([f"- {x}" for x in re.split(sep, words) if x.strip()] if sep else [words])
+        out.append((name, kept))
+    return out + list(moved.items())
 
 
 def neutral_name(name: str) -> str:
@@ -156,9 +212,10 @@ def _block(lines: list[str]) -> str:
 
 
 def disguise(text: str) -> str:
-    """`text` as blind review shows it: boilerplate stripped, the sections in the neutral layout
-    (see the module's docstring), runs of blank lines made one."""
+    """`text` as blind review shows it: boilerplate stripped, the builtin's fixed phrases taken out,
+    the sections in the neutral layout (see the module's docstring), runs of blank lines made one."""
     head, sections = _sections(text)
+    sections = _without_phrases(sections)
     merged: dict[str, list[str]] = {}
     for name, lines in sections:
         body = _block(lines)

@@ -1,7 +1,8 @@
 """Playwright: blind review tells nothing of origin (issue 36, item 2). A reviewer with a blind pairwise
 queue sees one row for the segment on the review index, with no size or compression, and the
 recorded Claude Code summary and the builtin's written again read in one layout: the same section
-names in the same order, no harness wording, no fold ids. The dashboard says an encrypted Codex
+names in the same order, no harness wording, none of the builtin's fixed phrases ("Last state:",
+"Ran `...`", "None stated in the transcript."), no fold ids. The dashboard says an encrypted Codex
 summary has no size we know and leaves it out of the medians (item 5). No sleeps."""
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tests.browser.test_viewer_flows import Watch, login
 from tests.factories import make_project, make_user
 from tests.integration.review.test_blind_figures import _remote_compaction
 from tests.integration.review.test_review_pages_render import _fixture_summaries, _import
+from tests.unit.test_blind_phrases import PHRASES as BUILTIN_PHRASES
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -44,6 +46,9 @@ def blind_pair(live_server, tmp_path):
 def test_a_blind_pair_tells_nothing_of_its_origin(page, live_server, blind_pair):
     project, original, alt = blind_pair["project"], blind_pair["original"], blind_pair["alt"]
     sizes = [f"{probes.probe_for(f).summary_tokens:,}" for f in (original, alt)]
+    # The builtin's fixed phrases are in its stored summary, and nowhere on the blind page.
+    written = [p for p in BUILTIN_PHRASES if p in alt.summary_text]
+    assert {"Paths mentioned:", "Ran `", "Last state:", "None stated in the transcript."} <= set(written), alt.summary_text
     watch = Watch(page)
     login(page.context, live_server, blind_pair["anna"])
 
@@ -69,7 +74,7 @@ def test_a_blind_pair_tells_nothing_of_its_origin(page, live_server, blind_pair)
         assert names == sorted(names, key=blind.NEUTRAL.index), names
         layouts.append(names)
         for tell in ["This session is being continued", "Primary Request and Intent", "State and what is done",
-                     "Let me chronologically analyze", "read the full transcript"]:
+                     "Let me chronologically analyze", "read the full transcript", *BUILTIN_PHRASES]:
             expect(column).not_to_contain_text(tell)
     assert set(layouts[0]) & set(layouts[1]) >= {"Goal", "State", "Next steps"}, layouts
     page.screenshot(path=str(SCREENSHOTS / "review-pairwise-blind-layout.png"), full_page=False)
