@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 from django.db.models import Count, Sum
 
@@ -18,6 +19,7 @@ from .builtin import BuiltinProvider
 from .models import PROVIDER_NAMES, ProviderCall, ProviderConfig, SpendEntry
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # At most this many HTTP attempts per job, whatever happens (SDK retries are off; job runs, retries
 # and restarts after a crash all count, because the attempts are rows in the database).
@@ -125,13 +127,13 @@ def complete(
         model = getattr(provider, "model", "")
         call = None
         if not is_local:
-            call = ProviderCall.objects.create(project=project, job=job, provider=provider.name, model=model, role=role)
+            call = _when_free(lambda: ProviderCall.objects.create(
+                project=project, job=job, provider=provider.name, model=model, role=role), sleep)
         try:
             completion = provider.complete(system=system, prompt=prompt, role=role, max_tokens=max_tokens)
         except RetryableProviderError as exc:
             last_error = exc
-            if call is not None:
-                ProviderCall.objects.filter(pk=call.pk).update(error=str(exc)[:2000])
+            _failed(call, exc, sleep)
             delay = backoff_base() * (2 ** (tries - 1))
             log.warning("%s attempt %s failed (%s); retrying in %.1fs", provider.name, tries, exc, delay)
             if progress:
@@ -139,34 +141,38 @@ def complete(
             sleep(min(delay, 60.0))
             continue
         except ProviderError as exc:
-            if call is not None:
-                ProviderCall.objects.filter(pk=call.pk).update(error=str(exc)[:2000])
+            _failed(call, exc, sleep)
             raise
         _when_free(lambda: _paid(call, completion, project, role, provider.name, job, conversation), sleep)
         return completion
 
 
-# A paid completion's ledger rows wait for SQLite's write lock this many times (30 s each, the
-# connection's timeout): an import holds it for the whole of a large file (issue 40: a title job
-# failed with "database is locked" after its completion was paid for).
+# A provider call's rows (its ProviderCall, its error, the paid completion's ledger rows) wait for
+# SQLite's write lock this many times (30 s each, the connection's timeout): an import holds it for
+# the whole of a large file (issue 40: a title job failed with "database is locked").
 SPEND_WRITE_ATTEMPTS = 20
 
 
-def _when_free(write: Callable[[], object], sleep: Callable[[float], None] = time.sleep) -> None:
+def _when_free(write: Callable[[], T], sleep: Callable[[float], None] = time.sleep) -> T:
     """Run ``write`` (one short write outside any transaction), again while SQLite says the
-    database is locked, at most SPEND_WRITE_ATTEMPTS times."""
+    database is locked, at most SPEND_WRITE_ATTEMPTS times; return what it returned."""
     from django.db import OperationalError, connection, transaction
 
     for attempt in range(1, SPEND_WRITE_ATTEMPTS + 1):
         try:
             with transaction.atomic():
-                write()
-            return
+                return write()
         except OperationalError as exc:
             if "locked" not in str(exc) or connection.in_atomic_block or attempt == SPEND_WRITE_ATTEMPTS:
                 raise
-            log.warning("the spend ledger waits for the database (attempt %s): %s", attempt, exc)
+            log.warning("a provider call's rows wait for the database (attempt %s): %s", attempt, exc)
             sleep(min(2.0 * attempt, 10.0))
+    raise AssertionError("unreachable")  # pragma: no cover - the last attempt returns or raises
+
+
+def _failed(call, exc: Exception, sleep: Callable[[float], None]) -> None:
+    if call is not None:
+        _when_free(lambda: ProviderCall.objects.filter(pk=call.pk).update(error=str(exc)[:2000]), sleep)
 
 
 def _paid(call, completion: Completion, project, role: str, provider: str, job, conversation) -> None:

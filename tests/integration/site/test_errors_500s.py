@@ -4,6 +4,7 @@ a clear API error, and the next request works."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import sqlite3
 import subprocess
@@ -162,6 +163,70 @@ def test_a_title_jobs_spend_write_waits_for_the_import(world, monkeypatch):
         lambda: services.record_spend(project, completion, role="title", provider="openai", conversation=conv), sleep
     )
     assert released and SpendEntry.objects.filter(project=project, role="title").count() == 1
+
+
+class _Paid:
+    """A provider at the network edge that answers (or fails) at once, so that only the database
+    can make a title job wait."""
+
+    name, model = "openai", "m"
+
+    def __init__(self, error: Exception | None = None, meanwhile=None):
+        self.error, self.meanwhile = error, meanwhile
+
+    def complete(self, **_):
+        from contextviewer.providers.base import Completion
+
+        if self.meanwhile is not None:
+            self.meanwhile()
+        if self.error is not None:
+            raise self.error
+        return Completion(text="A title", model="m", input_tokens=10, output_tokens=3, cost_usd=0.01)
+
+
+@sqlite_only
+@pytest.mark.parametrize("fails", [False, True], ids=["answered", "refused"])
+def test_a_title_jobs_provider_call_waits_for_the_import(world, monkeypatch, fails):
+    """The attempt's row is written before the provider is asked, and its error after: each waits
+    for an import's write lock as the spend does, and the completion goes on (issue 40, item 4)."""
+    from django.db import connection
+
+    from contextviewer.providers import services
+    from contextviewer.providers.base import ProviderError
+    from contextviewer.providers.models import ProviderCall, SpendEntry
+
+    project, _user, conv, _client = world
+    monkeypatch.setitem(connection.settings_dict["OPTIONS"], "timeout", 0.2)
+    connection.close()
+    waits, held = [], []
+
+    def lock():  # an import begins
+        held.append(_write_lock_held())
+        held[-1].__enter__()
+
+    def sleep(seconds):  # the import commits while the attempt's row waits
+        waits.append(seconds)
+        if held:
+            held.pop().__exit__(None, None, None)
+
+    lock()
+    # Refused: another import has begun while the provider was asked, so the error waits too.
+    provider = _Paid(ProviderError("the key was refused"), meanwhile=lock) if fails else _Paid()
+    ask = functools.partial(services.complete, provider, project=project, role="title", system="s", prompt="p",
+                            conversation=conv, sleep=sleep)
+    try:
+        if fails:
+            with pytest.raises(ProviderError, match="refused"):
+                ask()
+        else:
+            assert ask().text == "A title"
+    finally:
+        while held:  # a failed check leaves no lock behind for the next test
+            held.pop().__exit__(None, None, None)
+    assert len(waits) == (2 if fails else 1), "a row was written without waiting for the lock"
+    call = ProviderCall.objects.get(project=project, role="title")
+    assert (call.ok, call.error) == ((False, "the key was refused") if fails else (True, ""))
+    assert SpendEntry.objects.filter(project=project, role="title").count() == (0 if fails else 1)
 
 
 # --- PostgreSQL restarting: the connection lost mid-request ------------------------------------
