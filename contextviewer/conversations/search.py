@@ -20,6 +20,7 @@ from itertools import islice
 
 from django.db import connection
 
+from contextviewer.core.export import well_formed
 from contextviewer.core.records import text_of_blocks
 from contextviewer.core.secrets import mask_text
 
@@ -47,7 +48,8 @@ def _indexed_text(text: str | None) -> str:
 
 
 def _clipped(text: str | None) -> str:
-    return (text or "")[:MAX_INDEXED_CHARS].replace("\x00", "")
+    # well_formed: a lone surrogate (stored by imports before they replaced it) fails the insert.
+    return well_formed((text or "")[:MAX_INDEXED_CHARS].replace("\x00", ""))
 
 
 def index_messages(conversation_id: int, rows: Iterable[tuple[int, str]]) -> int:

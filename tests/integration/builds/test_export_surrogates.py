@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.db import connection
 from django.test import Client
 
 from contextviewer.builds import services as builds
@@ -39,11 +40,16 @@ def _codex_with_a_surrogate(project, tmp_path) -> Conversation:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     ingest.import_path(project, path)
     conv = Conversation.objects.get(project=project, agent="codex")
+    if connection.vendor != "sqlite":  # PostgreSQL's jsonb cannot hold one: what the importer stored stands
+        return conv
     # Whatever the importer makes of the name, the stored call holds the surrogate (as older imports did).
+    planted = 0
     for message in conv.messages.all():
-        blocks = [dict(b, tool_name=NAME) if b.get("kind") == "tool_use" else b for b in message.blocks or []]
+        blocks = [dict(b, tool_name=NAME) if b.get("kind") == "tool_call" else b for b in message.blocks or []]
         if blocks != message.blocks:
             type(message).objects.filter(pk=message.pk).update(blocks=blocks)
+            planted += 1
+    assert planted == 1, "the stored call's name holds the surrogate"
     return conv
 
 
