@@ -64,7 +64,12 @@ def set_figures(conversation: Conversation, calls: list[tuple], *, message_count
         max(call[4] for call in calls) if conversation.peak_estimated else measured_peak
     )
     if conversation.window is None and conversation.model_names:
-        conversation.window = harness.harness_window(
-            formats.harness(conversation.agent), conversation.model_names[-1], measured_peak
+        # Any of its models may be one its harness ran in a smaller window than the API's (a Claude
+        # Code session on claude-opus-4-6, 1M by the API, with a haiku call after it ran in 200k).
+        rules = formats.harness(conversation.agent)
+        conversation.window = next(
+            (ran for model in reversed(conversation.model_names)
+             if (ran := harness.harness_window(rules, model, measured_peak)) is not None),
+            None,
         )
     conversation.spend_tokens = sum(sum(call[:4]) for call in calls)

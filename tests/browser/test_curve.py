@@ -66,8 +66,10 @@ def test_one_long_turn_after_the_fold_grows_per_call(page, live_server, fixtures
     to 102k), where the page said "fewer than two turns" and "not growing". Per call, checked by hand
     on the stored calls (python manage.py shell: segments.call_points of the conversation, the run
     after core.curve.drops' last index): the last 11 calls hold 99,054 ... 102,168 tokens, so the
-    last 10 calls grew by 3,114 tokens, 311.4 a call; the window is 1,000,000 (claude-opus-4-6 with
-    1M context), 90 % is 900,000: 797,832 to go at 311.4 a call is 2,562.1, so 2563 calls."""
+    last 10 calls grew by 3,114 tokens, 311.4 a call. The window is 200,000: claude-opus-4-6 has 1M
+    by the API, but Claude Code ran it in 200k (the session folded at 167k by compactMetadata.preTokens,
+    and never passed 200k), though its last model is a haiku sub-call's. 90 % is 180,000: 77,832 to go
+    at 311.4 a call is 249.9, so 250 calls."""
     project = make_project("curve-calls")
     user = make_user("curve-calls-viewer", project=project)
     ingest.import_path(project, fixtures_dir / LONG_TURN)
@@ -80,10 +82,11 @@ def test_one_long_turn_after_the_fold_grows_per_call(page, live_server, fixtures
     card = page.locator("#curve-card")
     figures = " ".join(card.locator("#curve-figures").inner_text().split())
     assert "+311 tokens per call (last 10 calls; fewer than two turns since the last fold)" in figures
-    assert "about 2563 calls until 90 % of the window" in figures
+    assert "about 250 calls until 90 % of the window" in figures
     assert "not growing" not in figures and "per turn" not in figures
+    assert "200k" in " ".join(card.inner_text().split()) and "1.0M" not in card.inner_text()
     bar = " ".join(page.locator("#overview-bar").inner_text().split())  # the bar says the same, per call
-    assert "+311 per call" in bar and "~2563 calls to 90 %" in bar and "per turn" not in bar
+    assert "+311 per call" in bar and "~250 calls to 90 %" in bar and "per turn" not in bar
     card.scroll_into_view_if_needed()
     card.screenshot(path=str(SCREENSHOTS / "curve-per-call.png"))
     watch.assert_clean()
