@@ -261,6 +261,7 @@ REGISTRY = [
     "contextviewer.importers.goose.entry",
     "contextviewer.importers.droid.entry",
     "contextviewer.importers.hermes.entry",
+    "contextviewer.importers.amp.entry",
 ]
 
 _ENTRIES: list[Entry] | None = None

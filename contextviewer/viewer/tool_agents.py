@@ -84,7 +84,7 @@ def normalize(name: str, tool_input: Any) -> tuple[str, dict] | None:
                  for e in tool_input["edits"] if isinstance(e, dict)]  # fmt: skip
         return "MultiEdit", {"file_path": path, "edits": edits}
     if key in SEARCHES:
-        pattern = _s(tool_input, "pattern", "file_name", "search_term", "query", "regex")
+        pattern = _s(tool_input, "pattern", "file_name", "search_term", "query", "regex", "filePattern")
         return "Search", {"pattern": pattern, "path": path or _s(tool_input, "dir", "include")}
     if key in TODOS:
         items = tool_input.get("todos") if isinstance(tool_input.get("todos"), list) else tool_input.get("task_list")

@@ -426,7 +426,7 @@ def _view(name: str, tool_input: Any, result_text: str | None, result_error: boo
             view.bash = bash_result(result_text, result_error, result_extra)
             view.shows_result = True
         return view
-    if name in SHELL_TOOLS:
+    if name in SHELL_TOOLS or (name == "Bash" and "cmd" in tool_input):  # a Bash written with `cmd`
         return _shell_view(tool_input, result_text, result_extra)
     if name == "TodoWrite" and isinstance(tool_input.get("todos"), list):
         todos = []

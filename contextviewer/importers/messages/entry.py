@@ -27,7 +27,9 @@ RESPONSES_TYPES = frozenset({"message", "reasoning", "compaction", "item_referen
 # Claude Code, Gemini CLI): such arrays are not claimed.
 FOREIGN_KEYS = frozenset({"action", "observation", "message_type", "parentUuid", "sessionId", "toolCalls",
                           "thoughts", "agentId", "isSidechain"})
-FOREIGN_BODY_KEYS = frozenset({"trajectory", "history", "projectHash", "sessionId", "info", "environment"})
+# (An Amp thread: its "nextMessageId", "agentMode", "usageLedger".)
+FOREIGN_BODY_KEYS = frozenset({"trajectory", "history", "projectHash", "sessionId", "info", "environment", "nextMessageId",
+                               "agentMode", "usageLedger"})
 
 
 def _lc_form(obj: dict) -> tuple[str, dict] | None:

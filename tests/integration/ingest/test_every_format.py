@@ -265,6 +265,14 @@ def _goose_legacy(tmp: Path, fx) -> Path:
     return write_legacy(tmp / "goose" / "sessions")
 
 
+def _amp(tmp: Path, fx) -> Path:
+    from tests.amp_threads import write_threads
+
+    # A threads folder (facts from other readers' source): a thread with an info summary (one fold), and a
+    # thread of before message usage (its usageLedger).
+    return write_threads(tmp / "amp" / "threads")
+
+
 def _droid(tmp: Path, fx) -> Path:
     from tests.unit import test_droid_importer as droid_t
 
@@ -331,6 +339,7 @@ SAMPLES = [
     Sample("goose", "goose", _goose, external_id="20260301_1", folds=1),
     Sample("goose-legacy", "goose", _goose_legacy, external_id="20250301_101500"),
     Sample("droid", "droid", _droid, folds=1),
+    Sample("amp", "amp", _amp, external_id="T-0b9d0362-e377-4f2f-9780-3e637f90eaec", folds=1),
     Sample("hermes", "hermes", _hermes, external_id="20260301_100000_aaaaaa", folds=1),
     Sample("roo-code", "roo-code", _vscode_fork("rooveterinaryinc.roo-cline"), external_id="0199a1b2-roo-task", folds=1),
     Sample("kilo-code", "kilo-code", _vscode_fork("kilocode.kilo-code"), external_id="0199a1b2-roo-task", folds=1),
