@@ -262,6 +262,7 @@ REGISTRY = [
     "contextviewer.importers.droid.entry",
     "contextviewer.importers.hermes.entry",
     "contextviewer.importers.amp.entry",
+    "contextviewer.importers.cursor.entry",
 ]
 
 _ENTRIES: list[Entry] | None = None

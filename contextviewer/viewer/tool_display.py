@@ -435,8 +435,9 @@ def _view(name: str, tool_input: Any, result_text: str | None, result_error: boo
                 status = _s(t, "status")
                 todos.append(Todo(_s(t, "content") or _s(t, "activeForm"), status if status in TODO_STATES else "pending"))
         return ToolView("todos", todos=todos)
-    if name in {"Glob", "Grep"}:
-        view = ToolView("search", pattern=_s(tool_input, "pattern"), path=path)
+    if name in {"Glob", "Grep"}:  # (a Glob written with glob_pattern and target_directory too)
+        view = ToolView("search", pattern=_s(tool_input, "pattern") or _s(tool_input, "glob_pattern"),
+                        path=path or _s(tool_input, "target_directory"))
         if result_text and not result_error:
             found = path_list(result_text)
             if found is not None:

@@ -273,6 +273,14 @@ def _amp(tmp: Path, fx) -> Path:
     return write_threads(tmp / "amp" / "threads")
 
 
+def _cursor(tmp: Path, fx) -> Path:
+    from tests.cursor_transcripts import write_projects
+
+    # A projects folder (facts from other readers' source): a chat with its sub-agent's transcript, and an
+    # earlier .txt transcript. Cursor records no compaction.
+    return write_projects(tmp / ".cursor" / "projects")
+
+
 def _droid(tmp: Path, fx) -> Path:
     from tests.unit import test_droid_importer as droid_t
 
@@ -340,6 +348,7 @@ SAMPLES = [
     Sample("goose-legacy", "goose", _goose_legacy, external_id="20250301_101500"),
     Sample("droid", "droid", _droid, folds=1),
     Sample("amp", "amp", _amp, external_id="T-0b9d0362-e377-4f2f-9780-3e637f90eaec", folds=1),
+    Sample("cursor", "cursor", _cursor, external_id="0b2f6c1e-4d5a-4e3b-9c8d-7e6f5a4b3c2d"),
     Sample("hermes", "hermes", _hermes, external_id="20260301_100000_aaaaaa", folds=1),
     Sample("roo-code", "roo-code", _vscode_fork("rooveterinaryinc.roo-cline"), external_id="0199a1b2-roo-task", folds=1),
     Sample("kilo-code", "kilo-code", _vscode_fork("kilocode.kilo-code"), external_id="0199a1b2-roo-task", folds=1),
