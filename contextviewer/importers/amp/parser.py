@@ -25,8 +25,9 @@ source (facts carry over, code does not; tests/amp_threads.py writes a sample fr
   hold ``{"type": "summary", "summary": {"type": "message", "summary": <text>}}`` (the thread's history
   summarized in place: a compaction) or ``{"type": "thread", "thread": <id>}`` (summarized into another
   thread); the legacy VS Code folder ``globalStorage/sourcegraph.amp/threads3``;
-- an Amp thread-types crate read from the code index (``Thread``, ``Message``, ``ContentBlock``,
-  ``ToolRun``, ``Usage``, ``MessageState``, ``Relationship``): ``state`` {``type`` complete | cancelled |
+- a Rust crate of Amp's thread types in the code index (file 52828220926; the index does not name its
+  repository): ``Thread``, ``Message``, ``ContentBlock``, ``ToolRun``, ``Usage``, ``MessageState``,
+  ``Relationship``, in agreement with the readers above, and ``state`` {``type`` complete | cancelled |
   streaming, ``stopReason``}, ``redacted_thinking``, ``relationships[]`` {``threadID``, ``type`` handoff |
   fork | mention, ``role`` parent | child}, ``agentMode``, ``nextMessageId``.
 
