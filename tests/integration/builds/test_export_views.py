@@ -129,3 +129,58 @@ def test_a_builds_page_says_how_to_continue_it_in_the_agent(compacted, user):
     for command in (f"mkdir -p {folder}", f"mv ~/Downloads/{exported.filename} {folder}/",
                     f"cd /home/dev/project &amp;&amp; claude --resume {exported.session_id}"):
         assert command in page, command
+
+
+def _preserved_fold_lines() -> list[str]:
+    """Claude Code 2.1.197+'s auto fold with a preserved tail (as its real run writes it, issue 33):
+    the answer of turn 1 and the new prompt are written BEFORE the compact_boundary (the prompt
+    twice, same uuid), the boundary starts a new root and names them in compactMetadata
+    (preservedSegment head..tail through the parent chain, anchored at the summary), then the
+    summary, then the call the new prompt asked for, its result and the answer."""
+    b = SessionBuilder()
+    lines = session_lines(1, b)
+    lines += [b.user("Step 1: rename status to final in notes.txt"),
+              *b.assistant("Reading notes.txt", tool=("Read", {"file_path": "notes.txt"})), b.tool_result("status: draft"),
+              *b.assistant("notes.txt now reads 'status: final'.")]
+    answer = json.loads(lines[-1])["uuid"]
+    prompt = b.user("cv-prompt-3: run the tests")
+    lines += [prompt, prompt]
+    tail = json.loads(prompt)["uuid"]
+    b.parent = None  # the boundary starts a new root
+    boundary = b._envelope("system", subtype="compact_boundary", content="Conversation compacted", isMeta=False,
+                           level="info", logicalParentUuid=tail)
+    summary = b._envelope("user", message={"role": "user", "content": SUMMARY}, isVisibleInTranscriptOnly=True,
+                          isCompactSummary=True)
+    boundary["compactMetadata"] = {
+        "trigger": "auto", "preTokens": 185_030, "postTokens": 795,
+        "preservedSegment": {"headUuid": answer, "anchorUuid": summary["uuid"], "tailUuid": tail},
+        "preservedMessages": {"anchorUuid": summary["uuid"], "uuids": [answer, tail], "allUuids": [answer, tail]},
+    }
+    lines += [json.dumps(boundary), json.dumps(summary)]
+    lines += [*b.assistant("Running the tests", tool=("Bash", {"command": "pytest -q"})), b.tool_result("12 passed"),
+              *b.assistant("All 12 tests pass.")]
+    return lines
+
+
+def test_the_loaded_export_after_a_fold_with_a_preserved_tail_written_before_its_boundary(project, tmp_path):
+    """`export --view loaded` keeps what Claude Code sent after the fold: [summary, preserved tail,
+    new prompt, call, result] in that order (builds/services.py `_with_preserved`; a build takes
+    whole turns, and the preserved answer and prompt sit in the turn the boundary ends)."""
+    write_lines(tmp_path / "f.jsonl", _preserved_fold_lines())
+    conv = _import(project, tmp_path / "f.jsonl")
+    out = StringIO()
+    call_command("export", str(conv.pk), format="anthropic", view="loaded", stdout=out, stderr=StringIO())
+    blocks = [(m["role"], b["type"], b.get("text") or b.get("tool_use_id") or b.get("id") or "")
+              for m in json.loads(out.getvalue())["messages"] for b in m["content"]]
+    call = next(i for i, (_, kind, _) in enumerate(blocks) if kind == "tool_use")
+    tool_id = blocks[call][2]
+    assert blocks == [
+        ("user", "text", SUMMARY),
+        ("assistant", "text", "notes.txt now reads 'status: final'."),  # the preserved tail
+        ("user", "text", "cv-prompt-3: run the tests"),  # the new prompt, preserved too
+        ("assistant", "text", "Running the tests"),
+        ("assistant", "tool_use", tool_id),  # the call
+        ("user", "tool_result", tool_id),  # its result
+        ("assistant", "text", "All 12 tests pass."),
+    ], blocks
+    assert not any("Step" in text for _, _, text in blocks), "what the summary stands for stays out"
