@@ -29,7 +29,8 @@ from ops.drivers.pins import AGENTS_DIR, PINS, PYPI, Pin
 
 
 def latest_pin(pin: Pin) -> tuple[Pin | None, str]:
-    """The newest release of `pin`'s package installed under var/agents/latest/<key>, or why not."""
+    """The newest release of `pin`'s package installed under var/agents/latest/<key>, with a note when a
+    package installed beside it is at another version (latest_extras); or None and why not."""
     if pin.kind == PYPI:
         return latest_pypi_pin(pin)
     try:
@@ -38,10 +39,10 @@ def latest_pin(pin: Pin) -> tuple[Pin | None, str]:
         return None, f"npm view failed: {e}"
     if not version:
         return None, f"npm does not know {pin.package}"
-    extra = tuple(e.rsplit("@", 1)[0] + f"@{version}" for e in pin.extra)
+    extra, note = latest_extras(pin, version)
     latest = replace(pin, version=version, extra=extra, key=f"latest/{pin.key}")
     if latest.missing() is None:
-        return latest, ""
+        return latest, note
     cmd = ["npm", "install", "--prefix", str(latest.folder), "--no-save", "--no-package-lock", "--no-audit", "--no-fund",
            "--loglevel=error", *pin.flags, f"{pin.package}@{version}", *extra]
     latest.folder.mkdir(parents=True, exist_ok=True)
@@ -50,7 +51,35 @@ def latest_pin(pin: Pin) -> tuple[Pin | None, str]:
         said = [line.removeprefix("npm error ").strip() for line in (p.stderr or p.stdout).splitlines()]
         said = [line for line in said if line and "complete log" not in line]
         return None, f"npm install {pin.package}@{version} failed: {said[0] if said else f'exit {p.returncode}'}"
-    return latest, ""
+    return latest, note
+
+
+def npm_version(spec: str) -> str:
+    """The version `npm view SPEC version` names: SPEC's newest release, or SPEC's own when it names
+    one; "" when npm knows none (or does not run)."""
+    try:
+        p = subprocess.run(["npm", "view", spec, "version"], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return p.stdout.strip() if p.returncode == 0 else ""
+
+
+def latest_extras(pin: Pin, version: str, view=npm_version) -> tuple[tuple[str, ...], str]:
+    """The npm packages installed beside `pin`'s package at its newest `version`: each at the same
+    version when that release exists, else at its own newest (a platform binary can run ahead of its
+    shim or lag behind it: Droid's shim 0.225.1 goes with its linux-x64 binary 0.225.2; Kilo 7.8.1
+    has no linux-x64 package), with a note naming each that differs (what runs is that binary)."""
+    extra, notes = [], []
+    for spec in pin.extra:
+        name = spec.rsplit("@", 1)[0]
+        if view(f"{name}@{version}"):
+            extra.append(f"{name}@{version}")
+            continue
+        own = view(name)
+        extra.append(f"{name}@{own or version}")  # none at all: npm install says why
+        if own:
+            notes.append(f"{name} has no {version}: its newest, {own}, installed beside it")
+    return tuple(extra), "; ".join(notes)
 
 
 def latest_pypi_pin(pin: Pin) -> tuple[Pin | None, str]:
@@ -87,7 +116,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("action", choices=["check"])
-        parser.add_argument("--latest", action="store_true", help="check the newest release of each agent from npm, not the pinned one")
+        parser.add_argument("--latest", action="store_true", help="check the newest release of each agent from npm or PyPI, not the pinned one")
         parser.add_argument("--agent", action="append", default=[], help="only this driver key (repeat for more)")
         parser.add_argument("--keep", action="store_true", help="keep the imported projects")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -118,6 +147,8 @@ class Command(BaseCommand):
             if pin is None:
                 return {**row, "version": "latest", "status": "not installed", "differences": [why]}
             row["version"] = pin.version
+            if why:
+                row["notes"] = [why]
         elif pin.missing():
             return {**row, "status": "not installed", "differences": [pin.missing()]}
         t0 = time.monotonic()
@@ -146,6 +177,8 @@ class Command(BaseCommand):
         for r in rows:
             self.stdout.write(f"{r['agent']:<22} {r['version']:<10} {r.get('calls', '-'):>10} {r.get('compactions', '-'):>6} "
                               f"{r['seconds']:>8}  {r['status']}")
+            for note in r.get("notes", []):
+                self.stdout.write(f"    note: {note}")
             for d in r["differences"]:
                 self.stdout.write(f"    {d}")
         self.stdout.write(f"agents in {AGENTS_DIR}; {sum(r['status'] == 'pass' for r in rows)} of {len(rows)} pass")
