@@ -368,9 +368,14 @@ def tool_input_text(tool_input: Any, fallback: str = "") -> str:
         return repr(tool_input)
 
 
+# Lines that only wrap a prompt (an agent's envelope around what the user typed: a time stamp, the
+# query's own tags), passed over when a prompt is named by its first line.
+_ENVELOPE = re.compile(r"<timestamp>[^<]*</timestamp>|</?user_query>")
+
+
 def first_line(text: str, limit: int = 160) -> str:
     for line in text.splitlines():
         line = line.strip()
-        if line:
+        if line and not _ENVELOPE.fullmatch(line):
             return line if len(line) <= limit else line[: limit - 1] + "…"
     return ""
