@@ -263,6 +263,7 @@ REGISTRY = [
     "contextviewer.importers.hermes.entry",
     "contextviewer.importers.amp.entry",
     "contextviewer.importers.cursor.entry",
+    "contextviewer.importers.iflow.entry",
 ]
 
 _ENTRIES: list[Entry] | None = None

@@ -281,6 +281,14 @@ def _cursor(tmp: Path, fx) -> Path:
     return write_projects(tmp / ".cursor" / "projects")
 
 
+def _iflow(tmp: Path, fx) -> Path:
+    from tests.iflow_sessions import write_projects
+
+    # A projects folder (facts from other readers' source and a real log): a session with a summary line
+    # (one fold) and tool calls written again across a response's lines, and a session with no usage.
+    return write_projects(tmp / ".iflow" / "projects")
+
+
 def _droid(tmp: Path, fx) -> Path:
     from tests.unit import test_droid_importer as droid_t
 
@@ -349,6 +357,7 @@ SAMPLES = [
     Sample("droid", "droid", _droid, folds=1),
     Sample("amp", "amp", _amp, external_id="T-0b9d0362-e377-4f2f-9780-3e637f90eaec", folds=1),
     Sample("cursor", "cursor", _cursor, external_id="0b2f6c1e-4d5a-4e3b-9c8d-7e6f5a4b3c2d"),
+    Sample("iflow", "iflow", _iflow, external_id="7c1f4e2a-3b5d-4c6e-8f90-a1b2c3d4e5f6", folds=1),
     Sample("hermes", "hermes", _hermes, external_id="20260301_100000_aaaaaa", folds=1),
     Sample("roo-code", "roo-code", _vscode_fork("rooveterinaryinc.roo-cline"), external_id="0199a1b2-roo-task", folds=1),
     Sample("kilo-code", "kilo-code", _vscode_fork("kilocode.kilo-code"), external_id="0199a1b2-roo-task", folds=1),
