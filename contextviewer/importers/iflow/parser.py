@@ -1,6 +1,7 @@
 """iFlow CLI session logs (JSONL) -> normalized records (pure, no Django).
 
-iFlow CLI does not run here (its npm package needs an iflow.cn login; ../shared/docs/stack-notes.md), so
+iFlow CLI does not run here (not on npm under its documented names, and it needs an iflow.cn login;
+../shared/docs/stack-notes.md), so
 these facts come from another reader's source and the real log it keeps as test data (facts carry over,
 code does not; tests/iflow_sessions.py writes a sample from them):
 
