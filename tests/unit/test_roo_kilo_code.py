@@ -69,3 +69,19 @@ def test_a_broken_file_is_said_and_the_other_task_is_kept(tmp_path):
     records = list(fmt.parse(ParseInput(path=kept.folder)))
     assert not of(records, BadLine) and len(of(records, UsageRecord)) == len(kept.requests)
     assert sorted(s.main.name for s in formats.discover(tasks).sessions) == ["0199a1b2-broken", "0199a1b2-kept"]
+
+
+def test_the_task_folders_tools_read_as_people_read_them():
+    """A task folder's calls (tests/cline_folders.py's STEPS, the shapes of the extensions' source)
+    get the shell, read and search views; a SEARCH/REPLACE diff keeps the generic view."""
+    from contextviewer.viewer.tool_agents import normalize
+
+    from tests.cline_folders import STEPS
+
+    views = {name: normalize(name, args) for name, args, _result in STEPS}
+    assert views["execute_command"] == ("Bash", {"command": "git diff --stat", "description": "", "workdir": ""})
+    assert views["read_file"][0] == "Read" and views["read_file"][1]["file_path"] == "tests/test_utils.py"
+    assert views["search_files"] == ("Search", {"pattern": "add\\(", "path": "src"})
+    assert normalize("write_to_file", {"path": "a.py", "content": "x = 1\n"})[0] == "Write"
+    assert normalize("list_files", {"path": "src", "recursive": True})[0] == "Search"
+    assert views["replace_in_file"] is None

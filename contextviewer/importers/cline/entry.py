@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from contextviewer.importers.cline.tools import TOOLS
 from contextviewer.importers.formats import Entry, FOLDER
 
 
@@ -85,6 +86,7 @@ ENTRY = Entry(
     label="Cline / Roo Code",
     storage=FOLDER,
     sniff=sniff,
+    tools=TOOLS,
     extensions=(".json",),
     where=("VS Code globalStorage: saoudrizwan.claude-dev/tasks/<id>/ (Cline; a Roo Code task folder out of its"
            " extension's folder too); the Cline CLI: ~/.cline/data/sessions/<id>/"),
