@@ -77,6 +77,11 @@ def normalize(name: str, tool_input: Any) -> tuple[str, dict] | None:
         return "Edit", {"file_path": path, "old_string": "", "new_string": tool_input["text"], "note": note}
     if key == "patch" and _s(tool_input, "patch_text", "patch", "input"):
         return "Patch", {"patch": _s(tool_input, "patch_text", "patch", "input")}
+    edit = tool_input.get("edit")
+    if key in EDITORS and isinstance(edit, dict | list):  # {path, edit: {old, new}} or a list of them (Kimi)
+        pairs = [{"old_string": _s(e, "old"), "new_string": _s(e, "new")}
+                 for e in (edit if isinstance(edit, list) else [edit]) if isinstance(e, dict)]  # fmt: skip
+        return ("Edit", {"file_path": path, **pairs[0]}) if len(pairs) == 1 else ("MultiEdit", {"file_path": path, "edits": pairs})
     if key in EDITORS or key in WRITES or key in READS:
         return _file_call(key, tool_input, path)
     if key in MULTI and isinstance(tool_input.get("edits"), list):

@@ -186,3 +186,15 @@ def test_an_undo_set_aside_file_is_not_read_twice(tmp_path):
     assert len(messages) == len(messages_of(BEFORE)) + len(messages_of(after_undo)) - copied
     assert not of(records, FoldRecord)
     assert [(c.input_uncached, c.output) for c in of(records, UsageRecord)] == [(1000, 10), (1100, 20), (1200, 10)]
+
+
+def test_its_edit_reads_as_an_edit():
+    """StrReplaceFile takes {path, edit: {old, new}} (as Kimi CLI 1.51 ran it in tests/agents, with the
+    call ops/drivers/kimi.py's plan makes), or a list of such edits: the Edit and MultiEdit views."""
+    from contextviewer.viewer.tool_agents import normalize
+
+    one = normalize("StrReplaceFile", {"path": "/p/app.py", "edit": {"old": "a - b", "new": "a + b"}})
+    assert one == ("Edit", {"file_path": "/p/app.py", "old_string": "a - b", "new_string": "a + b"})
+    two = normalize("StrReplaceFile", {"path": "/p/app.py", "edit": [{"old": "1", "new": "2"}, {"old": "3", "new": "4"}]})
+    assert two == ("MultiEdit", {"file_path": "/p/app.py", "edits": [{"old_string": "1", "new_string": "2"},
+                                                                     {"old_string": "3", "new_string": "4"}]})

@@ -4,6 +4,7 @@ from contextviewer.importers.tool_vocabulary import ToolVocabulary, names
 
 TOOLS = ToolVocabulary(
     shell=names("shell"),
+    edit=names("strreplacefile"),  # {path, edit: {old, new}} (as the 1.51 CLI took it in tests/agents)
     write=names("writefile"),
     read=names("readfile"),
     search=names("glob", "grep"),
