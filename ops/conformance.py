@@ -115,7 +115,7 @@ def check(run: Run, project) -> list[Difference]:
                                         f"under {conv.parent_id}"))
         compactions = [e for e in exchanges if e.kind == "compaction" and _compaction_key(run, e) == key]
         diffs += check_folds(run, key, conv, exchanges, compactions)
-        diffs += check_windows(run, key, conv, mains)
+        diffs += check_windows(run, key, conv, mains, compactions)
     return diffs
 
 
@@ -133,7 +133,8 @@ def check_folds(run: Run, key: str, conv: Conversation, exchanges: list[Exchange
             diffs.append(Difference(key, "trigger", str(triggers), str(got)))
     recorded = run.recorded_before.get(key) or []
     for n, (fold, ex) in enumerate(zip(folds, compactions), 1):
-        diffs += _fold_figures(key, n, fold, ex, exchanges, recorded[n - 1] if n <= len(recorded) else None)
+        figures = _fold_figures(key, n, fold, ex, exchanges, recorded[n - 1] if n <= len(recorded) else None)
+        diffs += [d for d in figures if d.what not in run.unrecorded]
     return diffs
 
 
@@ -175,14 +176,20 @@ def _summary_mark(summary: str) -> str:
 # --- windows ---------------------------------------------------------------------------------
 
 
-def check_windows(run: Run, key: str, conv: Conversation, mains: list[Exchange]) -> list[Difference]:
+def check_windows(run: Run, key: str, conv: Conversation, mains: list[Exchange],
+                  compactions: list[Exchange] | None = None) -> list[Difference]:
     diffs: list[Difference] = []
     count = conv.model_calls.count()
+    folded_at = compactions[0].n if compactions else None
     for i, ex in enumerate(mains, 1):
         if i > count:
             break
-        got = windows.call_window(conv, i).items
-        problems = compare_window(ex.view.items if ex.view else [], got, run.allowances)
+        sent, got = ex.view.items if ex.view else [], windows.call_window(conv, i).items
+        ignores = run.after_fold_ignores
+        if ignores is not None and folded_at is not None and ex.n > folded_at:
+            sent = [r for r in sent if not (r.kind == "text" and ignores(r.text or ""))]
+            got = [g for g in got if not (g["kind"] == "text" and ignores(g["text"] or ""))]
+        problems = compare_window(sent, got, run.allowances)
         diffs += [Difference(f"{key} call {i}", "window", e, g) for e, g in problems[:MAX_WINDOW_DIFFS]]
     return diffs
 

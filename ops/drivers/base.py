@@ -92,6 +92,12 @@ class Run:
     # driver from the raw file, e.g. Claude Code's compactMetadata.preTokens: the last call's input and
     # output plus its estimate of a prompt written before it folded); the check accepts it
     recorded_before: dict[str, list[int | None]] = field(default_factory=dict)
+    # What the agent's files cannot hold, set apart by the check (and said in `notes`): a fold's
+    # figures ("tokens_before", "tokens_after") where no call's usage is written, and the request
+    # texts an agent re-renders after a fold in places its file does not record (left out of both
+    # sides of the window after the first fold; None: nothing)
+    unrecorded: frozenset[str] = frozenset()
+    after_fold_ignores: Callable[[str], bool] | None = None
 
     @property
     def ok(self) -> bool:

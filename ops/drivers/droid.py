@@ -109,6 +109,8 @@ class DroidDriver(PinnedDriver):
                 steps=steps,
                 triggers={MAIN: [""]},  # Droid logs no compaction trigger
                 allowances=allowances(),
+                unrecorded=UNRECORDED,
+                after_fold_ignores=re_rendered,
                 notes=["Droid logs no usage per call (only the last call's, in <id>.settings.json): "
                        "a fold's tokens before and after cannot be read from its files",
                        "no sub-agent: Droid's Task tool needs Factory's daemon"],
@@ -148,6 +150,18 @@ def stream_step(cmd: list[str], cwd: Path, env: dict[str, str], prompts: list[st
 
 def allowances() -> list[Allowance]:
     return []
+
+
+# What Droid's files cannot hold: no usage per call (only the last call's, in <id>.settings.json), so
+# a fold's tokens before and after; and after a fold it re-renders its reminders (the
+# <system-reminder> texts: tools, skills, sub-agents, connectors) into the next requests in an order
+# and place its file does not record. The reminder that holds the user's system info stays compared.
+UNRECORDED = frozenset({"tokens_before", "tokens_after"})
+REMINDER = "<system-reminder>"
+
+
+def re_rendered(text: str) -> bool:
+    return text.lstrip().startswith(REMINDER) and "User system info" not in text
 
 
 DRIVER = DroidDriver(next(p for p in PINS.values() if p.package == PACKAGE))

@@ -106,13 +106,19 @@ class HermesDriver:
                 parents={SUB: MAIN},
                 triggers={MAIN: [""], SUB: []},  # Hermes logs no trigger
                 allowances=allowances(),
-                notes=[] if self.in_place else [ROTATED],
+                unrecorded=UNRECORDED,
+                notes=[UNRECORDED_NOTE] + ([] if self.in_place else [ROTATED]),
             )
 
 
 def allowances() -> list[Allowance]:
     """Request items a Hermes store cannot hold: none (its system prompt is not a message)."""
     return []
+
+
+# Its store keeps no usage per call: a fold's tokens before and after cannot be read from it.
+UNRECORDED = frozenset({"tokens_before", "tokens_after"})
+UNRECORDED_NOTE = "Hermes's store keeps no usage per call: a fold's tokens before and after cannot be read from it"
 
 
 DRIVER = HermesDriver(PINS["hermes"])

@@ -162,6 +162,9 @@ class Command(BaseCommand):
                 project.delete()
             row["differences"] = [str(d) for d in diffs]
             row["status"] = "pass" if not diffs else f"{len(diffs)} differences"
+            set_apart = sorted(run.unrecorded) + (["re-rendered texts after a fold"] if run.after_fold_ignores else [])
+            if set_apart:  # what the agent's files cannot hold, set apart by the check (docs/agents.md)
+                row["notes"] = [*row.get("notes", []), "set apart (not in its files): " + ", ".join(set_apart)]
             row["calls"] = len(run.server.calls("main"))
             # the folds the run made: as the driver counts them (one Gemini compression is two requests)
             row["compactions"] = sum(map(len, run.triggers.values())) if run.triggers else len(run.server.calls("compaction"))
