@@ -264,6 +264,7 @@ REGISTRY = [
     "contextviewer.importers.amp.entry",
     "contextviewer.importers.cursor.entry",
     "contextviewer.importers.iflow.entry",
+    "contextviewer.importers.antigravity_cli.entry",
 ]
 
 _ENTRIES: list[Entry] | None = None

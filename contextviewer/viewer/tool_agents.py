@@ -51,6 +51,10 @@ def _int(value: Any) -> int | None:
 
 
 PATH_KEYS = ("file_path", "filePath", "path", "absolute_path", "filename", "file", "dir_path", "directory")
+# PascalCase argument keys some agents write (CommandLine, AbsolutePath, TargetFile...), read as the usual ones.
+PASCAL_KEYS = {"CommandLine": "command", "Cwd": "cwd", "AbsolutePath": "path", "TargetFile": "path",
+               "TargetContent": "old_string", "ReplacementContent": "new_string", "CodeContent": "content",
+               "Query": "query", "SearchPath": "path", "DirectoryPath": "path", "Prompt": "prompt"}  # fmt: skip
 
 
 def normalize(name: str, tool_input: Any) -> tuple[str, dict] | None:
@@ -60,6 +64,8 @@ def normalize(name: str, tool_input: Any) -> tuple[str, dict] | None:
         return _action_line(key, tool_input)
     if not isinstance(tool_input, dict):
         return None
+    if any(k in PASCAL_KEYS for k in tool_input):
+        tool_input = {**{PASCAL_KEYS[k]: v for k, v in tool_input.items() if k in PASCAL_KEYS}, **tool_input}
     kind = tool_input.get("kind")
     if isinstance(kind, str) and kind.endswith("Action") and not key:
         key = kind.lower()

@@ -265,6 +265,14 @@ def _goose_legacy(tmp: Path, fx) -> Path:
     return write_legacy(tmp / "goose" / "sessions")
 
 
+def _antigravity_cli(tmp: Path, fx) -> Path:
+    from tests.antigravity_trajectories import write_home
+
+    # A conversations folder (facts from other readers' source): a trajectory with a checkpoint (one fold)
+    # and a sub-agent trajectory naming it its parent, and a history.jsonl with its workspace.
+    return write_home(tmp / "antigravity-cli")
+
+
 def _amp(tmp: Path, fx) -> Path:
     from tests.amp_threads import write_threads
 
@@ -358,6 +366,7 @@ SAMPLES = [
     Sample("amp", "amp", _amp, external_id="T-0b9d0362-e377-4f2f-9780-3e637f90eaec", folds=1),
     Sample("cursor", "cursor", _cursor, external_id="0b2f6c1e-4d5a-4e3b-9c8d-7e6f5a4b3c2d"),
     Sample("iflow", "iflow", _iflow, external_id="7c1f4e2a-3b5d-4c6e-8f90-a1b2c3d4e5f6", folds=1),
+    Sample("antigravity-cli", "antigravity-cli", _antigravity_cli, external_id="5a1c7e2d-3b4f-4c6a-8d9e-0f1a2b3c4d5e", folds=1),
     Sample("hermes", "hermes", _hermes, external_id="20260301_100000_aaaaaa", folds=1),
     Sample("roo-code", "roo-code", _vscode_fork("rooveterinaryinc.roo-cline"), external_id="0199a1b2-roo-task", folds=1),
     Sample("kilo-code", "kilo-code", _vscode_fork("kilocode.kilo-code"), external_id="0199a1b2-roo-task", folds=1),
