@@ -162,9 +162,8 @@ class Command(BaseCommand):
                 project.delete()
             row["differences"] = [str(d) for d in diffs]
             row["status"] = "pass" if not diffs else f"{len(diffs)} differences"
-            set_apart = sorted(run.unrecorded) + (["re-rendered texts after a fold"] if run.after_fold_ignores else [])
-            if set_apart:  # what the agent's files cannot hold, set apart by the check (docs/agents.md)
-                row["notes"] = [*row.get("notes", []), "set apart (not in its files): " + ", ".join(set_apart)]
+            if note := set_apart(run):
+                row["notes"] = [*row.get("notes", []), note]
             row["calls"] = len(run.server.calls("main"))
             # the folds the run made: as the driver counts them (one Gemini compression is two requests)
             row["compactions"] = sum(map(len, run.triggers.values())) if run.triggers else len(run.server.calls("compaction"))
@@ -185,3 +184,10 @@ class Command(BaseCommand):
             for d in r["differences"]:
                 self.stdout.write(f"    {d}")
         self.stdout.write(f"agents in {AGENTS_DIR}; {sum(r['status'] == 'pass' for r in rows)} of {len(rows)} pass")
+
+
+def set_apart(run) -> str:
+    """What the agent's files cannot hold, set apart by the check (the driver's Run names it;
+    docs/agents.md), as a row's note; "" when nothing is."""
+    what = sorted(run.unrecorded) + (["re-rendered texts after a fold"] if run.after_fold_ignores else [])
+    return "set apart (not in its files): " + ", ".join(what) if what else ""
