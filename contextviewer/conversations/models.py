@@ -209,7 +209,12 @@ class Message(models.Model):
 
     class Meta:
         ordering = ["position"]
-        indexes = [models.Index(fields=["conversation", "turn", "position"])]
+        indexes = [
+            models.Index(fields=["conversation", "turn", "position"]),
+            # Search (conversations/search.py) orders and pages its matches by these columns: read
+            # from this index, never from the row, whose raw line and blocks come before them.
+            models.Index(fields=["id", "conversation", "timestamp", "position", "turn"], name="message_search_cover"),
+        ]
         constraints = [
             models.UniqueConstraint(fields=["conversation", "position"], name="unique_message_position"),
             models.UniqueConstraint(

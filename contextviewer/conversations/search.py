@@ -32,6 +32,7 @@ PG_TABLE = "conversations_message_search"  # PostgreSQL: (message_id, conversati
 PG_CONFIG = "simple"  # code and identifiers: no stemming, no stop words
 MAX_INDEXED_CHARS = 100_000  # per message: enough to find it, cheap to index
 BATCH = 500
+COVER_INDEX = "message_search_cover"  # Message: (id, conversation, timestamp, position, turn)
 
 _WORD = re.compile(r"\w[\w.\-/]*", re.UNICODE)
 # PostgreSQL's parser keeps paths and file names whole ("tests/test_x.py"); split them into words
@@ -240,7 +241,9 @@ def _matching(
     params_order: list = []
     if _is_sqlite():
         sql = (
-            f"SELECT m.id, m.turn FROM {FTS_TABLE} f JOIN {msg} m ON m.id = f.rowid "
+            # The message's columns from the covering index (migration 0019), never from its row: a
+            # common word matches half the messages, and their rows' raw lines and blocks come first.
+            f"SELECT m.id, m.turn FROM {FTS_TABLE} f JOIN {msg} m INDEXED BY {COVER_INDEX} ON m.id = f.rowid "
             f"JOIN {conv} c ON c.id = m.conversation_id "
             f"WHERE {FTS_TABLE} MATCH %s AND c.project_id IN "
             f"(SELECT project_id FROM {membership} WHERE user_id = %s) "
