@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date, timedelta
+from functools import cached_property
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, F, QuerySet
+from django.db.models import F, QuerySet
 
 from contextviewer.accounts.models import Project
 from contextviewer.core.severity import severity
@@ -30,6 +31,7 @@ SORTS = {
     "spend": "spend_tokens",
 }
 INDEX_PAGE_SIZE = 50
+UNSHOWN = ("agent_links", "lineage")  # JSON the index never shows: not read nor decoded
 
 
 @dataclass
@@ -41,6 +43,16 @@ class IndexRow:
     duration: timedelta | None
     cost: float | None
     children: list[IndexRow] = field(default_factory=list)
+
+    @property
+    def shown(self) -> tuple:
+        """Everything the index's row shows (the template keeps its HTML per these values)."""
+        c = self.conversation
+        return (
+            c.id, c.agent, c.kind, c.agent_type, c.title, c.external_id, c.is_live, c.model_names, c.project.name,
+            c.cwd, c.started_at, c.message_count, c.model_call_count, c.peak_context, c.measured_calls,
+            c.spend_tokens, c.fold_count, self.window, self.peak_pct, self.severity, self.duration, self.cost,
+        )
 
     @property
     def peak_title(self) -> str:
@@ -107,6 +119,10 @@ class Filters:
             qs = qs.filter(fold_count__gt=0)
         return qs
 
+    @property
+    def sort_key(self) -> str:
+        return self.sort.lstrip("-")
+
     def order_by(self) -> list:
         key = SORTS[self.sort.lstrip("-")]
         desc = self.sort.startswith("-")
@@ -148,10 +164,23 @@ class IndexPage:
     filters: Filters
     page: Page
     rows: list[IndexRow]
-    projects: list
-    agents: list[str]
-    models: list[str]
     total: int
+    user: object = field(repr=False, default=None)
+    base: QuerySet | None = field(repr=False, default=None)  # the user's conversations
+
+    # The filter form's choices: read only by the full page (its form), not by the results fragment.
+    @cached_property
+    def projects(self) -> list:
+        return list(Project.objects.for_user(self.user))
+
+    @cached_property
+    def agents(self) -> list[str]:
+        return list(self.base.order_by().values_list("agent", flat=True).distinct())
+
+    @cached_property
+    def models(self) -> list[str]:
+        names = self.base.order_by().values_list("model_names", flat=True).distinct()[:500]
+        return sorted({m for row in names for m in row or []})
 
     @property
     def sort_key(self) -> str:
@@ -183,17 +212,16 @@ class IndexPage:
 def index_page(user, data) -> IndexPage:
     filters = Filters.from_query(data)
     base = Conversation.objects.for_user(user)
-    qs = (
-        filters.apply(base.top_level())
-        .select_related("project")
-        .annotate(duration=F("ended_at") - F("started_at"), child_count=Count("children", distinct=True))
-        .order_by(*filters.order_by())
-    )
-    paginator = Paginator(qs, INDEX_PAGE_SIZE)
+    listed = filters.apply(base.top_level())
+    qs = listed.select_related("project").defer(*UNSHOWN)
+    if filters.sort_key == "duration":  # the only order that needs it: a row's duration is _row's
+        qs = qs.annotate(duration=F("ended_at") - F("started_at"))
+    qs = qs.order_by(*filters.order_by())
+    paginator = _Paginator(qs, INDEX_PAGE_SIZE, listed)
     page = paginator.get_page(data.get("page"))
     convs = list(page.object_list)
     children = list(
-        base.filter(parent__in=[c.id for c in convs]).select_related("project").order_by("started_at", "id")[:2000]
+        base.filter(parent__in=[c.id for c in convs]).select_related("project").defer(*UNSHOWN).order_by("started_at", "id")[:2000]
     )
     # Spend per conversation: kept per version of its row (page_cache), summed for the others only.
     sums = page_cache.per_conversation(convs + children, "spend", figures.usage_sums, [])
@@ -201,14 +229,16 @@ def index_page(user, data) -> IndexPage:
     by_id = {r.conversation.id: r for r in rows}
     for child in children:
         by_id[child.parent_id].children.append(_row(child, sums))
-    agents = list(base.order_by().values_list("agent", flat=True).distinct())
-    models = sorted({m for names in base.order_by().values_list("model_names", flat=True).distinct()[:500] for m in names or []})
-    return IndexPage(
-        filters=filters,
-        page=page,
-        rows=rows,
-        projects=list(Project.objects.for_user(user)),
-        agents=agents,
-        models=models,
-        total=paginator.count,
-    )
+    return IndexPage(filters=filters, page=page, rows=rows, total=paginator.count, user=user, base=base)
+
+
+class _Paginator(Paginator):
+    """Counts the listed conversations without the page's joins and annotations."""
+
+    def __init__(self, object_list, per_page, counted: QuerySet):
+        super().__init__(object_list, per_page)
+        self._counted = counted
+
+    @cached_property
+    def count(self) -> int:
+        return self._counted.count()
