@@ -134,6 +134,15 @@ class ClaudePrefix:
     def recorded_output(self) -> int:
         return int(self.last["message"]["usage"].get("output_tokens") or 0)
 
+    def with_model(self, model: str) -> ClaudePrefix:
+        """The prefix resumed with another model: `claude --model` and its assistant lines' model
+        ("[1m]" asks for the 1M window; the lines keep the API's name without it)."""
+        records = copy.deepcopy(self.records)
+        for r in records:
+            if isinstance(r.get("message"), dict) and r["message"].get("model"):
+                r["message"]["model"] = model.replace("[1m]", "")
+        return ClaudePrefix(self.source, records, self.session_id, model)
+
     def with_usage(self, total: int) -> list[dict]:
         """The records with the last response's usage (every split record of its message id) set so
         that input + cache creation + cache read + output = total (output kept as recorded)."""

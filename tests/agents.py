@@ -71,13 +71,14 @@ class Case:
     threshold: int  # the lab's threshold function for this prefix's model
     tail: int  # the rule's estimate of what follows the last usage when the client decides
     probe: Outcome  # a run well below the threshold: what the client appends for the new prompt
+    model: str = ""  # another model the prefix is resumed with (`claude --model`), else its own
 
     def usage_for(self, side: int) -> int:
         """The last usage that puts the rule's count 0.5 % below (side=-1) or above (+1) the threshold."""
         return round(self.threshold * (1 + side * MARGIN)) - self.tail
 
     def run(self, usage_total: int) -> Outcome:
-        return _run(self.client, self.name, usage_total)
+        return _run(self.client, self.name, usage_total, self.model)
 
 
 def _lab_threshold(client: str, prefix) -> int:
@@ -97,31 +98,36 @@ def _prefix(client: str, name: str):
 
 
 @functools.cache
-def _run(client: str, name: str, usage_total: int) -> Outcome:
+def _run(client: str, name: str, usage_total: int, model: str = "") -> Outcome:
     prefix = _prefix(client, name)
+    if model:
+        prefix = prefix.with_model(model)
     outcome = run_claude(prefix, usage_total) if client == "claude-code" else run_codex(prefix, usage_total)
     return outcome.check()
 
 
-def case(client: str, name: str) -> Case:
+def case(client: str, name: str, model: str = "") -> Case:
     _prefix(client, name)  # skips when the shared fixtures are absent
     require_clients()  # fails when the clients are not installed
-    return _case(client, name)
+    return _case(client, name, model)
 
 
 @functools.cache
-def _case(client: str, name: str) -> Case:
+def _case(client: str, name: str, model: str = "") -> Case:
     prefix = _prefix(client, name)
+    if model:
+        prefix = prefix.with_model(model)
     threshold = _lab_threshold(client, prefix)
-    probe = _run(client, name, threshold // 2)
+    probe = _run(client, name, threshold // 2, model)
     assert not probe.compacted, f"{client} compacted {name} at half the threshold: {probe.detail}"
     tail = claude_rule_tail(probe) if client == "claude-code" else codex_rule_tail(prefix)
-    return Case(client, name, prefix, threshold, tail, probe)
+    return Case(client, name, prefix, threshold, tail, probe, model)
 
 
-def lab_fires_at_last_call(c: Case, usage_total: int, policy: str) -> tuple[bool, str]:
-    """Import the prefix + the would-be next exchange into contextviewer, replay `policy` over it and
-    say whether it folds at the last recorded call (and what it did, for the failure message)."""
+def lab_fires_at_last_call(c: Case, usage_total: int, policy: str, params: dict | None = None) -> tuple[bool, str]:
+    """Import the prefix + the would-be next exchange into contextviewer, replay `policy` (with
+    `params`, e.g. a version's rule) over it and say whether it folds at the last recorded call (and
+    what it did, for the failure message)."""
     from contextviewer.conversations.models import Conversation
     from contextviewer.core import policylab
     from contextviewer.ingest import files as ingest
@@ -141,7 +147,7 @@ def lab_fires_at_last_call(c: Case, usage_total: int, policy: str) -> tuple[bool
     conv = Conversation.objects.filter(project=project, kind="main").order_by("-model_call_count").first()
     assert conv is not None, f"nothing imported from {file_name}: {report}"
     lab = replays.load_session(conv)
-    replay = policylab.get(policy).replay(lab.session)
+    replay = policylab.get(policy).replay(lab.session, **(params or {}))
     last = max(call.index for call in lab.session.calls)
     folds = [e for e in replay.events if e.kind == "fold"]
     fired = any(e.call_index == last for e in folds)

@@ -19,8 +19,8 @@ def text_of(tokens: int, line: str = "x") -> str:
 
 
 class LabBuilder:
-    def __init__(self, window: int = 200_000, agent: str = "claude-code", overhead: int = 0):
-        self.window, self.agent, self.overhead = window, agent, overhead
+    def __init__(self, window: int = 200_000, agent: str = "claude-code", overhead: int = 0, model: str | None = None):
+        self.window, self.agent, self.overhead, self.model = window, agent, overhead, model
         self.messages: list[Msg] = []
         self.calls: list[Call] = []
         self.real_summaries: list[int] = []
@@ -51,7 +51,8 @@ class LabBuilder:
         """A model call (it sees everything so far) and the assistant message it produced."""
         self.seq += 1
         index = len(self.calls)
-        self.calls.append(Call(index=index, seq=self.seq, usage_input=usage, output=output, window=self.window))
+        self.calls.append(Call(index=index, seq=self.seq, usage_input=usage, output=output, window=self.window,
+                               model=self.model))
         ids = tuple(f"t{self.n_tool + k}" for k in range(len(tools)))
         self.n_tool += len(tools)
         self._pending = list(zip(ids, tools, strict=True))

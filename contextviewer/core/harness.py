@@ -22,6 +22,7 @@ window (GPT-5 family: 272k of 400k) reserves the rest of the window for output.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from .model_specs import ModelSpec, lookup, normalize
@@ -36,9 +37,20 @@ class VersionRule:
     measured: str  # the versions the rule was measured on ("2.0.57")
     params: tuple[tuple[str, object], ...] = ()  # the own policy's params under it
     label: str = ""  # the rule in words, with its figure on the usual window
+    since: str = ""  # within the prefix, the first version it holds ("2.1.163"), bisected on npm's releases
+    until: str = ""  # ... and the last ("2.1.152")
 
     def holds(self, version: str) -> bool:
-        return version == self.versions or version.startswith(self.versions + ".")
+        if not (version == self.versions or version.startswith(self.versions + ".")):
+            return False
+        v = release(version)
+        return (not self.since or v >= release(self.since)) and (not self.until or v <= release(self.until))
+
+
+def release(version: str) -> tuple[int, ...]:
+    """"2.1.153" -> (2, 1, 153); a pre-release or build suffix is left out ("0.104.0-alpha.1" -> (0, 104, 0))."""
+    head = re.split(r"[-+ ]", version.strip(), maxsplit=1)[0]
+    return tuple(int(p) if p.isdigit() else 0 for p in head.split("."))
 
 
 def version_rule(rules: tuple[VersionRule, ...], version: str | None) -> VersionRule | None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import pytest
 
+from contextviewer.importers import formats
 from tests.agents import CLAUDE_PREFIXES, MARGIN, case, lab_fires_at_last_call
 
 pytestmark = pytest.mark.fixtures
@@ -52,3 +53,21 @@ def test_lab_replay_folds_exactly_when_real_claude_code_compacts(name):
         fired, detail = lab_fires_at_last_call(c, usage, "claude_code")
         assert fired == real, (f"last usage {usage:,} (rule count {usage + c.tail:,}, lab threshold {c.threshold:,}): "
                                f"Claude Code compacted={real}, the lab folded at the last call={fired}; {detail}")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("model", ["claude-opus-4-5", "claude-haiku-4-5"])
+def test_a_model_without_an_auto_compact_window_is_compacted_on_the_threshold_by_neither_the_client_nor_the_lab(model):
+    """From 2.1.163 the client compacts on its threshold only the models it has an auto-compact
+    window for (claude-opus-4-6 and claude-sonnet-4-6 in 200k): the same prefix resumed with
+    `--model claude-opus-4-5` 0.5 % over the 167,000 count, and well over it (199,000, under the
+    200k window), is not compacted; the lab's replay under the rule of the client's version does not
+    fold there either. claude-opus-4-6 on the same counts is compacted (the tests above)."""
+    c = case("claude-code", NAMES[1], model)
+    params, note = formats.harness("claude-code").rule_for(c.probe.version)
+    assert "no measured rule" not in note, note
+    for usage in (c.usage_for(+1), 199_000 - c.tail):
+        out = c.run(usage)
+        assert not out.compacted, f"Claude Code {out.version} compacted {model} at a last usage of {usage:,}: {out.detail}"
+        fired, detail = lab_fires_at_last_call(c, usage, "claude_code", params)
+        assert not fired, f"{model} at {usage:,}: the lab folded under the rule of {c.probe.version}; {detail}"

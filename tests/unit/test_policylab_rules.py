@@ -29,9 +29,9 @@ def folds(replay) -> list[int]:
     return [e.call_index for e in replay.events if e.kind == "fold"]
 
 
-def grows_by(step: int, calls: int, window: int = 200_000, overhead: int = 1_000):
+def grows_by(step: int, calls: int, window: int = 200_000, overhead: int = 1_000, model: str | None = None):
     """A session whose window grows by one `step`-token Read result per call (no usage measured)."""
-    b = LabBuilder(window=window, overhead=overhead)
+    b = LabBuilder(window=window, overhead=overhead, model=model)
     b.user("go")
     for _ in range(calls):
         b.tool_turn("Read", text_of(step))
@@ -97,6 +97,60 @@ def test_a_200k_session_at_160k_folds_under_the_2_0_rule_and_not_under_the_2_1_r
     params, _ = CLAUDE.rule_for("2.0.57")
     assert folds(get("claude_code").replay(s, **params)) == [4]
     assert folds(get("claude_code").replay(s)) == []
+
+
+# --- which models fold on the threshold (2.1.153 on) ----------------------------------------------
+# Measured on the real clients with `manage.py agent_thresholds --models ... --at 199000` (a last usage
+# over 167,000 and under the 200k window; docs/policy-lab.md "Which models compact on the threshold"):
+# 2.1.39 and 2.1.152 compacted every model; 2.1.153 to 2.1.162 none; 2.1.163, 2.1.197 and 2.1.332 only
+# claude-opus-4-6 and claude-sonnet-4-6 (not opus-4-5, sonnet-4-5, haiku-4-5, opus-4-1, sonnet-4);
+# on 1M, 2.1.332 compacted claude-sonnet-5 from 967,000 (bisected: last usage 966,044 + 956) and never
+# claude-opus-4-6 [1m] (up to 999,000). The versions between were bisected by installing npm's releases.
+
+
+@pytest.mark.parametrize(
+    ("version", "auto_windows"),
+    [("2.1.152", None), ("2.1.153", ()), ("2.1.162", ()), ("2.1.163", "listed"), ("2.1.197", "listed"), ("2.1.332", "listed"),
+     ("2.1.400", "listed"), ("2.1.160-beta.1", ())],
+)
+def test_the_2_1_rule_is_picked_by_the_release_within_2_1(version, auto_windows):
+    params, note = CLAUDE.rule_for(version)
+    assert "no measured rule" not in note
+    got = params.get("auto_windows")
+    if auto_windows == "listed":
+        assert dict(got) == {"claude-opus-4-6": 200_000, "claude-sonnet-4-6": 200_000, "claude-sonnet-5": 1_000_000}
+    else:
+        assert got == auto_windows
+
+
+@pytest.mark.parametrize(
+    ("version", "model", "window", "step", "fold_detail"),
+    [
+        # 200k: 1k + 6 x 30k = 181k at call 6 (over 167,000), 211k at call 7 (over the window).
+        ("2.1.39", "claude-opus-4-5", 200_000, 30_000, (6, "auto-compact")),
+        ("2.1.332", "claude-opus-4-5", 200_000, 30_000, (7, "reactive compact")),
+        ("2.1.332", "claude-haiku-4-5-20251001", 200_000, 30_000, (7, "reactive compact")),
+        ("2.1.332", "claude-opus-4-6", 200_000, 30_000, (6, "auto-compact")),
+        ("2.1.332", "claude-sonnet-4-6", 200_000, 30_000, (6, "auto-compact")),
+        ("2.1.155", "claude-opus-4-6", 200_000, 30_000, (7, "reactive compact")),
+        # 1M: 1k + 7 x 140k = 981k at call 7 (over 967,000), 1,121k at call 8 (over the window).
+        ("2.1.39", "claude-opus-4-6", 1_000_000, 140_000, (7, "auto-compact")),
+        ("2.1.332", "claude-opus-4-6", 1_000_000, 140_000, (8, "reactive compact")),
+        ("2.1.332", "claude-sonnet-5", 1_000_000, 140_000, (7, "auto-compact")),
+    ],
+)
+def test_a_model_the_version_does_not_compact_on_its_threshold_folds_only_past_the_window(version, model, window, step, fold_detail):
+    params, _ = CLAUDE.rule_for(version)
+    r = get("claude_code").replay(grows_by(step, 9, window=window, model=model), **params)
+    fold = next(e for e in r.events if e.kind == "fold")
+    assert (fold.call_index, fold.detail.split(" at ")[0].split(":")[0]) == fold_detail
+
+
+def test_a_release_range_holds_its_own_releases_only():
+    rules = (VersionRule("2.1", "a", until="2.1.152"), VersionRule("2.1", "b", since="2.1.163"))
+    assert version_rule(rules, "2.1.152").measured == "a" and version_rule(rules, "2.1.9").measured == "a"
+    assert version_rule(rules, "2.1.163").measured == "b" and version_rule(rules, "2.1.1000").measured == "b"
+    assert version_rule(rules, "2.1.157") is None and version_rule(rules, "2.2.0") is None
 
 
 # --- once per crossing --------------------------------------------------------------------------

@@ -58,6 +58,17 @@ def threshold(window: int, max_output: int = 20_000, pct: float | None = None, a
     return thr
 
 
+def proactive(auto_windows, model: str | None, window: int) -> bool:
+    """Whether the client compacts this model in this window on its threshold. `auto_windows` None:
+    every model (Claude Code up to 2.1.152, and 2.0). Else only the (model, window) pairs it lists,
+    each a model name prefix and the window it runs in (2.1.163 on: claude-opus-4-6 in 200k, not in
+    1M); any other model is compacted only reactively, when the API answers "prompt too long"."""
+    if auto_windows is None:
+        return True
+    name = (model or "").lower()
+    return any(name.startswith(prefix) and window == w for prefix, w in auto_windows)
+
+
 def persisted_stub(text: str, path: str) -> str:
     """§3.5 persisted output: ~2,000 bytes cut at a newline."""
     head = text[:PREVIEW_BYTES]
@@ -125,6 +136,8 @@ class ClaudeCode:
         "reserve_cap": MAX_OUTPUT_TOKENS_FOR_SUMMARY,  # 20,000 (2.1.x); 32,000 (2.0.x)
         "pct": None,  # CLAUDE_AUTOCOMPACT_PCT_OVERRIDE
         "auto_compact_window": None,  # CLAUDE_CODE_AUTO_COMPACT_WINDOW
+        # The (model prefix, window) pairs compacted on the threshold; None: every model (proactive()).
+        "auto_windows": None,
         "microcompact": "none",  # none | legacy (≤ 2.0.x: last 3, saves ≥ 20k) | time (60 min, keep 5)
         "gap_minutes": 60,
         "keep_recent": 5,
@@ -142,7 +155,9 @@ class ClaudeCode:
         prev_seq = None
         for call, new in steps(session):
             window = window_of(session, call)
-            thr = threshold(window, p["max_output"], p["pct"], p["auto_compact_window"], p["reserve_cap"])
+            reactive = not proactive(p["auto_windows"], call.model, window)
+            # Reactive: the API refuses a prompt over the window ("prompt too long"), then it compacts.
+            thr = window + 1 if reactive else threshold(window, p["max_output"], p["pct"], p["auto_compact_window"], p["reserve_cap"])
             events = []
             for m in new:
                 s = slot(m)
@@ -178,7 +193,9 @@ class ClaudeCode:
                 folded = hist[:cut] or hist
                 summary = folded_summary(session, self.wrapper_tokens, folded, folds, MAX_OUTPUT_TOKENS_FOR_SUMMARY, SUMMARY_INTRO)
                 after = [summary, *restore_files(folded)]
-                detail = f"manual /compact at {count:,} tokens (as recorded)" if by_hand else f"auto-compact at {count:,} ≥ {thr:,} tokens"
+                detail = (f"manual /compact at {count:,} tokens (as recorded)" if by_hand
+                          else f"reactive compact: {count:,} tokens passed the {window:,} window (prompt too long)" if reactive
+                          else f"auto-compact at {count:,} ≥ {thr:,} tokens")
                 events.append(fold_event(call.index, "fold", hist, after, oh, folded, detail, meter, count))
                 hist, folds = after, folds + 1
             w = meter.freeze(call, hist, oh, window, events)

@@ -907,12 +907,27 @@ def enrich(d: dict) -> dict:
 OUTPUT_RESERVE = 20_000
 AUTOCOMPACT_BUFFER = 13_000
 DEFAULT_WINDOW = 200_000
-# The auto-compact rule per version, bisected on the real client (`manage.py agent_thresholds
-# --claude var/agents/claude-code-X`; docs/policy-lab.md "Checked against the real clients"). The
-# first is the lab's default: a version none covers is replayed with it, and the lab page says so.
+# The auto-compact rule per version, bisected on the real clients (`manage.py agent_thresholds
+# --claude var/agents/claude-code-X` for the thresholds; `--models` for which models compact on
+# them; the versions between by installing npm's releases: docs/policy-lab.md "Each version's own
+# rule"). The first is the lab's default, the policy's own params: a version none covers is
+# replayed with it, and the lab page says so.
+# From 2.1.163 the client compacts on its threshold only the models it has an auto-compact window
+# for, in the window it has it for; the others only reactively, when the API answers "prompt too long".
+AUTO_WINDOWS_2_1_163 = (("claude-opus-4-6", 200_000), ("claude-sonnet-4-6", 200_000), ("claude-sonnet-5", 1_000_000))
 VERSION_RULES = (
-    VersionRule("2.1", "2.1.197 and 2.1.332", (),
-                "window − min(max output, 20,000) − 13,000: 167,000 on 200k"),
+    VersionRule("2.1", "2.1.39 and 2.1.152", (),
+                "window − min(max output, 20,000) − 13,000 for every model: 167,000 on 200k, 967,000 on 1M",
+                until="2.1.152"),
+    VersionRule("2.1", "2.1.163, 2.1.197 and 2.1.332", (("auto_windows", AUTO_WINDOWS_2_1_163),),
+                "167,000 on 200k for claude-opus-4-6 and claude-sonnet-4-6, 967,000 for claude-sonnet-5 on 1M; "
+                "any other model, and claude-opus-4-6 on 1M, only when the prompt passes the window",
+                since="2.1.163"),
+    # 2.1.153 to 2.1.162, offline: no model compacted on a threshold (their auto-compact windows come
+    # from the server's config, which a run here cannot reach).
+    VersionRule("2.1", "2.1.153 and 2.1.162", (("auto_windows", ()),),
+                "no model on a threshold (offline; the windows come from the server's config): only when the "
+                "prompt passes the window", since="2.1.153", until="2.1.162"),
     # 2.0.57's bundle: effective = window − min(CLAUDE_CODE_MAX_OUTPUT_TOKENS or 32,000, the model's max
     # output); the client compacted at a last usage of 155,000 on claude-opus-4-6, not at 154,999.
     VersionRule("2.0", "2.0.57", (("reserve_cap", 32_000), ("max_output", 32_000)),

@@ -17,6 +17,12 @@ Figures, not a timed test (tests/agents checks the same within 0.5 %).
 `npm install @anthropic-ai/claude-code@X` into its own folder under var/agents (never globally);
 `--env NAME=VALUE` sets a variable for every Claude Code run (CLAUDE_CODE_AUTO_COMPACT_WINDOW). A
 threshold outside ±10 % of the lab's is bisected over the whole range, from half the lab's to the window.
+
+`--models M1,M2 [--at 199000]`: no bisection; which models each Claude Code install compacts at that
+last usage (the first prefix resumed with `--model M`; "[1m]" for the 1M window). It says whether the
+client summarized (a summarization request) or only wrote its compact_boundary (2.1.332 drops old
+turns without a request on its 1M models). How docs/policy-lab.md's "Which models compact on the
+threshold" was measured: from 2.1.163 only the models with an auto-compact window.
 """
 
 from __future__ import annotations
@@ -57,6 +63,9 @@ class Command(BaseCommand):
                             help="Codex: measure the check before a tool call's follow-up (the first answer is a shell call "
                                  "reporting the usage) instead of the check before a resumed turn")
         parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="for every Claude Code run")
+        parser.add_argument("--models", default="", metavar="M1,M2",
+                            help="Claude Code: which of these models compact at --at (no bisection)")
+        parser.add_argument("--at", type=int, default=199_000, help="the last usage --models runs at")
 
     def handle(self, *args, **opts):
         folders = [Path(f).resolve() for f in opts["claude"]]
@@ -76,6 +85,9 @@ class Command(BaseCommand):
         if not root.is_dir():
             raise CommandError(f"shared fixtures not found at {root} (set CONTEXTVIEWER_FIXTURES)")
         timeout = opts["timeout"]
+        if opts["models"]:
+            return self._models(root, folders or [None], [m.strip() for m in opts["models"].split(",") if m.strip()],
+                                opts["at"], timeout)
         rows = []
         if opts["client"] in ("claude-code", "both"):
             lab = claude_code.threshold(200_000)
@@ -142,6 +154,18 @@ class Command(BaseCommand):
             f"  lab {lab:,}; difference {real - lab:+,} tokens ({diff:+.3f} %); {len(steps) + 4} client runs, "
             f"{time.monotonic() - t0:.0f} s")
         return {"client": f"{client} {probe.version}", "name": name, "model": prefix.model, "real": real, "lab": lab, "diff": diff}
+
+    def _models(self, root, folders, models, usage, timeout):
+        name, nth = agents.CLAUDE_PREFIXES[-1]
+        base = agents.claude_prefix(root / agents.CLAUDE_CODE / name, nth)
+        self.stdout.write(f"{'client':<22} {'model':<30} {'last usage':>11}  compacted")
+        for folder in folders:
+            for model in models:
+                out = agents.run_claude(base.with_model(model), usage, timeout=timeout, folder=folder,
+                                        extra_env=self.env).check()
+                boundary = any(line.get("subtype") == "compact_boundary" for line in out.session_lines)
+                said = "yes, summarized" if out.compacted else "yes, without a summary request" if boundary else "no"
+                self.stdout.write(f"{out.client} {out.version:<10} {model:<30} {usage:>11,}  {said}")
 
     def _reactive_only(self, root, timeout):
         if self.env or self.folder:

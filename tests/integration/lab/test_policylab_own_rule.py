@@ -93,7 +93,7 @@ def test_the_own_replay_folds_exactly_where_the_agent_auto_compacted(rel):
     assert by_hand == manual
     assert replay.overflow_calls == 0 and replay.unresolved == ()
     assert "no measured rule" not in lab.rule_note
-    rule = "2.0.57" if version.startswith("2.0.") else "2.1.197"
+    rule = "2.0.57" if version.startswith("2.0.") else "2.1.39 and 2.1.152"  # the rule of 2.1.0 to 2.1.152
     assert f"{version}: the rule measured on" in lab.rule_note and rule in lab.rule_note
 
 
@@ -145,7 +145,7 @@ def test_a_session_that_starts_full_folds_once_and_the_page_and_table_say_it_can
     assert 'id="limit-notes-claude_code"' in html
     assert "cannot bring the window under its limit: after its action at call 1" in html
     assert "of its 167,000 limit" in html
-    assert "Claude Code 2.1.39: the rule measured on 2.1.197 and 2.1.332" in html
+    assert "Claude Code 2.1.39: the rule measured on 2.1.39 and 2.1.152" in html
 
     job, _ = policy_table.start(conv.project)
     jobs.run(job.pk)
@@ -169,7 +169,7 @@ def test_the_2_0_rule_is_the_one_replayed_for_a_2_0_session_and_an_unknown_versi
     assert fold_calls["1.0.88"] == fold_calls["2.1.39"]  # replayed with the default (2.1) rule ...
     client.force_login(make_user("reader-rules", project=unknown.project))
     html = client.get(reverse("policy_lab", args=[unknown.pk])).content.decode()
-    assert "no measured rule for Claude Code 1.0.88: replayed with the rule measured on 2.1.197 and 2.1.332" in html  # ... and says so
+    assert "no measured rule for Claude Code 1.0.88: replayed with the rule measured on 2.1.39 and 2.1.152" in html  # ... and says so
     client.force_login(make_user("reader-rules-2", project=old.project))
     html = client.get(reverse("policy_lab", args=[old.pk])).content.decode()
     assert "Claude Code 2.0.57: the rule measured on 2.0.57" in html
