@@ -229,26 +229,35 @@ def _scope_version(user) -> str:
     return hashlib.sha256(repr(rows).encode()).hexdigest()[:32]
 
 
+def _readable(user, projects: list[int] | None) -> tuple[str, list]:
+    """The conversations `user` may read (in `projects` only, when given), as a subquery of ids: the
+    access rule of every search, applied to the index's own conversation column before any
+    message is read (no join with each match's conversation)."""
+    conv = Conversation._meta.db_table
+    sql = f"SELECT c.id FROM {conv} c WHERE c.project_id IN (SELECT project_id FROM accounts_membership WHERE user_id = %s)"
+    params: list = [user.pk]
+    if projects is not None:
+        sql += f" AND c.project_id IN ({', '.join(['%s'] * len(projects))})"
+        params += [int(p) for p in projects]
+    return sql, params
+
+
 def _matching(
     user, words: list[str], limit: int, conversation_id: int | None = None, *, offset: int = 0, order: str = "rank",
     projects: list[int] | None = None,
 ) -> list[tuple[int, int]]:
     msg = Message._meta.db_table
-    conv = Conversation._meta.db_table
-    membership = "accounts_membership"
-    extra = ""
-    params: list = []
+    readable, readable_params = _readable(user, projects)
     params_order: list = []
     if _is_sqlite():
         sql = (
             # The message's columns from the covering index (migration 0019), never from its row: a
             # common word matches half the messages, and their rows' raw lines and blocks come first.
             f"SELECT m.id, m.turn FROM {FTS_TABLE} f JOIN {msg} m INDEXED BY {COVER_INDEX} ON m.id = f.rowid "
-            f"JOIN {conv} c ON c.id = m.conversation_id "
-            f"WHERE {FTS_TABLE} MATCH %s AND c.project_id IN "
-            f"(SELECT project_id FROM {membership} WHERE user_id = %s) "
+            # "+": a filter on each match, not 1,250 probes of the index per match
+            f"WHERE {FTS_TABLE} MATCH %s AND +m.conversation_id IN ({readable}) "
         )
-        params = [_fts5_query(words), user.pk]
+        params = [_fts5_query(words), *readable_params]
         by_rank = "f.rank, m.id"
     else:
         parts = [p for w in words for p in _SEPARATORS.sub(" ", w).split()]
@@ -259,19 +268,14 @@ def _matching(
             for i, p in enumerate(parts)
         )
         sql = (
-            f"SELECT m.id, m.turn FROM {PG_TABLE} s JOIN {msg} m ON m.id = s.message_id AND m.conversation_id = s.conversation_id "
-            f"JOIN {conv} c ON c.id = m.conversation_id "
-            f"WHERE s.document @@ to_tsquery('{PG_CONFIG}', %s) AND c.project_id IN "
-            f"(SELECT project_id FROM {membership} WHERE user_id = %s) "
+            f"SELECT m.id, m.turn FROM {PG_TABLE} s JOIN {msg} m ON m.id = s.message_id "
+            f"WHERE s.document @@ to_tsquery('{PG_CONFIG}', %s) AND s.conversation_id IN ({readable}) "
         )
-        params = [tsquery, user.pk]
+        params = [tsquery, *readable_params]
         by_rank = f"ts_rank(s.document, to_tsquery('{PG_CONFIG}', %s)) DESC, m.id"
     if conversation_id is not None:
-        extra = "AND m.conversation_id = %s " + ("" if _is_sqlite() else "AND s.conversation_id = %s ")
+        sql += "AND m.conversation_id = %s " + ("" if _is_sqlite() else "AND s.conversation_id = %s ")
         params += [conversation_id] * (1 if _is_sqlite() else 2)
-    if projects is not None:
-        extra += f"AND c.project_id IN ({', '.join(['%s'] * len(projects))}) "
-        params += [int(p) for p in projects]
     if order == "position" and conversation_id is not None:
         order_sql = "ORDER BY m.position"
     elif order == "date":
@@ -283,7 +287,7 @@ def _matching(
             params_order = [tsquery]
     params += params_order + [limit, offset]
     with connection.cursor() as cursor:
-        cursor.execute(sql + extra + order_sql + " LIMIT %s OFFSET %s", params)
+        cursor.execute(sql + order_sql + " LIMIT %s OFFSET %s", params)
         return list({row[0]: (row[0], row[1]) for row in cursor.fetchall()}.values())
 
 
