@@ -168,7 +168,10 @@ def _database(url: str) -> dict:
         "PASSWORD": unquote(parsed.password or ""),
         "HOST": parsed.hostname or "",
         "PORT": str(parsed.port or ""),
-        "CONN_MAX_AGE": 0,
+        # The web server sets it as for SQLite (ops/webserver.py): a web thread keeps its connection
+        # between requests instead of paying PostgreSQL's connect and backend start-up (about 7 ms of
+        # each request here); the worker and the commands close theirs.
+        "CONN_MAX_AGE": int(env("CONTEXTVIEWER_PG_CONN_MAX_AGE", "0")),
         # A connection lost (the server restarted) is replaced at the next request; the request
         # that lost it answers 503 with Retry-After (middleware.DatabaseUnavailableMiddleware).
         "CONN_HEALTH_CHECKS": True,
