@@ -325,6 +325,14 @@ class CodexPrefix:
         u = self.records[self.last_usage_index]["payload"]["info"]["last_token_usage"]
         return int(u.get("output_tokens") or 0)
 
+    def with_model(self, model: str) -> CodexPrefix:
+        """The rollout resumed with another model: the config's `model` and its turn contexts'."""
+        records = copy.deepcopy(self.records)
+        for r in records:
+            if r.get("type") == "turn_context" and isinstance(r.get("payload"), dict):
+                r["payload"]["model"] = model
+        return CodexPrefix(self.source, records, self.session_id, model)
+
     def with_usage(self, total: int) -> list[dict]:
         """The records with the last response's total_tokens = total (output kept as recorded)."""
         out = copy.deepcopy(self.records)

@@ -136,6 +136,15 @@ class Harness:
             return spec.max_input
         return window
 
+    def input_limit_logged(self, logged_window: int | None) -> int | None:
+        """The harness's own window for the model, from the usable share of it its log records:
+        Codex logs `model_context_window` = 95 % of the window it keeps per model (258,400 of 272,000;
+        475,000 of gpt-6.2-sol's 500,000) and compacts at 90 % of that window, whatever the model's
+        API limit (docs/policy-lab.md, measured on 0.171.0). None for a harness that logs no such share."""
+        if self.fractions_of_model_input and self.usable_fraction and logged_window and logged_window > 0:
+            return round(logged_window / self.usable_fraction)
+        return None
+
     def output_reserve(self, spec: ModelSpec) -> int:
         """Tokens of the window kept for the response."""
         window, max_output = spec.window, max(0, spec.max_output)

@@ -173,7 +173,9 @@ def _calls(conv: Conversation) -> tuple[list[Call], list[dict], dict[str, int]]:
             # an Anthropic model whose API window is 1M ran it in 200k unless the user chose [1m].
             if conv.window is None and model and (ran_in := harness_window(rules, model, conv.peak_context or 0)):
                 spec = model_specs.lookup(model, override_window=ran_in)
-            window_of[model], limit_of[model] = spec.window, rules.input_limit(spec)
+            # Codex: the window its log records for the model, not the model's API limit.
+            window_of[model] = spec.window
+            limit_of[model] = rules.input_limit_logged(conv.window) or rules.input_limit(spec)
         calls.append(
             Call(
                 index=i, seq=pos, usage_input=unc + cw + cr, output=out, model=model or None, window=window_of[model],

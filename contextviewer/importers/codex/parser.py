@@ -1133,7 +1133,8 @@ USABLE = 0.95
 # and gpt-5-codex; not at 244,799); resumed with any last usage up to 500,000 it never compacted
 # before the new turn.
 VERSION_RULES = (
-    VersionRule("0.171", "0.171.0", (), "90 % of the model's input limit: 244,800 for gpt-5.x (272,000)"),
+    VersionRule("0.171", "0.171.0", (), "90 % of the window Codex keeps for the model (its log's model_context_window "
+                "÷ 0.95): 244,800 for 272,000, 450,000 for gpt-6.2-sol's 500,000"),
     VersionRule("0.58", "0.58.0", (("pre_turn", False),),
                 "90 % of the model's input limit, 244,800 for gpt-5 and gpt-5-codex, checked mid-turn only"),
 )

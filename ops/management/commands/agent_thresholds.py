@@ -18,11 +18,12 @@ Figures, not a timed test (tests/agents checks the same within 0.5 %).
 `--env NAME=VALUE` sets a variable for every Claude Code run (CLAUDE_CODE_AUTO_COMPACT_WINDOW). A
 threshold outside ±10 % of the lab's is bisected over the whole range, from half the lab's to the window.
 
-`--models M1,M2 [--at 199000]`: no bisection; which models each Claude Code install compacts at that
-last usage (the first prefix resumed with `--model M`; "[1m]" for the 1M window). It says whether the
-client summarized (a summarization request) or only wrote its compact_boundary (2.1.332 drops old
-turns without a request on its 1M models). How docs/policy-lab.md's "Which models compact on the
-threshold" was measured: from 2.1.163 only the models with an auto-compact window.
+`--models M1,M2 [--at 199000]`: no bisection; which models each install compacts at that last usage
+(the last prefix resumed with `--model M`, "[1m]" for Claude Code's 1M window; Codex: the model in
+its config and turn contexts, before a resumed turn). For Claude Code it says whether the client
+summarized (a summarization request) or only wrote its compact_boundary (2.1.332 drops old turns
+without a request on its 1M models). How docs/policy-lab.md's "Which models compact on the
+threshold" and "Codex's limit per model" were measured.
 """
 
 from __future__ import annotations
@@ -86,8 +87,10 @@ class Command(BaseCommand):
             raise CommandError(f"shared fixtures not found at {root} (set CONTEXTVIEWER_FIXTURES)")
         timeout = opts["timeout"]
         if opts["models"]:
-            return self._models(root, folders or [None], [m.strip() for m in opts["models"].split(",") if m.strip()],
-                                opts["at"], timeout)
+            models = [m.strip() for m in opts["models"].split(",") if m.strip()]
+            if opts["client"] == agents.CODEX:
+                return self._codex_models(root, codex_folders or [None], models, opts["at"], timeout)
+            return self._models(root, folders or [None], models, opts["at"], timeout)
         rows = []
         if opts["client"] in ("claude-code", "both"):
             lab = claude_code.threshold(200_000)
@@ -166,6 +169,15 @@ class Command(BaseCommand):
                 boundary = any(line.get("subtype") == "compact_boundary" for line in out.session_lines)
                 said = "yes, summarized" if out.compacted else "yes, without a summary request" if boundary else "no"
                 self.stdout.write(f"{out.client} {out.version:<10} {model:<30} {usage:>11,}  {said}")
+
+    def _codex_models(self, root, folders, models, usage, timeout):
+        name, nth = agents.CODEX_PREFIXES[0]
+        base = agents.codex_prefix(root / agents.CODEX / name, nth)
+        self.stdout.write(f"{'client':<22} {'model':<30} {'last total':>11}  compacted")
+        for folder in folders:
+            for model in models:
+                out = agents.run_codex(base.with_model(model), usage, timeout=timeout, folder=folder).check()
+                self.stdout.write(f"{out.client} {out.version:<16} {model:<30} {usage:>11,}  {'yes' if out.compacted else 'no'}")
 
     def _reactive_only(self, root, timeout):
         if self.env or self.folder:
