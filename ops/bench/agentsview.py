@@ -14,6 +14,9 @@ update check, and CLAUDE_PROJECTS_DIR pointing at the generated folder only: nev
   other, each asked of both in turn: ours the results fragment the index page's search box fetches
   (`/?q=...`, HX-Target results) from the default web server, signed in; theirs `GET /api/v1/search?q=`
   of `agentsview serve --no-sync`. p50 and p95 of each (nearest rank), the first round not counted.
+  `--database-url postgres://...`: ours imported into that scratch PostgreSQL database instead
+  (created if missing, emptied first, VACUUM ANALYZE after the import as autovacuum would) and served
+  from it.
 - file: one synthetic session of --size MB; ours and theirs as in `folder`, and the floor of
   `bench import` (one thread: JSON-parse the lines and count every message string with o200k).
 
@@ -156,12 +159,21 @@ def _timed(argv: list[str], env: dict, cwd: Path = ROOT) -> tuple[float, str]:
     return wall, done.stdout + done.stderr
 
 
-def ours_import(path: Path, data: Path) -> dict:
-    """`manage.py import PATH` from start to exit into a fresh, migrated SQLite database."""
-    env = our_env(data)
+def ours_import(path: Path, data: Path, database_url: str = "") -> dict:
+    """`manage.py import PATH` from start to exit into a fresh, migrated SQLite database (or the
+    scratch PostgreSQL database `database_url`, emptied first)."""
+    env = {**our_env(data), "DATABASE_URL": database_url}
+    if database_url:
+        from ops.bench.scale import ensure_database  # lazy: only for PostgreSQL runs
+
+        ensure_database(database_url)
     _timed([sys.executable, str(ROOT / "manage.py"), "migrate", "-v", "0"], env)  # not timed
+    if database_url:
+        _timed([sys.executable, "-c", _EMPTY], env)  # not timed
     wall, printed = _timed([sys.executable, str(ROOT / "manage.py"), "import", str(path), "--project", "Bench", "--json"], env)
     report = json.loads(printed[printed.index("{"):printed.rindex("}") + 1])
+    if database_url:
+        _timed([sys.executable, "-c", _ANALYZE], env)  # not timed: what autovacuum does after an import
     conversations = report.get("conversations", [])
     return {"seconds": wall, "conversations": len(conversations),
             "messages": sum(c.get("messages", 0) for c in conversations)}
@@ -242,16 +254,17 @@ def run_file(out: TextIO, binary: Path, work: Path, size_mb: float, repeat: int)
               "start to exit; floor: one thread JSON-parsing the lines and counting every message string with o200k\n")
 
 
-def run_search(out: TextIO, binary: Path, work: Path, sessions: int, rounds: int) -> None:
+def run_search(out: TextIO, binary: Path, work: Path, sessions: int, rounds: int, database_url: str = "") -> None:
     projects = work / "projects"
     t0 = time.perf_counter()
     files, size = generate_folder(projects, sessions)
-    mine = ours_import(projects / "-bench-folder", work / "ours")
+    mine = ours_import(projects / "-bench-folder", work / "ours", database_url)
     theirs = theirs_sync(binary, work / "theirs", projects)
     out.write(f"folder: {sessions} generated sessions, {files} files, {size / 1e6:.1f} MB; imported by contextviewer "
               f"({mine['messages']} messages) and agentsview ({theirs['messages']} messages) in "
               f"{time.perf_counter() - t0:.1f} s\n")
-    env = bench_load.scratch_env(work / "ours")
+    env = {**bench_load.scratch_env(work / "ours"), "DATABASE_URL": database_url}
+    out.write(f"contextviewer's database: {'PostgreSQL (' + database_url.rsplit('/', 1)[-1] + ')' if database_url else 'SQLite'}\n")
     _, printed = _timed([sys.executable, "-c", _READER], env)
     cookie = json.loads(printed.strip().splitlines()[-1])["cookie"]
     ours_port, their_port = bench_load.free_port(), bench_load.free_port()
@@ -340,7 +353,7 @@ def _wait_http(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
 
 
 def run(out: TextIO | None = None, *, what: str, sessions: int = 1000, repeat: int = 3, size_mb: float = 55.0,
-        rounds: int = 20, keep: bool = False) -> None:
+        rounds: int = 20, keep: bool = False, database_url: str = "") -> None:
     out = out or sys.stdout
     binary = executable(out)
     work = Path(tempfile.mkdtemp(prefix="contextviewer-vs-agentsview-"))
@@ -349,7 +362,7 @@ def run(out: TextIO | None = None, *, what: str, sessions: int = 1000, repeat: i
         if what == "folder":
             run_folder(out, binary, work, sessions, repeat)
         elif what == "search":
-            run_search(out, binary, work, sessions, rounds)
+            run_search(out, binary, work, sessions, rounds, database_url)
         elif what == "file":
             run_file(out, binary, work, size_mb, repeat)
         else:
@@ -376,6 +389,32 @@ Membership.objects.create(project=Project.objects.get(name="Bench"), user=user, 
 client = Client()
 client.force_login(user)
 print(json.dumps({"cookie": "; ".join(f"{k}={m.value}" for k, m in client.cookies.items())}))
+"""
+
+
+# A scratch PostgreSQL database emptied (Django's tables and the search index, which is no model's).
+_EMPTY = r"""
+import os
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextviewer.settings")
+import django
+django.setup()
+from django.core.management import call_command
+from django.db import connection
+call_command("flush", interactive=False, verbosity=0)
+with connection.cursor() as cursor:
+    cursor.execute("TRUNCATE conversations_message_search")
+"""
+
+# After an import into PostgreSQL: the statistics and visibility map autovacuum would make (a test
+# server may run with autovacuum off); without them the planner guesses and index-only scans fetch rows.
+_ANALYZE = r"""
+import os
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextviewer.settings")
+import django
+django.setup()
+from django.db import connection
+with connection.cursor() as cursor:
+    cursor.execute("VACUUM ANALYZE")
 """
 
 

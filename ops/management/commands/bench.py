@@ -3,7 +3,7 @@
 | bench vs-claude-code-log [--file SESSION.jsonl]
 | bench scale [--sessions 1000] [--scale-workers 1,2] [--repeat 2] [--unsplit] (PostgreSQL + Redis)
 | bench usage [--sessions 1000] (the analytics page and the usage API)
-| bench vs-agentsview folder|search|file [--sessions 1000] [--size 55] [--repeat 3] [--rounds 20] (ops/bench/agentsview.py)
+| bench vs-agentsview folder|search|file [--sessions 1000] [--size 55] [--repeat 3] [--rounds 20] [--database-url URL] (ops/bench/agentsview.py)
 
 Benchmarks print figures; they are not timed tests. `bench import` runs in a throw-away SQLite
 database (or the configured PostgreSQL) under a temporary data folder, never in your own data.
@@ -57,8 +57,8 @@ class Command(BaseCommand):
         parser.add_argument("--repeat", type=int, default=None, help="bench import: runs of the floor and the import, "
                             "interleaved; the figures are the fastest of each (a noisy machine slows runs, never speeds them) "
                             "(default 3); bench load: load runs against the same server, then the best and the spread (default 1)")
-        parser.add_argument("--database-url", default="", help="bench import, bench scale: a scratch PostgreSQL database "
-                            "(default: a fresh SQLite file in a temporary folder)")
+        parser.add_argument("--database-url", default="", help="bench import, bench scale, bench vs-agentsview search: a "
+                            "scratch PostgreSQL database (default: a fresh SQLite file in a temporary folder)")
         parser.add_argument("--clients", type=int, default=20, help="bench load: concurrent readers")
         parser.add_argument("--seconds", type=float, default=30.0, help="bench load: length of a run (it stops then)")
         parser.add_argument("--messages", type=int, default=41_000, help="bench load: messages of the conversation")
@@ -102,7 +102,7 @@ class Command(BaseCommand):
             try:
                 bench_agentsview.run(self.stdout, what=opts["measure"], sessions=opts["sessions"],
                                      repeat=opts["repeat"] or 3, size_mb=opts["size"], rounds=opts["rounds"],
-                                     keep=opts["keep"])
+                                     keep=opts["keep"], database_url=opts["database_url"])
             except RuntimeError as e:
                 raise CommandError(str(e)) from e
         elif opts["what"] == "usage":
