@@ -20,6 +20,9 @@ Two processes (one per core, CONTEXTVIEWER_WEB_WORKERS) run the Python: the GIL 
 thread run at a time in each. Threads (CONTEXTVIEWER_WEB_THREADS) take every waiting request
 at once, so a slow page does not hold twenty fast ones in the listen queue behind it, and
 keep-alive connections are served (a sync worker closes each connection after one response).
+A live page's request is held until something is new (viewer/live.py): each open live page
+holds a thread that sleeps between stats of a file, so there are threads for twenty such
+pages and the other readers besides (24 a process).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import os
 import sys
 
 DEFAULT_WORKERS = 2
-DEFAULT_THREADS = 8
+DEFAULT_THREADS = 24
 SQLITE_CONN_MAX_AGE = 60  # seconds a web thread keeps its SQLite connection (settings.py)
 PG_CONN_MAX_AGE = 60  # the same for PostgreSQL
 

@@ -26,6 +26,7 @@ from contextviewer.core.records import SessionInfo
 from contextviewer.importers import formats
 from contextviewer.importers.formats import Format, ParseInput
 from contextviewer.importers.lines import open_stream
+from contextviewer.conversations import changes
 from contextviewer.conversations.models import Source, SourceStatus
 from contextviewer.ingest import child
 from contextviewer.ingest.reports import FileReport
@@ -114,6 +115,10 @@ def import_file(
     report.bad_lines = source.error_count
     report.errors = new_errors
     report.conversation_ids = [c.pk for c in maker.conversations()]
+    if report.added_messages or report.updated_messages:
+        # An open page of these conversations learns of it at once (viewer/live.py), once committed.
+        ids = list(report.conversation_ids)
+        transaction.on_commit(lambda: changes.signal(ids))
     return report
 
 

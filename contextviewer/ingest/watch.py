@@ -52,7 +52,9 @@ from contextviewer.jobs.models import Job, JobStatus
 log = logging.getLogger(__name__)
 
 ENV = "CONTEXTVIEWER_WATCH"  # folders (os.pathsep-separated) or "auto"
-DEBOUNCE = 1.0  # seconds of quiet before a changed file is imported
+# Seconds of quiet before a changed file is imported: an agent writes a message's lines together,
+# and an open page shows them as soon as they are imported (viewer/live.py holds its request).
+DEBOUNCE = 0.2
 MAX_WAIT = 3.0  # a file written without pause is still imported this often
 # A conversation stays live this long after its file last grew (agents pause between turns).
 LIVE_FOR = timedelta(minutes=float(os.environ.get("CONTEXTVIEWER_LIVE_MINUTES") or 5))

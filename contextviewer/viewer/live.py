@@ -1,8 +1,10 @@
 """Live conversations: the page of a conversation whose file is still growing follows it.
 
 The watcher (watch.py) marks the conversations of a growing file live (``Conversation.live_until``).
-Their page carries a poll element (``_live_poll.html``, every 2 s while live) that asks this view
-for what came after what the page has: new turn headers (swapped in where the poll element is,
+Their page carries a poll element (``_live_poll.html``) whose request this view holds while the
+conversation is live and nothing is new (up to HOLD_SECONDS; the import's commit wakes it through
+conversations/changes.py, so a new line is on the page as soon as it is imported; the element asks
+again 250 ms after each answer). It asks for what came after what the page has: new turn headers (swapped in where the poll element is,
 with the next poll element after them), the grown last turn's figures and messages, and the gauge
 and curve (out-of-band swaps of the page's own partials). live.js adds what only the browser knows
 to each poll: the last turn the page shows, whether the page shows the segment up to its end, and
@@ -25,11 +27,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from contextviewer.conversations import changes
 from contextviewer.viewer import conversation_page, turn_content
 from contextviewer.viewer.live_poll import PollState, last_position
 from contextviewer.accounts.permissions import get_conversation_for_user
 from contextviewer.viewer.views import _int
 
+# How long a live page's request is held while nothing is new (then 204, and the page asks again).
+HOLD_SECONDS = 20.0
 
 
 @login_required
@@ -39,8 +44,15 @@ def conversation_live(request: HttpRequest, pk: int) -> HttpResponse:
     conv = get_conversation_for_user(request, pk)
     live = conv.is_live
     pos = _int(request.GET.get("pos"), -1)
-    hi = last_position(conv)
     dormant = request.GET.get("dormant") == "1"
+    since = changes.stamp(conv.pk)
+    hi = last_position(conv)
+    if hi == pos and live and not dormant and request.GET.get("hold") == "1":
+        # A held request: answered as soon as an import commits something new (changes.signal).
+        if changes.wait(conv.pk, HOLD_SECONDS, lambda: last_position(conv) != pos, since=since):
+            conv.refresh_from_db()  # its counts and figures as the import left them
+            live = conv.is_live
+        hi = last_position(conv)
     if hi == pos:
         if live or dormant:
             return HttpResponse(status=204)

@@ -12,7 +12,9 @@ from django.urls import reverse
 from contextviewer.viewer import conversation_page
 from contextviewer.conversations.models import Conversation, Message, Source
 
-POLL_EVERY = "2s"
+# While live the server holds each request until something is new (live.HOLD_SECONDS at most): the
+# element asks again this soon after an answer (htmx drops a trigger while a request is out).
+POLL_EVERY = "250ms"
 # A page whose conversation stopped being live keeps asking, slowly: a file that grows again (the
 # agent resumed the session) makes it live again, and the page follows it again.
 DORMANT_EVERY = "20s"
@@ -40,6 +42,8 @@ class PollState:
             values["turn"] = self.turn
         if self.dormant:
             values["dormant"] = 1
+        else:
+            values["hold"] = 1
         return json.dumps(values)
 
     @property

@@ -23,7 +23,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from contextviewer.importers.codex import synthetic as codex_synthetic
 from contextviewer.importers.claude_code import synthetic
-from ops.bench import agentsview as bench_agentsview, ccl as bench_ccl, load as bench_load, pages as bench_pages, scale as bench_scale, startup as bench_startup, usage as bench_usage
+from ops.bench import agentsview as bench_agentsview, ccl as bench_ccl, live as bench_live, load as bench_load, pages as bench_pages, scale as bench_scale, startup as bench_startup, usage as bench_usage
 
 
 def _peak_rss_mb() -> float:
@@ -36,7 +36,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("what", choices=["import", "pages", "load", "startup", "vs-claude-code-log", "scale", "usage",
-                                             "vs-agentsview"])
+                                             "vs-agentsview", "live"])
         parser.add_argument("measure", nargs="?", choices=["folder", "search", "file"],
                             help="bench vs-agentsview: a folder of --sessions small sessions imported, search across "
                             "them, or one --size MB session imported, each beside agentsview")
@@ -67,7 +67,7 @@ class Command(BaseCommand):
         parser.add_argument("--workers", type=int, default=None, help="bench load: server processes "
                             "(default CONTEXTVIEWER_WEB_WORKERS or 2)")
         parser.add_argument("--threads", type=int, default=None, help="bench load: threads per server process "
-                            "(default CONTEXTVIEWER_WEB_THREADS or 8)")
+                            "(default CONTEXTVIEWER_WEB_THREADS or 24)")
         parser.add_argument("--worker-class", choices=["gthread", "sync"], default="gthread",
                             help="bench load: sync is the server as it was before threads, to compare")
         parser.add_argument("--port", type=int, default=None, help="bench load: the server's port (default: a free one)")
@@ -107,6 +107,11 @@ class Command(BaseCommand):
                 raise CommandError(str(e)) from e
         elif opts["what"] == "usage":
             bench_usage.run(self.stdout, sessions=opts["sessions"])
+        elif opts["what"] == "live":  # --clients open pages, --rounds appended turns
+            try:
+                bench_live.run(self.stdout, pages=opts["clients"], rounds=opts["rounds"], keep=opts["keep"])
+            except RuntimeError as e:
+                raise CommandError(str(e)) from e
         elif opts["what"] == "startup":
             bench_startup.run(self.stdout, repeat=opts["repeat"] or 5)
         elif opts["what"] == "vs-claude-code-log":

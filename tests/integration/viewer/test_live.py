@@ -81,7 +81,7 @@ def test_nothing_new_is_204_and_a_conversation_no_longer_live_slows_the_poll_dow
     Conversation.objects.filter(pk=conv.pk).update(live_until=timezone.now() + timedelta(minutes=5))
     html = client.get(f"/c/{conv.pk}/live/", dormant, HTTP_HX_REQUEST="true").content.decode()
     assert f'id="turn-{last_turn(conv)}"' in html and last_turn(conv) > shown
-    assert 'id="live-badge"' in html and 'hx-trigger="every 2s"' in html
+    assert 'id="live-badge"' in html and 'hx-trigger="every 250ms"' in html and "&quot;hold&quot;: 1" in html  # a held request again
 
 
 def test_the_header_counts_follow_the_live_session(client, user, session, project):
@@ -162,7 +162,7 @@ def test_a_page_with_nothing_after_its_latest_fold_follows_the_first_turns_after
     client.force_login(user)
     page = client.get(f"/c/{conv.pk}/").content.decode()
     poll = page.split('id="live-poll"', 1)[1].split("</div>", 1)[0]
-    assert "Nothing after the latest fold yet." in poll and "every 2s" in poll  # the note sits in the poll
+    assert "Nothing after the latest fold yet." in poll and "every 250ms" in poll  # the note sits in the poll
 
     grow(path, b.turn(3), project)
     html = client.get(f"/c/{conv.pk}/live/", {"pos": hi, "folds": 1}, HTTP_HX_REQUEST="true").content.decode()
