@@ -14,7 +14,7 @@ is open, so an idle connection holds no WAL snapshot and never stops a checkpoin
 the commands keep closing theirs (CONN_MAX_AGE 0). On PostgreSQL the same
 (CONTEXTVIEWER_PG_CONN_MAX_AGE=60): connecting and starting a backend cost about 7 ms of every
 request, a search's results fragment ran 58 ms instead of 25 (CONN_HEALTH_CHECKS replaces a
-connection a restart broke). At most workers x threads connections, 16 by default.
+connection a restart broke). At most workers x threads connections (48 by default; PostgreSQL allows 100 unless told otherwise).
 
 Two processes (one per core, CONTEXTVIEWER_WEB_WORKERS) run the Python: the GIL lets one
 thread run at a time in each. Threads (CONTEXTVIEWER_WEB_THREADS) take every waiting request
