@@ -12,9 +12,9 @@ each request. The web server's processes get CONTEXTVIEWER_SQLITE_CONN_MAX_AGE=6
 its PRAGMAs) again for every request, 1-2 ms of CPU each time. Between requests no transaction
 is open, so an idle connection holds no WAL snapshot and never stops a checkpoint. The worker and
 the commands keep closing theirs (CONN_MAX_AGE 0). On PostgreSQL the same
-(CONTEXTVIEWER_PG_CONN_MAX_AGE=60): connecting and starting a backend cost about 7 ms of every
-request, a search's results fragment ran 58 ms instead of 25 (CONN_HEALTH_CHECKS replaces a
-connection a restart broke). At most workers x threads connections (48 by default; PostgreSQL allows 100 unless told otherwise).
+(CONTEXTVIEWER_PG_CONN_MAX_AGE=60): connecting and starting a backend cost about 8 ms of every
+request (/login/ took 14.3 ms instead of 6.1; CONN_HEALTH_CHECKS replaces a connection a restart
+broke). At most workers x threads connections: 48 by default, of PostgreSQL's default 100.
 
 Two processes (one per core, CONTEXTVIEWER_WEB_WORKERS) run the Python: the GIL lets one
 thread run at a time in each. Threads (CONTEXTVIEWER_WEB_THREADS) take every waiting request
