@@ -51,7 +51,8 @@ def gunicorn_args(
         args += ["--worker-class", "gthread", "--threads", str(max(1, threads)), "--keep-alive", "5"]
     args += ["--env", f"CONTEXTVIEWER_SQLITE_CONN_MAX_AGE={SQLITE_CONN_MAX_AGE}",
              "--env", f"CONTEXTVIEWER_PG_CONN_MAX_AGE={PG_CONN_MAX_AGE}"]
-    return [*args, "--timeout", "600", "--access-logfile", "-"]
+    # A live page's held request (up to 20 s) does not hold a stop up: the hooks end it at once.
+    return [*args, "--timeout", "600", "-c", "python:ops.gunicorn_hooks", "--access-logfile", "-"]
 
 
 def gunicorn_command(

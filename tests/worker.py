@@ -10,10 +10,14 @@ import sys
 import time
 from pathlib import Path
 
+import socket
+
 import psutil
 
 from django.conf import settings
 from django.db import connection
+
+from ops import webserver
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -119,3 +123,28 @@ def wait_for(predicate, timeout: float = 60, interval: float = 0.05, message: st
         time.sleep(interval)
     said = f"\n{describe()}" if describe else ""
     raise AssertionError(f"timed out after {timeout}s waiting for {message}{said}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_gunicorn(port: int, log: Path) -> subprocess.Popen:
+    """The default web server (one process, 4 threads) on the test database, up and answering."""
+    env = {**worker_env(), "CONTEXTVIEWER_WEB_WORKERS": "1"}
+    proc = subprocess.Popen(webserver.gunicorn_command("127.0.0.1", port, workers=1, threads=4), cwd=ROOT, env=env,
+                            stdout=open(log, "ab"), stderr=subprocess.STDOUT, start_new_session=True)
+
+    def up():
+        if proc.poll() is not None:
+            raise AssertionError(f"gunicorn exited: {log.read_text()[-3000:]}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return True
+        except OSError:
+            return False
+
+    wait_for(up, timeout=90, interval=0.1, message="gunicorn")
+    return proc

@@ -10,6 +10,7 @@ see the worker's data folder (another machine), ``wait`` also asks the database 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -18,6 +19,9 @@ from django.conf import settings
 
 STEP = 0.05  # seconds between two looks at the stamp
 DB_EVERY = 1.0  # seconds between two asks of the database while waiting
+# Set when the process is asked to stop (ops/gunicorn_hooks.py): every wait ends at once, so a
+# held request does not hold the web server's stop up.
+STOPPING = threading.Event()
 
 
 def _folder() -> Path:
@@ -62,7 +66,7 @@ def wait(conversation_id: int, timeout: float, changed: Callable[[], bool], sinc
     ask_at = time.monotonic() + DB_EVERY
     while True:
         now = time.monotonic()
-        if now >= deadline:
+        if now >= deadline or STOPPING.is_set():
             return False
         moved = stamp(conversation_id) != start
         if moved or now >= ask_at:

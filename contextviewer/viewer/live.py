@@ -49,10 +49,13 @@ def conversation_live(request: HttpRequest, pk: int) -> HttpResponse:
     hi = last_position(conv)
     if hi == pos and live and not dormant and request.GET.get("hold") == "1":
         # A held request: answered as soon as an import commits something new (changes.signal).
-        if changes.wait(conv.pk, HOLD_SECONDS, lambda: last_position(conv) != pos, since=since):
-            conv.refresh_from_db()  # its counts and figures as the import left them
-            live = conv.is_live
+        changes.wait(conv.pk, HOLD_SECONDS, lambda: last_position(conv) != pos, since=since)
         hi = last_position(conv)
+    if hi != pos:
+        # The row read after the messages: its counts and figures at least as new as what is sent
+        # (an import that committed between the two reads is sent again by the next answer).
+        conv.refresh_from_db()
+        live = conv.is_live
     if hi == pos:
         if live or dormant:
             return HttpResponse(status=204)

@@ -44,10 +44,9 @@ from contextviewer.ingest.models import PushFile
 from contextviewer.ingest.push import client_root
 from contextviewer.ingest.watch import auto_locations
 from contextviewer.jobs.models import Job, JobStatus
-from ops.webserver import gunicorn_command
 from tests.sessions import SessionBuilder, session_lines, write_lines
 from tests.upload_folders import write_upload_folder
-from tests.worker import ROOT, job_state, wait_for, worker_env
+from tests.worker import ROOT, free_port, job_state, start_gunicorn, wait_for, worker_env
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -330,30 +329,6 @@ def test_a_request_cut_mid_body_stores_nothing_of_it(live_server, project, user)
     assert status == 200 and data["size"] == len(body) and _held(project) == {"cut.jsonl": body}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _gunicorn(port: int, log: Path) -> subprocess.Popen:
-    env = {**worker_env(), "CONTEXTVIEWER_WEB_WORKERS": "1"}
-    proc = subprocess.Popen(gunicorn_command("127.0.0.1", port, workers=1, threads=4), cwd=ROOT, env=env,
-                            stdout=open(log, "ab"), stderr=subprocess.STDOUT, start_new_session=True)
-
-    def up():
-        if proc.poll() is not None:
-            raise AssertionError(f"gunicorn exited: {log.read_text()[-3000:]}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return True
-        except OSError:
-            return False
-
-    wait_for(up, timeout=90, interval=0.1, message="gunicorn")
-    return proc
-
-
 def _kill(proc: subprocess.Popen) -> None:
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
@@ -367,9 +342,9 @@ def test_a_push_cut_by_the_server_going_down_resumes_and_everything_arrives_once
         while fh.tell() < 6_000_000:
             fh.write("\n".join(big_builder.turn(big_builder.n)) + "\n")
     token = _token(user, project)
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "gunicorn.log"
-    server = _gunicorn(port, log)
+    server = start_gunicorn(port, log)
     url = f"http://127.0.0.1:{port}"
     try:
         script = _script(url, tmp_path)
@@ -388,7 +363,7 @@ def test_a_push_cut_by_the_server_going_down_resumes_and_everything_arrives_once
         held_then = sum(PushFile.objects.filter(client__project=project).values_list("size", flat=True))
         time.sleep(1.5)
         assert client.poll() is None, "the client gave up instead of retrying"
-        server = _gunicorn(port, log)  # back
+        server = start_gunicorn(port, log)  # back
         out, err = client.communicate(timeout=300)
         assert client.returncode == 0, err.decode()
     finally:

@@ -5,6 +5,9 @@ ends with 204 after the hold, and a page that is not live is not held."""
 
 from __future__ import annotations
 
+import http.client
+import os
+import signal
 import threading
 import time
 from datetime import timedelta
@@ -18,6 +21,7 @@ from contextviewer.conversations.models import Conversation
 from contextviewer.ingest import files as ingest
 from contextviewer.viewer import live
 from tests.sessions import SessionBuilder, write_lines
+from tests.worker import free_port, start_gunicorn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -63,9 +67,10 @@ def test_a_held_request_answers_as_soon_as_the_import_of_an_appended_turn_commit
     assert out["response"].status_code == 200 and "Step 3" in html
     conv.refresh_from_db()
     counts = html.split('id="header-counts" hx-swap-oob="true"', 1)[1].split("</span>\n    </span>", 1)[0]
-    assert f"{conv.model_call_count} model calls" in counts and conv.model_call_count == 6  # the figures after the import
-    # Woken by the signal (a stat every 50 ms), not by the once-a-second look at the database.
-    assert out["done"] - imported < 0.5, f"answered {out['done'] - imported:.2f} s after the import"
+    assert f"{conv.model_call_count} model calls" in counts and conv.model_call_count == 6, (out["done"] - imported, out["took"])  # the figures after the import
+    # Woken by the signal (a stat every 50 ms), not by the look at the database (8 s here); the
+    # answer's rendering is the rest (under 0.3 s idle, more on a busy machine).
+    assert out["done"] - imported < 4.0, f"answered {out['done'] - imported:.2f} s after the import"
 
 
 def test_with_nothing_new_the_hold_ends_with_204_and_a_page_not_live_is_not_held(user, session, monkeypatch):
@@ -87,3 +92,51 @@ def test_a_signal_a_waiter_misses_is_caught_by_the_database_look(user, session, 
     t0 = time.monotonic()
     assert changes.wait(conv.pk, 5.0, lambda: next(calls))
     assert 1.5 < time.monotonic() - t0 < 3.5  # the second look, two seconds in
+
+
+def test_stopping_the_web_server_ends_a_held_request_at_once(worker, project, user, tmp_path):
+    """The default web server (ops/webserver.py, with ops/gunicorn_hooks.py): SIGTERM, as `serve`
+    sends when it stops, answers a live page's held request with 204 at once, and the server is gone
+    within seconds, not after the 20 s hold (nor killed after serve's 10 s grace)."""
+    b = SessionBuilder()
+    path = tmp_path / "s.jsonl"
+    write_lines(path, b.turn(1))
+    ingest.import_file(project, path)
+    conv = Conversation.objects.get()
+    Conversation.objects.filter(pk=conv.pk).update(live_until=timezone.now() + timedelta(minutes=5))
+    pos = conv.messages.order_by("-position").values_list("position", flat=True).first()
+    c = Client()
+    c.force_login(user)
+    cookie = "; ".join(f"{k}={m.value}" for k, m in c.cookies.items())
+    port = free_port()
+    server = start_gunicorn(port, tmp_path / "gunicorn.log")
+    out: dict = {}
+
+    def held():
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        try:
+            conn.request("GET", f"/c/{conv.pk}/live/?pos={pos}&append=1&hold=1", headers={"Cookie": cookie, "HX-Request": "true"})
+            out["status"] = conn.getresponse().status
+        except OSError as exc:
+            out["error"] = repr(exc)
+        out["at"] = time.monotonic()
+
+    try:
+        up = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        up.request("GET", "/login/")
+        assert up.getresponse().status == 200  # the worker has booted: the next request is served, not queued
+        up.close()
+        thread = threading.Thread(target=held)
+        thread.start()
+        time.sleep(1.5)
+        assert thread.is_alive(), f"the request was not held: {out}"
+        stopped = time.monotonic()
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=15)
+        thread.join(5)
+        assert out.get("status") == 204 and out["at"] - stopped < 5.0, (out, (tmp_path / "gunicorn.log").read_text()[-2000:])
+        assert time.monotonic() - stopped < 9.0  # not the 20 s hold, nor serve's SIGKILL after 10 s
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(timeout=30)
