@@ -571,7 +571,23 @@ class KeptIds:
 
 def json_lines(text: str, limit: int = 200) -> list[tuple[int, dict]]:
     """(index, object) of the lines among the first ``limit`` of ``text`` that are a JSON object
-    (for JSONL sniffing; a line the head cut short is not one)."""
+    (for JSONL sniffing; a line the head cut short is not one). A file's head is sniffed by every
+    format in turn, most of them reading its JSON lines: the last few heads' lines are kept (in a
+    folder of small files, decoding them again for each format was most of the sniffing)."""
+    key = (text, limit)
+    kept = _JSON_LINES_KEPT.get(key)
+    if kept is None:
+        kept = _json_lines(text, limit)
+        if len(_JSON_LINES_KEPT) >= 4:
+            _JSON_LINES_KEPT.clear()
+        _JSON_LINES_KEPT[key] = kept
+    return list(kept)
+
+
+_JSON_LINES_KEPT: dict[tuple[str, int], list[tuple[int, dict]]] = {}
+
+
+def _json_lines(text: str, limit: int) -> list[tuple[int, dict]]:
     out = []
     for n, line in enumerate(text.split("\n")[:limit]):
         line = line.strip()

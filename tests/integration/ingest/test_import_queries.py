@@ -77,3 +77,27 @@ def test_appending_1980_messages_costs_the_statements_of_appending_20(project, t
     positions = list(conversation.messages.order_by("position").values_list("position", flat=True))
     assert positions == list(range(total))
     assert sum(many.values()) - sum(few.values()) <= 3, (few, many)
+
+
+@pytest.mark.django_db
+def test_an_imports_result_costs_the_statements_of_a_few_sessions_for_many(project, tmp_path):
+    # The job's result lists every conversation (a folder of 1,000 sessions: 1,250 with sub-agents):
+    # a few statements for the whole list, not a few per conversation.
+    from contextviewer.ingest.imports import import_result
+
+    def result_statements(sessions: int) -> tuple[int, dict]:
+        folder = tmp_path / f"f{sessions}"
+        folder.mkdir()
+        for n in range(sessions):
+            builder = SessionBuilder(session_id=f"22222222-3333-4444-8555-{sessions:06d}{n:06d}")
+            write_lines(folder / f"s{n}.jsonl", session_lines(1, builder))
+        report = ingest.import_path(project, folder)
+        with CaptureQueriesContext(connection) as ctx:
+            result = import_result(report)
+        return len(ctx.captured_queries), result
+
+    few, few_result = result_statements(2)
+    many, many_result = result_statements(12)
+    assert len(few_result["conversations"]) == 2 and len(many_result["conversations"]) == 12
+    assert many_result["conversations"][0]["messages"] == 5 and many_result["conversations"][0]["bad_lines"] == 0
+    assert many == few <= 6, (few, many)
