@@ -79,6 +79,10 @@ class ParsingProcess:
         self.pid: int | None = None
         self.tally = Tally()
         self.forks = 0
+        # Files the writer will likely ask for next, in order (``expect``), and the one asked ahead:
+        # the process parses it while the writer stores the file before (see ``_ask_ahead``).
+        self.expected: dict[tuple, tuple] = {}
+        self.asked_ahead: tuple | None = None
         started = early.take()  # `manage.py import`: the process forked at its start, loading meanwhile
         self.early = started is not None
         if started is not None:
@@ -112,19 +116,26 @@ class ParsingProcess:
     def parse(self, fmt_name: str, source: ParseInput) -> Iterator:
         """The prepared records of one file (PreparedMessage for messages, other records as they
         are), parsed in the process. Raises ImporterCrashed when the process dies meanwhile."""
+        key = _key(fmt_name, source)
+        if self.asked_ahead is not None and self.asked_ahead != key:
+            self._skip_ahead()
         if self.pid is None:
             self._start()
         elif token_core.loaded():
             self._writer_counts()
         elif _size(source.path) >= WRITER_PRELOADS_BYTES:  # a large file: the writer's help pays
             token_core.preload_encoding(force=True, then=self._writer_counts)
-        self.tally.reset()
-        try:
-            self._ask(fmt_name, source)
-        except BrokenPipeError:  # it ended before it was asked anything (one forked early, signalled): a new one
-            self._reap()
-            self._start()
-            self._ask(fmt_name, source)
+        if self.asked_ahead == key:  # asked while the file before was stored: its answers come first
+            self.asked_ahead = None
+        else:
+            self.tally.reset()
+            try:
+                self._ask(fmt_name, source)
+            except BrokenPipeError:  # it ended before it was asked anything (one forked early, signalled): a new one
+                self._reap()
+                self._start()
+                self._ask(fmt_name, source)
+        self._ask_ahead(key)
         frames = prepare._ahead(_answers(self.answers), depth=8)
         whole = False  # the process answered the whole file (its records, or the parser's error)
         try:
@@ -148,7 +159,36 @@ class ParsingProcess:
         _write_frame(self.asks, (fmt_name, parse_spec(source)))
         self.asks.flush()
 
+    def expect(self, files: list[tuple[str, ParseInput]]) -> None:
+        """The files (format name, what its parse is given) the writer will likely ask for, in this
+        order: each is asked for as the one before it is (``_ask_ahead``). A file asked for otherwise
+        (read from where the last import stopped, or not at all) costs only its parse, thrown away."""
+        keys = [_key(fmt_name, source) for fmt_name, source in files]
+        self.expected = {key: (next_key, files[n + 1]) for n, (key, next_key) in enumerate(zip(keys, keys[1:]))}
+
+    def _ask_ahead(self, key: tuple) -> None:
+        """Ask for the file expected after ``key`` now: a folder's small files are parsed on the
+        other core while the writer stores the one before, not between them."""
+        following = self.expected.pop(key, None)
+        if following is None or self.pid is None:
+            return
+        next_key, (fmt_name, source) = following
+        try:
+            self._ask(fmt_name, source)
+        except BrokenPipeError:  # it has ended: the next parse starts a new one
+            return
+        self.asked_ahead = next_key
+
+    def _skip_ahead(self) -> None:
+        """Read past the answers to a file asked ahead and not wanted now."""
+        self.asked_ahead = None
+        try:
+            _skip(self.answers)
+        except prepare.PrepareProcessError:  # it died on that file: the next one starts a new process
+            self._reap()
+
     def _reap(self) -> int:
+        self.asked_ahead = None
         pid, self.pid = self.pid, None
         _, status = os.waitpid(pid, 0)
         self._close_pipes()
@@ -160,6 +200,7 @@ class ParsingProcess:
                 pipe.close()
 
     def stop(self) -> None:
+        self.asked_ahead = None
         if self.pid is None:
             return
         _kill(self.pid)
@@ -217,6 +258,23 @@ def _answers(pipe) -> Iterator[list]:
         if kind == prepare._ERROR:
             raise _ParserRaised(payload)
         yield prepare._finish(payload)
+
+
+def _key(fmt_name: str, source: ParseInput) -> tuple:
+    spec = parse_spec(source)
+    return (fmt_name, *(spec[name] for name in sorted(spec)))
+
+
+def _skip(pipe) -> None:
+    """Read one file's answers to their end (its records, or the parser's error), unused."""
+    while True:
+        header = pipe.read(prepare._FRAME.size)
+        (size,) = prepare._FRAME.unpack(header) if len(header) == prepare._FRAME.size else (-1,)
+        data = pipe.read(size) if size >= 0 else b""
+        if size < 0 or len(data) < size:
+            raise prepare.PrepareProcessError("the import's parsing process stopped unexpectedly")
+        if pickle.loads(data)[0] in (prepare._DONE, prepare._ERROR):
+            return
 
 
 def _kill(pid: int) -> None:

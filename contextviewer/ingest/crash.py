@@ -31,6 +31,7 @@ class Tally:
 
     def counting(self, records: Iterable) -> Iterator:
         count, shared, pack = 0, self.map, _TALLY.pack_into
+        pack(shared, 0, 0, 0)  # a file asked for ahead (child.py) starts its own count
         for record in records:
             if not isinstance(record, ImportProgress):
                 count += 1

@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from django.conf import settings
 from django.db import OperationalError
 
 from contextviewer.accounts.models import Project
@@ -25,8 +26,8 @@ from contextviewer.conversations.models import Conversation, ConversationKind, S
 from contextviewer.ingest.fold_figures import attach_compaction_costs
 from contextviewer.ingest import child
 from contextviewer.ingest.reports import DiskFull, FileReport, ImportReport, disk_full, disk_full_message  # noqa: F401 - as callers name them (files.X)
-from contextviewer.ingest.row_maker import Subagent
-from contextviewer.ingest.sources import FileOptions, import_file
+from contextviewer.ingest.row_maker import Subagent, told_agent
+from contextviewer.ingest.sources import FileOptions, import_file, parse_of
 
 UNREAD = "not a format contextviewer reads"
 MAX_DESCRIBED = 500  # files of a folder no format reads that are said what they looked like
@@ -87,11 +88,35 @@ def import_groups(
     """Import sessions found by ``discover_path`` into ``report``, a session's main file first,
     then its sub-agent files (linked to it). Raises DiskFull (with what was done before)."""
     done = _Done(progress, sum(group_size(g) for g in groups) or 1)
+    _expect(project, groups, names)
     for group in groups:
         _import_session(project, group, report, done, names)
     if progress:
         progress(done.total, done.total, "done")
     return report
+
+
+def _expect(project: Project, groups: list[formats.SessionFiles], names) -> None:
+    """Tell the import's parsing process the files it will parse in turn (child.expect), so that it
+    parses each while the writer stores the one before: those never imported into the project (a
+    file imported before may be unchanged, or read from where the last import stopped)."""
+    process = child.current()
+    if process is None or settings.IMPORT_PROCESS_MIN_BYTES < 0:
+        return
+    planned = []
+    for group in groups:
+        if group.main is not None:
+            planned.append((group.format, group.main, None))
+        planned.extend((group.format, sub.path, Subagent(None, sub.agent_id, sub.agent_type)) for sub in group.subagents)
+    keys = [names(path)[0] if names else None for _fmt, path, _sub in planned]
+    keys = [key or FileOptions().key(path) for key, (_fmt, path, _sub) in zip(keys, planned)]
+    known = set()
+    for n in range(0, len(keys), 500):
+        known.update(Source.objects.filter(project=project, path__in=keys[n:n + 500]).values_list("path", flat=True))
+    process.expect([
+        (fmt, parse_of(path, *told_agent(sub)))
+        for key, (fmt, path, sub) in zip(keys, planned) if key not in known
+    ])
 
 
 class _Done:

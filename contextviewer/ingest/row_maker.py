@@ -46,6 +46,13 @@ class Subagent:
     kind: str = ConversationKind.SUBAGENT
 
 
+def told_agent(subagent: Subagent | None) -> tuple[str | None, str | None]:
+    """A sub-agent file's agent id and type as its parse is told them (the type masked)."""
+    if subagent is None:
+        return None, None
+    return subagent.agent_id, mask_text(storable(subagent.agent_type)) if subagent.agent_type else None
+
+
 class RowMaker:
     """The rows of one file's records (see the module docstring): ``consume`` the records, then
     ``finish`` after the file's Source is saved."""
@@ -58,8 +65,7 @@ class RowMaker:
         self.finished: list[Conversation] = []  # conversations of the sessions already written
         self.sessions_done = 0
         self.parent = subagent.parent if subagent else None
-        self.agent_id = subagent.agent_id if subagent else None
-        self.agent_type = mask_text(storable(subagent.agent_type)) if subagent and subagent.agent_type else None
+        self.agent_id, self.agent_type = told_agent(subagent)
         self.kind = subagent.kind if subagent else ConversationKind.MAIN
         self.main: ConversationState | None = None
         self.children: dict[str, ConversationState] = {}  # inline sidechains by agent id

@@ -198,16 +198,8 @@ def _read(file: _File, maker: RowMaker, start: tuple[int, int], progress) -> _Re
     try:
         if start_offset:
             stream.seek(start_offset)
-        parse_input = ParseInput(
-            path=path,
-            stream=stream,
-            start_offset=start_offset,
-            start_line=start_line,
-            agent_id=maker.agent_id,  # the file's agent, as told (the row maker has read no record yet)
-            agent_type=maker.agent_type,
-            max_line_bytes=settings.MAX_LINE_BYTES,
-            max_decompressed_bytes=settings.MAX_DECOMPRESSED_BYTES,
-        )
+        # the file's agent, as told (the row maker has read no record yet)
+        parse_input = parse_of(path, maker.agent_id, maker.agent_type, stream, start_offset, start_line)
         parser = child.current() if settings.IMPORT_PROCESS_MIN_BYTES >= 0 else None
         if parser is not None and formats.get(fmt.name) is fmt:
             # In the import's parsing process: a crash of the parser fails this file only (child.py).
@@ -222,6 +214,21 @@ def _read(file: _File, maker: RowMaker, start: tuple[int, int], progress) -> _Re
             parsed.close()  # a parse left in the middle ends here (its parsing process too)
         if stream is not None:
             stream.close()
+
+
+def parse_of(path: Path, agent_id: str | None, agent_type: str | None, stream=None, start_offset: int = 0, start_line: int = 0) -> ParseInput:
+    """What a file's parser is given (``_read``; files.py tells the import's parsing process the
+    files it will read from their start, so that it asks for each ahead: child.expect)."""
+    return ParseInput(
+        path=path,
+        stream=stream,
+        start_offset=start_offset,
+        start_line=start_line,
+        agent_id=agent_id,
+        agent_type=agent_type,
+        max_line_bytes=settings.MAX_LINE_BYTES,
+        max_decompressed_bytes=settings.MAX_DECOMPRESSED_BYTES,
+    )
 
 
 def _imported(source: Source, file: _File, read: _Read, new_errors: list[dict]) -> None:

@@ -201,3 +201,21 @@ def test_a_writer_that_stops_in_the_middle_of_a_file_ends_the_process_and_the_ne
     for pid in forks:
         with pytest.raises(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
+
+
+def test_a_file_asked_for_ahead_and_then_not_read_from_its_start_is_passed_over(project, tmp_path, forks):
+    # A folder's next file is parsed while the one before is stored (child.expect); when the writer
+    # asks for another file instead, the answers for the one asked ahead are read past, unused.
+    from contextviewer.ingest.sources import parse_of
+
+    folder = _folder(tmp_path, ["a", "b", "c"])
+    fmt = formats.get("claude-code")
+    with child.parsing() as process:
+        process.expect([(fmt.name, parse_of(folder / name, None, None)) for name in ("a.jsonl", "b.jsonl")])
+        first = ingest.import_file(project, folder / "a.jsonl", fmt=fmt)
+        assert process.asked_ahead is not None
+        other = ingest.import_file(project, folder / "c.jsonl", fmt=fmt)
+        last = ingest.import_file(project, folder / "b.jsonl", fmt=fmt)
+    assert [r.added_messages for r in (first, other, last)] == [TURNS * 5] * 3
+    assert {c.external_id for c in Conversation.objects.all()} == {f"aaaaaaaa-0000-4000-8000-{i:012d}" for i in range(3)}
+    assert len(forks) == 1
