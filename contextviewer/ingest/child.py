@@ -243,9 +243,8 @@ class _ParserRaised(Exception):
         self.error = error
 
 
-def _answers(pipe) -> Iterator[list]:
-    """A file's batches from the process, finished here (prepare._frames, with the parser's own
-    error told apart from a failure on this side, after which the process is not used again)."""
+def _file_frames(pipe) -> Iterator[tuple]:
+    """One file's frames from the process, (kind, payload), to its last (done, or the parser's error)."""
     while True:
         header = pipe.read(prepare._FRAME.size)
         (size,) = prepare._FRAME.unpack(header) if len(header) == prepare._FRAME.size else (-1,)
@@ -253,6 +252,15 @@ def _answers(pipe) -> Iterator[list]:
         if size < 0 or len(data) < size:
             raise prepare.PrepareProcessError("the import's parsing process stopped unexpectedly")
         kind, payload = pickle.loads(data)
+        yield kind, payload
+        if kind in (prepare._DONE, prepare._ERROR):
+            return
+
+
+def _answers(pipe) -> Iterator[list]:
+    """A file's batches from the process, finished here (prepare._frames, with the parser's own
+    error told apart from a failure on this side, after which the process is not used again)."""
+    for kind, payload in _file_frames(pipe):
         if kind == prepare._DONE:
             return
         if kind == prepare._ERROR:
@@ -267,14 +275,8 @@ def _key(fmt_name: str, source: ParseInput) -> tuple:
 
 def _skip(pipe) -> None:
     """Read one file's answers to their end (its records, or the parser's error), unused."""
-    while True:
-        header = pipe.read(prepare._FRAME.size)
-        (size,) = prepare._FRAME.unpack(header) if len(header) == prepare._FRAME.size else (-1,)
-        data = pipe.read(size) if size >= 0 else b""
-        if size < 0 or len(data) < size:
-            raise prepare.PrepareProcessError("the import's parsing process stopped unexpectedly")
-        if pickle.loads(data)[0] in (prepare._DONE, prepare._ERROR):
-            return
+    for _frame in _file_frames(pipe):
+        pass
 
 
 def _kill(pid: int) -> None:
