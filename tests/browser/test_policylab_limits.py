@@ -35,7 +35,7 @@ def test_a_replay_over_its_limit_is_said_on_the_lab_page_and_flagged_in_the_tabl
     assert "cannot bring the window under its limit: after its action at call 1" in notes.inner_text()
     row = page.locator("#policy-claude_code")
     assert row.locator(".limit-flag").is_visible()
-    assert "Claude Code 2.1.39: the rule measured on 2.1.197 and 2.1.332" in row.locator(".rule-note").text_content()
+    assert "Claude Code 2.1.39: the rule measured on 2.1.39 and 2.1.152" in row.locator(".rule-note").text_content()
     # One fold: one Claude Code dot on the curve, not one at every call after it.
     claude = [t.text_content() for t in page.locator("svg.curve circle.fire.line-policy title").all() if t.text_content().startswith("Claude Code")]
     assert len(claude) == 1, claude
